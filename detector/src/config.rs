@@ -1,0 +1,392 @@
+//! Modes and thresholds: one [`Config`], its documented defaults, a builder and the
+//! environment.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `LOCKSCOPE_MODE` | `off`, `production` or `test` | `production` |
+//! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
+//! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
+//! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
+//!
+//! The environment is read once, when the first primitive is created or the detector is first
+//! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
+//! default is used (instrumentation never stops a program). [`Config::from_env`] returns the
+//! error itself for programs that prefer to fail at start-up.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+/// What the detector does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// Wrappers only forward to the real primitive: one relaxed load and a branch per call.
+    Off,
+    /// Record, analyse, log and count findings; never panic; bounded memory.
+    Production,
+    /// As production, with test thresholds; findings fail armed tests and `assert_clean`.
+    Test,
+}
+
+impl Mode {
+    fn as_u8(self) -> u8 {
+        match self {
+            Mode::Off => 0,
+            Mode::Production => 1,
+            Mode::Test => 2,
+        }
+    }
+}
+
+/// Detector configuration. Build one with [`Config::builder`], [`Config::production`],
+/// [`Config::test`] or [`Config::from_env`], then [`install`](Config::install) it.
+///
+/// ```
+/// use std::time::Duration;
+/// use lockscope_detector::Config;
+///
+/// let cfg = Config::builder()
+///     .stuck(Duration::from_secs(5))
+///     .starvation(Duration::from_secs(5))
+///     .build()
+///     .unwrap();
+/// assert_eq!(cfg.stuck, Duration::from_secs(5));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// What the detector does.
+    pub mode: Mode,
+    /// `stuck-queue` threshold.
+    pub stuck: Duration,
+    /// `starvation` threshold (waiters bypassed; holders of a contended primitive).
+    pub starvation: Duration,
+    /// `leaked-permit` threshold; `None` checks leaks at the end of each test only.
+    pub leak: Option<Duration>,
+    /// Distinct `lock` label values before primitives fold into `lock="other"`.
+    pub max_series: usize,
+    /// Findings kept in memory (oldest dropped first, counted).
+    pub max_findings: usize,
+    /// Lock-order edges kept (new ones dropped beyond it, counted).
+    pub max_edges: usize,
+    /// How often the watchdog thread analyses the live state.
+    pub tick: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config::production()
+    }
+}
+
+impl Config {
+    /// Production defaults: 10 s stuck and starvation, 60 s leak.
+    pub fn production() -> Config {
+        Config {
+            mode: Mode::Production,
+            stuck: Duration::from_secs(10),
+            starvation: Duration::from_secs(10),
+            leak: Some(Duration::from_secs(60)),
+            max_series: 1000,
+            max_findings: 1000,
+            max_edges: 100_000,
+            tick: Duration::from_millis(100),
+        }
+    }
+
+    /// Test defaults: 1 s stuck and starvation, leaks checked at the end of the test.
+    pub fn test() -> Config {
+        Config {
+            mode: Mode::Test,
+            stuck: Duration::from_secs(1),
+            starvation: Duration::from_secs(1),
+            leak: None,
+            ..Config::production()
+        }
+    }
+
+    /// A builder starting from the production defaults.
+    pub fn builder() -> Builder {
+        Builder {
+            cfg: Config::production(),
+            error: None,
+        }
+    }
+
+    /// The defaults of `LOCKSCOPE_MODE` (production unless set) overridden by the
+    /// `LOCKSCOPE_*` variables.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the variable and the value when one does not parse or is 0.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut cfg = match get("LOCKSCOPE_MODE").as_deref().map(str::trim) {
+            None | Some("") | Some("production") => Config::production(),
+            Some("test") => Config::test(),
+            Some("off") => Config {
+                mode: Mode::Off,
+                ..Config::production()
+            },
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "LOCKSCOPE_MODE",
+                    other,
+                    "expected off, production or test",
+                ));
+            }
+        };
+        let ms = |key: &'static str| -> Result<Option<Duration>, ConfigError> {
+            match get(key) {
+                None => Ok(None),
+                Some(v) => parse_ms(key, &v).map(Some),
+            }
+        };
+        if let Some(d) = ms("LOCKSCOPE_STUCK_MS")? {
+            cfg.stuck = d;
+        }
+        if let Some(d) = ms("LOCKSCOPE_STARVATION_MS")? {
+            cfg.starvation = d;
+        }
+        if let Some(d) = ms("LOCKSCOPE_LEAK_MS")? {
+            cfg.leak = Some(d);
+        }
+        Ok(cfg)
+    }
+
+    /// Makes this the process-wide configuration.
+    pub fn install(self) {
+        MODE.store(self.mode.as_u8(), Ordering::Relaxed);
+        *CONFIG.write() = Arc::new(self);
+        crate::watchdog::ensure_started();
+    }
+}
+
+/// Parses a threshold in milliseconds: a positive integer.
+///
+/// # Errors
+///
+/// When `value` is not a positive integer.
+pub fn parse_ms(key: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    match value.trim().parse::<u64>() {
+        Ok(0) => Err(ConfigError::new(key, value, "must be at least 1")),
+        Ok(n) => Ok(Duration::from_millis(n)),
+        Err(_) => Err(ConfigError::new(
+            key,
+            value,
+            "expected a whole number of milliseconds",
+        )),
+    }
+}
+
+/// Builds a [`Config`]; errors are kept until [`build`](Builder::build).
+#[derive(Clone, Debug)]
+pub struct Builder {
+    cfg: Config,
+    error: Option<ConfigError>,
+}
+
+impl Builder {
+    /// Sets the mode.
+    pub fn mode(mut self, mode: Mode) -> Builder {
+        self.cfg.mode = mode;
+        self
+    }
+    /// Sets the `stuck-queue` threshold (must be non-zero).
+    pub fn stuck(mut self, d: Duration) -> Builder {
+        self.check("stuck", d);
+        self.cfg.stuck = d;
+        self
+    }
+    /// Sets the `starvation` threshold (must be non-zero).
+    pub fn starvation(mut self, d: Duration) -> Builder {
+        self.check("starvation", d);
+        self.cfg.starvation = d;
+        self
+    }
+    /// Sets the `leaked-permit` threshold; `None` checks at the end of tests only.
+    pub fn leak(mut self, d: Option<Duration>) -> Builder {
+        if let Some(d) = d {
+            self.check("leak", d);
+        }
+        self.cfg.leak = d;
+        self
+    }
+    /// Sets the label cap (distinct names before `lock="other"`).
+    pub fn max_series(mut self, n: usize) -> Builder {
+        self.cfg.max_series = n;
+        self
+    }
+    /// Sets how many findings are kept.
+    pub fn max_findings(mut self, n: usize) -> Builder {
+        if n == 0 {
+            self.error
+                .get_or_insert(ConfigError::new("max_findings", "0", "must be at least 1"));
+        }
+        self.cfg.max_findings = n.max(1);
+        self
+    }
+    /// Sets how many lock-order edges are kept.
+    pub fn max_edges(mut self, n: usize) -> Builder {
+        self.cfg.max_edges = n;
+        self
+    }
+    /// Sets the watchdog period (10 ms to 1 s: the 1-second deadlock promise needs it short).
+    pub fn tick(mut self, d: Duration) -> Builder {
+        if d < Duration::from_millis(10) || d > Duration::from_secs(1) {
+            self.error.get_or_insert(ConfigError::new(
+                "tick",
+                &format!("{d:?}"),
+                "must be between 10ms and 1s",
+            ));
+        }
+        self.cfg.tick = d;
+        self
+    }
+    fn check(&mut self, key: &'static str, d: Duration) {
+        if d.is_zero() {
+            self.error
+                .get_or_insert(ConfigError::new(key, "0", "must be at least 1ms"));
+        }
+    }
+    /// The configuration.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid setting.
+    pub fn build(self) -> Result<Config, ConfigError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.cfg),
+        }
+    }
+}
+
+/// An invalid configuration value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    key: &'static str,
+    value: String,
+    reason: &'static str,
+}
+
+impl ConfigError {
+    fn new(key: &'static str, value: &str, reason: &'static str) -> ConfigError {
+        ConfigError {
+            key,
+            value: value.to_owned(),
+            reason,
+        }
+    }
+    /// The setting or variable at fault.
+    pub fn key(&self) -> &str {
+        self.key
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid {} value {:?}: {}",
+            self.key, self.value, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+const MODE_UNSET: u8 = u8::MAX;
+static MODE: AtomicU8 = AtomicU8::new(MODE_UNSET);
+static CONFIG: LazyLock<RwLock<Arc<Config>>> = LazyLock::new(|| {
+    let cfg = Config::from_env().unwrap_or_else(|e| {
+        eprintln!("lockscope: {e}; using the default");
+        tracing::error!(target: "lockscope::detector", "{e}; using the default");
+        Config::production()
+    });
+    MODE.store(cfg.mode.as_u8(), Ordering::Relaxed);
+    RwLock::new(Arc::new(cfg))
+});
+
+/// The configuration in force.
+pub fn current() -> Arc<Config> {
+    CONFIG.read().clone()
+}
+
+/// The mode in force.
+pub fn mode() -> Mode {
+    match mode_u8() {
+        0 => Mode::Off,
+        2 => Mode::Test,
+        _ => Mode::Production,
+    }
+}
+
+#[inline]
+fn mode_u8() -> u8 {
+    let m = MODE.load(Ordering::Relaxed);
+    if m != MODE_UNSET { m } else { init_mode() }
+}
+
+#[cold]
+fn init_mode() -> u8 {
+    LazyLock::force(&CONFIG);
+    MODE.load(Ordering::Relaxed)
+}
+
+/// Whether the detector records anything (mode is not `Off`). One relaxed load.
+#[inline]
+pub fn enabled() -> bool {
+    mode_u8() != 0
+}
+
+/// Switches recording on or off at run time, keeping the thresholds.
+pub fn set_enabled(on: bool) {
+    let mut cfg = (*current()).clone();
+    cfg.mode = match (on, cfg.mode) {
+        (false, _) => Mode::Off,
+        (true, Mode::Off) => Mode::Production,
+        (true, m) => m,
+    };
+    cfg.install();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let v: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        move |k| v.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone())
+    }
+
+    #[test]
+    fn env_overrides_and_errors() {
+        let c = Config::from_lookup(env(&[("LOCKSCOPE_STUCK_MS", "250")])).unwrap();
+        assert_eq!(c.stuck, Duration::from_millis(250));
+        assert_eq!(c.mode, Mode::Production);
+        let c = Config::from_lookup(env(&[("LOCKSCOPE_MODE", "test")])).unwrap();
+        assert_eq!(c.leak, None);
+        let e = Config::from_lookup(env(&[("LOCKSCOPE_LEAK_MS", "soon")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid LOCKSCOPE_LEAK_MS value \"soon\": expected a whole number of milliseconds"
+        );
+        let e = Config::from_lookup(env(&[("LOCKSCOPE_STUCK_MS", "0")])).unwrap_err();
+        assert_eq!(e.key(), "LOCKSCOPE_STUCK_MS");
+        assert!(Config::from_lookup(env(&[("LOCKSCOPE_MODE", "loud")])).is_err());
+    }
+
+    #[test]
+    fn builder_rejects_zero() {
+        assert!(Config::builder().stuck(Duration::ZERO).build().is_err());
+        assert!(Config::builder().tick(Duration::from_secs(5)).build().is_err());
+    }
+}

@@ -1,0 +1,358 @@
+//! The lock-order graph: an edge `A -> B` when some task or thread acquired `B` (in a form
+//! that can wait) while holding `A`. A new edge that closes a cycle is a lock-order inversion:
+//! a potential deadlock, reported even if this run never deadlocked.
+//!
+//! Cycle detection is incremental: Pearce and Kelly's dynamic topological order ("A dynamic
+//! topological sort algorithm for directed acyclic graphs", JEA 2007), as in tracing-mutex and
+//! Abseil. Every node keeps an order index `ord` such that each edge goes from a lower to a
+//! higher index. Inserting `x -> y` with `ord[x] < ord[y]` costs nothing more; otherwise a
+//! forward search from `y` bounded by `ord[x]` either reaches `x` (a cycle) or, with a
+//! backward search from `x` bounded by `ord[y]`, yields the affected region, whose indices are
+//! reassigned (backward set first) from the same pool.
+//!
+//! Known edges never reach the graph's lock: each primitive caches a few predecessors it has
+//! seen, and each thread a small direct-mapped table of recent edges, so steady nesting costs a
+//! few loads. Nodes are primitive instances and leave the graph when their primitive is
+//! dropped; ids are never reused, so stale cache entries are harmless.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::panic::Location;
+use std::sync::LazyLock;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use crate::actor::ActorId;
+use crate::held::{HoldView, Mode};
+use crate::hooks::Acq;
+use crate::prim::{Prim, PrimitiveId};
+use crate::{actor, config, finding, rules};
+
+/// What is known of one edge: the first time it was seen.
+#[derive(Clone, Debug)]
+pub struct EdgeInfo {
+    /// Where the held primitive was acquired.
+    pub from_site: &'static Location<'static>,
+    /// Where the second one was acquired while the first was held.
+    pub to_site: &'static Location<'static>,
+    /// How the first was held.
+    pub from_mode: Mode,
+    /// How the second was acquired.
+    pub to_mode: Mode,
+    /// Who nested them.
+    pub actor: ActorId,
+    /// Test scope of the thread that did it.
+    pub scope: u32,
+}
+
+#[derive(Default)]
+struct Node {
+    ord: u64,
+    out: Vec<u64>,
+    inn: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Graph {
+    nodes: HashMap<u64, Node>,
+    edges: HashMap<(u64, u64), EdgeInfo>,
+    /// Edges that closed a cycle: reported, kept out of the order, remembered.
+    inverted: HashMap<(u64, u64), EdgeInfo>,
+    next_ord: u64,
+}
+
+static GRAPH: LazyLock<Mutex<Graph>> = LazyLock::new(Mutex::default);
+
+const TLS_CACHE: usize = 64;
+
+thread_local! {
+    static SEEN: [Cell<(u64, u64)>; TLS_CACHE] = const { [const { Cell::new((0, 0)) }; TLS_CACHE] };
+}
+
+#[inline]
+fn slot(a: u64, b: u64) -> usize {
+    (a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)) as usize
+        >> 3
+        & (TLS_CACHE - 1)
+}
+
+/// Records that `held` is held while `prim` is acquired (the hot part: cache lookups).
+#[inline]
+pub(crate) fn note_edge(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
+    let a = held.prim;
+    for c in &prim.order_cache {
+        if c.load(Ordering::Relaxed) == a {
+            return;
+        }
+    }
+    let b = prim.id.0;
+    let i = slot(a, b);
+    if SEEN.try_with(|s| s[i].get() == (a, b)).unwrap_or(false) {
+        return;
+    }
+    add_edge_slow(held, prim, actor, acq);
+}
+
+fn remember(prim: &Prim, a: u64) {
+    for c in &prim.order_cache {
+        // Relaxed: the cache is a hint; a miss only costs a trip to the graph.
+        if c.load(Ordering::Relaxed) == a
+            || c
+                .compare_exchange(0, a, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+    }
+    let b = prim.id.0;
+    let _ = SEEN.try_with(|s| s[slot(a, b)].set((a, b)));
+}
+
+#[cold]
+#[inline(never)]
+fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
+    let (x, y) = (held.prim, prim.id.0);
+    let info = EdgeInfo {
+        from_site: held.site,
+        to_site: acq.site,
+        from_mode: held.mode,
+        to_mode: acq.mode,
+        actor,
+        scope: actor::current_scope(),
+    };
+    let cycle = {
+        let mut g = GRAPH.lock();
+        if g.edges.contains_key(&(x, y)) || g.inverted.contains_key(&(x, y)) {
+            drop(g);
+            remember(prim, x);
+            return;
+        }
+        if g.edges.len() + g.inverted.len() >= config::current().max_edges {
+            finding::DROPPED_EDGES.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match g.insert(x, y) {
+            Ok(()) => {
+                g.edges.insert((x, y), info);
+                None
+            }
+            Err(path) => {
+                // path: y -> ... -> x along existing edges; with x -> y it is a cycle.
+                let mut cycle = vec![(x, y, info.clone())];
+                for w in path.windows(2) {
+                    if let Some(e) = g.edges.get(&(w[0], w[1])) {
+                        cycle.push((w[0], w[1], e.clone()));
+                    }
+                }
+                g.inverted.insert((x, y), info);
+                Some(cycle)
+            }
+        }
+    };
+    remember(prim, x);
+    if let Some(cycle) = cycle {
+        rules::lock_order_inversion::report(&cycle);
+    }
+}
+
+impl Graph {
+    fn ensure(&mut self, id: u64) {
+        if !self.nodes.contains_key(&id) {
+            self.next_ord += 1;
+            let ord = self.next_ord;
+            self.nodes.insert(
+                id,
+                Node {
+                    ord,
+                    ..Node::default()
+                },
+            );
+        }
+    }
+
+    fn ord(&self, id: u64) -> u64 {
+        self.nodes.get(&id).map_or(0, |n| n.ord)
+    }
+
+    /// Pearce-Kelly insertion of `x -> y`. `Err(path)` is a path `y -> ... -> x`.
+    fn insert(&mut self, x: u64, y: u64) -> Result<(), Vec<u64>> {
+        self.ensure(x);
+        self.ensure(y);
+        let (lb, ub) = (self.ord(y), self.ord(x));
+        if lb > ub {
+            self.link(x, y);
+            return Ok(());
+        }
+        // Forward search from y over nodes with ord <= ub ("delta F").
+        let mut parent: HashMap<u64, u64> = HashMap::new();
+        let mut fwd = vec![y];
+        let mut seen: HashSet<u64> = HashSet::from([y]);
+        let mut stack = vec![y];
+        while let Some(n) = stack.pop() {
+            for &m in &self.nodes[&n].out {
+                if m == x {
+                    let mut path = vec![x, n];
+                    let mut cur = n;
+                    while let Some(&p) = parent.get(&cur) {
+                        path.push(p);
+                        cur = p;
+                    }
+                    path.reverse();
+                    return Err(path);
+                }
+                let o = self.ord(m);
+                if o < ub && seen.insert(m) {
+                    parent.insert(m, n);
+                    fwd.push(m);
+                    stack.push(m);
+                }
+            }
+        }
+        // Backward search from x over nodes with ord > lb ("delta B").
+        let mut bwd = vec![x];
+        let mut seen_b: HashSet<u64> = HashSet::from([x]);
+        let mut stack = vec![x];
+        while let Some(n) = stack.pop() {
+            for &m in &self.nodes[&n].inn {
+                if self.ord(m) > lb && seen_b.insert(m) {
+                    bwd.push(m);
+                    stack.push(m);
+                }
+            }
+        }
+        // Reorder: delta B keeps its relative order and goes before delta F.
+        bwd.sort_by_key(|n| self.ord(*n));
+        fwd.sort_by_key(|n| self.ord(*n));
+        let mut pool: Vec<u64> = bwd.iter().chain(&fwd).map(|n| self.ord(*n)).collect();
+        pool.sort_unstable();
+        for (n, o) in bwd.iter().chain(&fwd).zip(pool) {
+            if let Some(node) = self.nodes.get_mut(n) {
+                node.ord = o;
+            }
+        }
+        self.link(x, y);
+        Ok(())
+    }
+
+    fn link(&mut self, x: u64, y: u64) {
+        if let Some(n) = self.nodes.get_mut(&x) {
+            n.out.push(y);
+        }
+        if let Some(n) = self.nodes.get_mut(&y) {
+            n.inn.push(x);
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        let Some(node) = self.nodes.remove(&id) else {
+            return;
+        };
+        for t in node.out {
+            if let Some(n) = self.nodes.get_mut(&t) {
+                n.inn.retain(|&s| s != id);
+            }
+            self.edges.remove(&(id, t));
+        }
+        for s in node.inn {
+            if let Some(n) = self.nodes.get_mut(&s) {
+                n.out.retain(|&t| t != id);
+            }
+            self.edges.remove(&(s, id));
+        }
+        self.inverted.retain(|&(a, b), _| a != id && b != id);
+    }
+}
+
+/// Drops a primitive's node and edges (its wrapper was dropped).
+pub(crate) fn remove_node(id: PrimitiveId) {
+    GRAPH.lock().remove(id.0);
+}
+
+/// One edge of the lock-order graph, for `/debug/graph`.
+#[derive(Clone, Debug, Serialize)]
+pub struct OrderEdgeSnapshot {
+    /// Held primitive id.
+    pub from: u64,
+    /// Acquired primitive id.
+    pub to: u64,
+    /// Where the held one was acquired.
+    pub from_site: String,
+    /// Where the second was acquired.
+    pub to_site: String,
+    /// Who nested them first.
+    pub actor: String,
+    /// Whether this edge closed a cycle (reported as an inversion).
+    pub inverted: bool,
+}
+
+/// Every edge now (known and inverted).
+pub fn edges() -> Vec<OrderEdgeSnapshot> {
+    let g = GRAPH.lock();
+    let conv = |(&(a, b), e): (&(u64, u64), &EdgeInfo), inverted| OrderEdgeSnapshot {
+        from: a,
+        to: b,
+        from_site: crate::prim::site_string(e.from_site),
+        to_site: crate::prim::site_string(e.to_site),
+        actor: e.actor.describe(),
+        inverted,
+    };
+    let mut out: Vec<_> = g.edges.iter().map(|e| conv(e, false)).collect();
+    out.extend(g.inverted.iter().map(|e| conv(e, true)));
+    out.sort_by_key(|e| (e.from, e.to));
+    out
+}
+
+/// Number of edges kept.
+pub fn edge_count() -> usize {
+    let g = GRAPH.lock();
+    g.edges.len() + g.inverted.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_order(g: &Graph) {
+        for &(a, b) in g.edges.keys() {
+            assert!(g.ord(a) < g.ord(b), "edge {a}->{b} against the order");
+        }
+    }
+
+    fn info() -> EdgeInfo {
+        EdgeInfo {
+            from_site: Location::caller(),
+            to_site: Location::caller(),
+            from_mode: Mode::Exclusive,
+            to_mode: Mode::Exclusive,
+            actor: ActorId::from_thread_seq(1),
+            scope: 0,
+        }
+    }
+
+    #[test]
+    fn pearce_kelly_keeps_a_topological_order_and_finds_cycles() {
+        let mut g = Graph::default();
+        // Insert nodes in an order that forces reorders.
+        for (a, b) in [(5, 4), (4, 3), (3, 2), (2, 1), (6, 5), (1, 7)] {
+            g.insert(a, b).unwrap();
+            g.edges.insert((a, b), info());
+            check_order(&g);
+        }
+        let path = g.insert(7, 6).unwrap_err();
+        assert_eq!(path.first(), Some(&6));
+        assert_eq!(path.last(), Some(&7));
+        assert!(g.insert(7, 8).is_ok());
+    }
+
+    #[test]
+    fn removal_breaks_cycles() {
+        let mut g = Graph::default();
+        g.insert(1, 2).unwrap();
+        g.edges.insert((1, 2), info());
+        g.remove(2);
+        assert!(g.insert(3, 1).is_ok());
+        assert!(g.edges.is_empty());
+    }
+}

@@ -1,0 +1,442 @@
+//! The wait-for graph and its reduction: which waiters can never be granted.
+//!
+//! A cycle of mutexes is a deadlock, but a cycle through a semaphore or an rwlock is not
+//! proof: another holder may free the permits. So instead of looking for cycles we reduce the
+//! graph (Holt's reduction for reusable resources), following each primitive's real grant
+//! policy:
+//!
+//! 1. every actor that waits for nothing (or only in a timed form, which gives up by itself)
+//!    is assumed to finish and release everything it holds;
+//! 2. each primitive then grants its waiters as the real one would: tokio's semaphore strictly
+//!    in FIFO order (a large `acquire_many` at the head blocks smaller requests behind it; a
+//!    tokio write is "all permits", so a queued writer blocks later readers); a parking_lot
+//!    mutex any waiter once free; a parking_lot rwlock task-fairly (readers wait behind a
+//!    writer that has claimed the lock, except `read_recursive` while readers hold it);
+//! 3. a granted actor is in turn assumed to finish and release; repeat to a fixed point.
+//!
+//! Whoever is still waiting then can never be granted, whatever the others do: a deadlock,
+//! certainly (given the model). Holds of owned guards, which may have moved to another task,
+//! count as held by someone who will release them. An actor waiting for several primitives at
+//! once (`select!`) counts as granted as soon as one of them is.
+//!
+//! A task of a current-thread runtime that holds a blocking guard can only run again on its
+//! thread; if that thread is itself blocked on a parking_lot lock, the task is stuck too.
+//! Such holds carry their thread ([`MHold::pinned_thread`]).
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::held::Mode;
+
+/// How a primitive grants waiters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// tokio's batch semaphore (Mutex, RwLock, Semaphore): strict FIFO over permits.
+    Fifo,
+    /// parking_lot mutex (reentrant or not): any waiter once it is free.
+    Exclusive,
+    /// parking_lot rwlock: task-fair, with upgradable reads.
+    FairRwLock,
+}
+
+/// A hold in the model.
+#[derive(Clone, Debug)]
+pub struct MHold {
+    /// Holder.
+    pub actor: u64,
+    /// Permits held (FIFO policy).
+    pub permits: u32,
+    /// How it is held.
+    pub mode: Mode,
+    /// The holder may not be the one holding it now (owned guard): assume it is released.
+    pub movable: bool,
+    /// The holder is a task that can only run on this thread (see module docs).
+    pub pinned_thread: Option<u64>,
+}
+
+/// A wait in the model.
+#[derive(Clone, Debug)]
+pub struct MWait {
+    /// Waiter.
+    pub actor: u64,
+    /// Permits wanted (FIFO policy).
+    pub permits: u32,
+    /// Access wanted.
+    pub mode: Mode,
+    /// Gives up by itself.
+    pub timed: bool,
+    /// Thread the wait blocks, for blocking primitives.
+    pub blocks_thread: Option<u64>,
+}
+
+/// A primitive in the model.
+#[derive(Clone, Debug)]
+pub struct MPrim {
+    /// Primitive id.
+    pub id: u64,
+    /// Grant policy.
+    pub policy: Policy,
+    /// Permits in existence (FIFO policy).
+    pub capacity: u64,
+    /// A closed semaphore fails every waiter.
+    pub closed: bool,
+    /// Holds.
+    pub holds: Vec<MHold>,
+    /// Waiters, in queue order.
+    pub waiters: Vec<MWait>,
+}
+
+/// What stays blocked after the reduction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reduction {
+    /// Actors that can never be granted.
+    pub blocked: BTreeSet<u64>,
+}
+
+struct Actor {
+    free: bool,
+    waits: Vec<(usize, usize)>,
+    holds: Vec<(usize, usize)>,
+    pinned: Vec<u64>,
+}
+
+/// Reduces the model (see module docs). Linear in holds + waits, times the number of rounds
+/// in which grants cascade.
+pub fn reduce(prims: &[MPrim]) -> Reduction {
+    let mut actors: HashMap<u64, Actor> = HashMap::new();
+    let mut thread_blockers: HashMap<u64, usize> = HashMap::new();
+    let blank = || Actor {
+        free: false,
+        waits: Vec::new(),
+        holds: Vec::new(),
+        pinned: Vec::new(),
+    };
+    for (pi, p) in prims.iter().enumerate() {
+        for (hi, h) in p.holds.iter().enumerate() {
+            let a = actors.entry(h.actor).or_insert_with(blank);
+            if !h.movable {
+                a.holds.push((pi, hi));
+            }
+            if let Some(t) = h.pinned_thread {
+                a.pinned.push(t);
+            }
+        }
+        for (wi, w) in p.waiters.iter().enumerate() {
+            if w.timed || p.closed {
+                actors.entry(w.actor).or_insert_with(blank);
+                continue;
+            }
+            actors.entry(w.actor).or_insert_with(blank).waits.push((pi, wi));
+            if let Some(t) = w.blocks_thread {
+                *thread_blockers.entry(t).or_default() += 1;
+            }
+        }
+    }
+    // Live holds per primitive: (actor, permits, mode), dropped when the actor is freed.
+    let mut live: Vec<Vec<Option<(u64, u32, Mode)>>> = prims
+        .iter()
+        .map(|p| {
+            p.holds
+                .iter()
+                .map(|h| (!h.movable).then_some((h.actor, h.permits, h.mode)))
+                .collect()
+        })
+        .collect();
+    // Pending waiters per primitive (queue order), dropped when the actor is freed.
+    let mut pending: Vec<Vec<Option<usize>>> = prims
+        .iter()
+        .map(|p| {
+            (0..p.waiters.len())
+                .map(|wi| {
+                    let w = &p.waiters[wi];
+                    (!w.timed && !p.closed).then_some(wi)
+                })
+                .collect()
+        })
+        .collect();
+
+    let mut work: Vec<u64> = Vec::new();
+    let is_pinned_blocked = |a: &Actor, me: u64, tb: &HashMap<u64, usize>, prims: &[MPrim]| {
+        a.pinned.iter().any(|t| {
+            let n = tb.get(t).copied().unwrap_or(0);
+            // The actor's own blocking wait on that thread does not pin it.
+            let own = a
+                .waits
+                .iter()
+                .filter(|(pi, wi)| {
+                    let w = &prims[*pi].waiters[*wi];
+                    w.actor == me && w.blocks_thread == Some(*t)
+                })
+                .count();
+            n > own
+        })
+    };
+    for (&id, a) in actors.iter() {
+        if a.waits.is_empty() && !is_pinned_blocked(a, id, &thread_blockers, prims) {
+            work.push(id);
+        }
+    }
+    let mut dirty: Vec<usize> = (0..prims.len()).collect();
+    loop {
+        while let Some(id) = work.pop() {
+            let Some(a) = actors.get_mut(&id) else {
+                continue;
+            };
+            if a.free {
+                continue;
+            }
+            a.free = true;
+            for &(pi, hi) in &a.holds {
+                live[pi][hi] = None;
+                dirty.push(pi);
+            }
+            let waits = std::mem::take(&mut a.waits);
+            for (pi, wi) in waits {
+                pending[pi][wi] = None;
+                dirty.push(pi);
+                if let Some(t) = prims[pi].waiters[wi].blocks_thread
+                    && let Some(n) = thread_blockers.get_mut(&t)
+                {
+                    *n -= 1;
+                    if *n == 0 {
+                        // The thread runs again: tasks pinned to it may proceed.
+                        for (&other, oa) in actors.iter() {
+                            if !oa.free
+                                && oa.waits.is_empty()
+                                && oa.pinned.contains(&t)
+                                && !is_pinned_blocked(oa, other, &thread_blockers, prims)
+                            {
+                                work.push(other);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if dirty.is_empty() {
+            break;
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        for pi in std::mem::take(&mut dirty) {
+            let granted = grantable(&prims[pi], &live[pi], &pending[pi]);
+            for wi in granted {
+                let actor = prims[pi].waiters[wi].actor;
+                pending[pi][wi] = None;
+                if let Some(a) = actors.get(&actor)
+                    && !a.free
+                {
+                    work.push(actor);
+                }
+            }
+        }
+        if work.is_empty() {
+            break;
+        }
+    }
+    Reduction {
+        blocked: actors
+            .iter()
+            .filter(|(_, a)| !a.free)
+            .filter(|(_, a)| !a.waits.is_empty() || !a.pinned.is_empty())
+            .map(|(&id, _)| id)
+            .collect(),
+    }
+}
+
+/// Waiters of one primitive that would be granted now, in the order they would be.
+fn grantable(p: &MPrim, live: &[Option<(u64, u32, Mode)>], pending: &[Option<usize>]) -> Vec<usize> {
+    let mut out = Vec::new();
+    match p.policy {
+        Policy::Fifo => {
+            // Strict FIFO: only the head can be granted; it blocks everyone behind it. The
+            // grantee finishes and returns its permits, and the caller runs us again.
+            let held: u64 = live.iter().flatten().map(|h| u64::from(h.1)).sum();
+            let avail = p.capacity.saturating_sub(held);
+            if let Some(wi) = pending.iter().flatten().next()
+                && u64::from(p.waiters[*wi].permits) <= avail
+            {
+                out.push(*wi);
+            }
+        }
+        Policy::Exclusive => {
+            if live.iter().flatten().next().is_none()
+                && let Some(wi) = pending.iter().flatten().next()
+            {
+                out.push(*wi);
+            }
+        }
+        Policy::FairRwLock => {
+            let holders: Vec<&(u64, u32, Mode)> = live.iter().flatten().collect();
+            let writer = holders.iter().any(|h| h.2 == Mode::Exclusive);
+            let upgradable = holders.iter().find(|h| h.2 == Mode::Upgradable).map(|h| h.0);
+            let readers = holders
+                .iter()
+                .filter(|h| matches!(h.2, Mode::Shared | Mode::SharedRecursive))
+                .count();
+            let waiting_writer = pending.iter().flatten().any(|wi| {
+                let w = &p.waiters[*wi];
+                w.mode == Mode::Exclusive && (upgradable.is_none() || upgradable == Some(w.actor))
+            });
+            for wi in pending.iter().flatten() {
+                let w = &p.waiters[*wi];
+                let ok = match w.mode {
+                    Mode::Exclusive => {
+                        // A plain write needs the lock empty; an upgrade needs only its own
+                        // upgradable hold left.
+                        !writer
+                            && readers == 0
+                            && (upgradable.is_none() || upgradable == Some(w.actor))
+                    }
+                    Mode::Upgradable => !writer && upgradable.is_none(),
+                    Mode::SharedRecursive => !writer && (readers > 0 || !waiting_writer),
+                    Mode::Shared | Mode::Permits => !writer && !waiting_writer,
+                };
+                if ok {
+                    out.push(*wi);
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold(actor: u64, permits: u32, mode: Mode) -> MHold {
+        MHold {
+            actor,
+            permits,
+            mode,
+            movable: false,
+            pinned_thread: None,
+        }
+    }
+    fn wait(actor: u64, permits: u32, mode: Mode) -> MWait {
+        MWait {
+            actor,
+            permits,
+            mode,
+            timed: false,
+            blocks_thread: None,
+        }
+    }
+    fn fifo(id: u64, cap: u64, holds: Vec<MHold>, waiters: Vec<MWait>) -> MPrim {
+        MPrim {
+            id,
+            policy: Policy::Fifo,
+            capacity: cap,
+            closed: false,
+            holds,
+            waiters,
+        }
+    }
+
+    #[test]
+    fn abba_is_blocked() {
+        let a = fifo(1, 1, vec![hold(10, 1, Mode::Exclusive)], vec![wait(11, 1, Mode::Exclusive)]);
+        let b = fifo(2, 1, vec![hold(11, 1, Mode::Exclusive)], vec![wait(10, 1, Mode::Exclusive)]);
+        assert_eq!(reduce(&[a, b]).blocked, BTreeSet::from([10, 11]));
+    }
+
+    #[test]
+    fn semaphore_with_a_free_holder_is_not_blocked() {
+        // Task 1 holds one of two permits and waits for a mutex held by task 2; task 2 waits
+        // for the semaphore, but task 3 holds the other permit and waits for nothing.
+        let s = fifo(
+            1,
+            2,
+            vec![hold(1, 1, Mode::Permits), hold(3, 1, Mode::Permits)],
+            vec![wait(2, 1, Mode::Permits)],
+        );
+        let m = fifo(2, 1, vec![hold(2, 1, Mode::Exclusive)], vec![wait(1, 1, Mode::Exclusive)]);
+        assert!(reduce(&[s, m]).blocked.is_empty());
+    }
+
+    #[test]
+    fn nested_semaphore_knot() {
+        // N=3 permits, three tasks hold one each and each waits for a second.
+        let s = fifo(
+            1,
+            3,
+            (1..=3).map(|a| hold(a, 1, Mode::Permits)).collect(),
+            (1..=3).map(|a| wait(a, 1, Mode::Permits)).collect(),
+        );
+        assert_eq!(reduce(&[s]).blocked.len(), 3);
+    }
+
+    #[test]
+    fn fifo_head_blocks_smaller_requests() {
+        // 2 of 3 permits held by task 9 (waiting on m, held by task 1); task 1 waits for 1 permit
+        // behind task 2 which wants 2: FIFO keeps task 1 behind task 2, so all are stuck.
+        let s = fifo(
+            1,
+            3,
+            vec![hold(9, 2, Mode::Permits)],
+            vec![wait(2, 2, Mode::Permits), wait(1, 1, Mode::Permits)],
+        );
+        let m = fifo(2, 1, vec![hold(1, 1, Mode::Exclusive)], vec![wait(9, 1, Mode::Exclusive)]);
+        assert_eq!(reduce(&[s, m]).blocked, BTreeSet::from([1, 2, 9]));
+    }
+
+    #[test]
+    fn tokio_read_inside_read_with_queued_writer() {
+        let max = 32;
+        let rw = fifo(
+            1,
+            max,
+            vec![hold(1, 1, Mode::Shared)],
+            vec![wait(2, max as u32, Mode::Exclusive), wait(1, 1, Mode::Shared)],
+        );
+        assert_eq!(reduce(&[rw]).blocked, BTreeSet::from([1, 2]));
+    }
+
+    #[test]
+    fn timed_and_closed_waiters_are_free() {
+        let mut w = wait(11, 1, Mode::Exclusive);
+        w.timed = true;
+        let a = fifo(1, 1, vec![hold(10, 1, Mode::Exclusive)], vec![w]);
+        let b = fifo(2, 1, vec![hold(11, 1, Mode::Exclusive)], vec![wait(10, 1, Mode::Exclusive)]);
+        assert!(reduce(&[a, b]).blocked.is_empty());
+        let mut s = fifo(3, 1, vec![hold(5, 1, Mode::Permits)], vec![wait(5, 1, Mode::Permits)]);
+        s.closed = true;
+        assert!(reduce(&[s]).blocked.is_empty());
+    }
+
+    #[test]
+    fn fair_rwlock_recursive_read_passes_waiting_writer() {
+        let mk = |mode| MPrim {
+            id: 1,
+            policy: Policy::FairRwLock,
+            capacity: 0,
+            closed: false,
+            holds: vec![hold(1, 1, Mode::Shared)],
+            waiters: vec![wait(2, 1, Mode::Exclusive), wait(1, 1, mode)],
+        };
+        assert_eq!(reduce(&[mk(Mode::Shared)]).blocked, BTreeSet::from([1, 2]));
+        assert!(reduce(&[mk(Mode::SharedRecursive)]).blocked.is_empty());
+    }
+
+    #[test]
+    fn pinned_task_behind_blocked_thread() {
+        // Task 7 holds a parking_lot mutex on thread 1 (current-thread runtime) across an
+        // await; task 8 on the same thread blocks the thread waiting for that mutex.
+        let m = MPrim {
+            id: 1,
+            policy: Policy::Exclusive,
+            capacity: 1,
+            closed: false,
+            holds: vec![MHold {
+                pinned_thread: Some(1),
+                ..hold(7, 1, Mode::Exclusive)
+            }],
+            waiters: vec![MWait {
+                blocks_thread: Some(1),
+                ..wait(8, 1, Mode::Exclusive)
+            }],
+        };
+        assert_eq!(reduce(&[m]).blocked, BTreeSet::from([7, 8]));
+    }
+}

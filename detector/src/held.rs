@@ -1,0 +1,587 @@
+//! Who holds what: one small table of hold entries per OS thread.
+//!
+//! An acquisition writes an entry into the table of the thread it runs on; the entry names the
+//! actor (task or thread), the primitive, the site, when, and how (mode, permits). The owning
+//! thread is the only writer of free entries, so taking an entry needs no atomic
+//! read-modify-write: a few relaxed stores and one release store of the key publish it. A
+//! release clears the key with one store, from whichever thread drops the guard; it never
+//! touches any other entry, so it cannot race with the owner filling a free one.
+//!
+//! The owner keeps a bitmap of the entries it filled in a `const` thread-local. Remote clears
+//! do not update it, so the bitmap may call a free entry taken, never the reverse; it is
+//! re-read from the keys when it fills up.
+//!
+//! Beyond [`INLINE`] entries a thread spills into an overflow list behind a mutex, indexed by
+//! actor so that finding one task's holds stays cheap when hundreds of tasks on one worker
+//! each hold a permit across an `.await`.
+//!
+//! Limitation, by design: a task that migrates to another worker while holding a guard leaves
+//! its entry on the first thread. Snapshots see every entry wherever it is, so the wait-for
+//! graph is complete; only the acquire-time checks (nested acquire, new lock-order edges) look
+//! at the current thread's table and may miss a hold taken before the migration. A miss, never
+//! a false report.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::panic::Location;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+
+use crate::actor;
+
+/// Inline entries per thread.
+pub const INLINE: usize = 16;
+const FULL: u32 = (1u32 << INLINE) - 1;
+const CHUNK: usize = 32;
+
+/// How a primitive is held or requested.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Mode {
+    /// A mutex, an rwlock write, a parking_lot exclusive lock.
+    Exclusive = 0,
+    /// An rwlock read.
+    Shared = 1,
+    /// Semaphore permits.
+    Permits = 2,
+    /// A parking_lot upgradable read.
+    Upgradable = 3,
+    /// A parking_lot `read_recursive`.
+    SharedRecursive = 4,
+}
+
+impl Mode {
+    fn from_u8(v: u8) -> Mode {
+        match v {
+            0 => Mode::Exclusive,
+            1 => Mode::Shared,
+            2 => Mode::Permits,
+            3 => Mode::Upgradable,
+            _ => Mode::SharedRecursive,
+        }
+    }
+
+    /// Whether this access excludes every other holder.
+    pub fn is_exclusive(self) -> bool {
+        matches!(self, Mode::Exclusive)
+    }
+
+    /// A word for reports: `lock`, `read`, `write`, ...
+    pub fn verb(self) -> &'static str {
+        match self {
+            Mode::Exclusive => "lock",
+            Mode::Shared => "read",
+            Mode::Permits => "acquire",
+            Mode::Upgradable => "upgradable_read",
+            Mode::SharedRecursive => "read_recursive",
+        }
+    }
+}
+
+/// Flag: an owned guard or permit (`lock_owned`, `acquire_owned`, ...) that may have moved to
+/// another task; its holder is not trusted for nested-acquire, lock-order or deadlock proofs.
+pub const FLAG_MOVABLE: u8 = 1;
+/// Flag: taken with a `try_` form (adds no lock-order edge).
+pub const FLAG_TRY: u8 = 2;
+/// Flag: a blocking (parking_lot) primitive held inside a tokio task.
+pub const FLAG_BLOCKING_IN_TASK: u8 = 4;
+/// Flag: a re-entry of a `ReentrantMutex` already held by this thread.
+pub const FLAG_REENTRY: u8 = 8;
+/// Flag: acquired by a task of a current-thread runtime, which can only resume on this thread.
+pub const FLAG_PINNED_THREAD: u8 = 16;
+
+/// Packs the descriptive half of an entry into one word.
+#[inline]
+pub fn pack_meta(permits: u32, mode: Mode, flags: u8, scope: u32) -> u64 {
+    u64::from(permits)
+        | (u64::from(mode as u8) << 32)
+        | (u64::from(flags) << 40)
+        | (u64::from(scope.min(0xffff)) << 48)
+}
+
+/// One hold. All fields are atomics so snapshots can read them while the owner writes.
+#[derive(Default)]
+pub struct Entry {
+    key: AtomicU64,
+    actor: AtomicU64,
+    site: AtomicPtr<Location<'static>>,
+    since: AtomicU64,
+    meta: AtomicU64,
+}
+
+/// A copy of one hold, as snapshots and checks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldView {
+    /// Primitive id.
+    pub prim: u64,
+    /// Holder.
+    pub actor: actor::ActorId,
+    /// Where it was acquired.
+    pub site: &'static Location<'static>,
+    /// Since when (coarse ns).
+    pub since: u64,
+    /// Permits held.
+    pub permits: u32,
+    /// How it is held.
+    pub mode: Mode,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// Test scope of the acquiring thread.
+    pub scope: u32,
+    /// lockscope number of the thread whose table holds the entry (where it was acquired).
+    pub thread: u64,
+}
+
+impl HoldView {
+    /// Whether the holder may have handed this hold to another task (owned forms).
+    pub fn movable(&self) -> bool {
+        self.flags & FLAG_MOVABLE != 0
+    }
+}
+
+impl Entry {
+    #[inline]
+    fn fill(&self, prim: u64, actor: u64, site: &'static Location<'static>, since: u64, meta: u64) {
+        self.actor.store(actor, Ordering::Relaxed);
+        self.site
+            .store((site as *const Location<'static>).cast_mut(), Ordering::Relaxed);
+        self.since.store(since, Ordering::Relaxed);
+        self.meta.store(meta, Ordering::Relaxed);
+        // Release: a reader that sees this key (Acquire) sees the fields stored above.
+        self.key.store(prim, Ordering::Release);
+    }
+
+    fn view(&self, thread: u64) -> Option<HoldView> {
+        // Acquire: pairs with the Release in `fill`.
+        let prim = self.key.load(Ordering::Acquire);
+        if prim == 0 {
+            return None;
+        }
+        let actor = actor::ActorId::from_u64(self.actor.load(Ordering::Relaxed))?;
+        let site = self.site.load(Ordering::Relaxed);
+        let since = self.since.load(Ordering::Relaxed);
+        let meta = self.meta.load(Ordering::Relaxed);
+        if site.is_null() || self.key.load(Ordering::Relaxed) != prim {
+            return None;
+        }
+        Some(HoldView {
+            prim,
+            actor,
+            // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
+            site: unsafe { &*site },
+            since,
+            permits: meta as u32,
+            mode: Mode::from_u8((meta >> 32) as u8),
+            flags: (meta >> 40) as u8,
+            scope: (meta >> 48) as u32,
+            thread,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Overflow {
+    chunks: Vec<Box<[Entry; CHUNK]>>,
+    free: Vec<u32>,
+    by_actor: HashMap<u64, Vec<u32>>,
+}
+
+impl Overflow {
+    fn entry(&self, i: u32) -> &Entry {
+        &self.chunks[i as usize / CHUNK][i as usize % CHUNK]
+    }
+}
+
+/// The hold table of one OS thread.
+pub struct ThreadHeld {
+    thread: u64,
+    inline: [Entry; INLINE],
+    overflow: Mutex<Overflow>,
+    overflow_len: AtomicUsize,
+    orphaned: AtomicBool,
+}
+
+impl ThreadHeld {
+    fn occupied(&self) -> bool {
+        self.overflow_len.load(Ordering::Acquire) != 0
+            || self
+                .inline
+                .iter()
+                .any(|e| e.key.load(Ordering::Acquire) != 0)
+    }
+
+    fn fresh_mask(&self) -> u32 {
+        let mut m = 0;
+        for (i, e) in self.inline.iter().enumerate() {
+            if e.key.load(Ordering::Relaxed) != 0 {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// Every hold in this table.
+    pub fn for_each(&self, mut f: impl FnMut(HoldView)) {
+        for e in &self.inline {
+            if let Some(v) = e.view(self.thread) {
+                f(v);
+            }
+        }
+        if self.overflow_len.load(Ordering::Acquire) != 0 {
+            let o = self.overflow.lock();
+            for c in &o.chunks {
+                for e in c.iter() {
+                    if let Some(v) = e.view(self.thread) {
+                        f(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static THREADS: LazyLock<Mutex<Vec<Arc<ThreadHeld>>>> = LazyLock::new(Mutex::default);
+
+struct Local {
+    held: Cell<*const ThreadHeld>,
+    mask: Cell<u32>,
+    dead: Cell<bool>,
+}
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local { held: Cell::new(std::ptr::null()), mask: Cell::new(0), dead: Cell::new(false) }
+    };
+    static OWNER: Cell<Option<OwnerGuard>> = const { Cell::new(None) };
+}
+
+/// Keeps this thread's table alive and marks it orphaned when the thread exits.
+struct OwnerGuard(Arc<ThreadHeld>);
+
+impl Drop for OwnerGuard {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|l| {
+            l.held.set(std::ptr::null());
+            l.dead.set(true);
+        });
+        self.0.orphaned.store(true, Ordering::Release);
+        if !self.0.occupied() {
+            let me = Arc::as_ptr(&self.0);
+            THREADS.lock().retain(|t| Arc::as_ptr(t) != me);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn init(l: &Local) -> Option<*const ThreadHeld> {
+    if l.dead.get() {
+        return None;
+    }
+    let th = Arc::new(ThreadHeld {
+        thread: actor::thread_seq(),
+        inline: Default::default(),
+        overflow: Mutex::new(Overflow::default()),
+        overflow_len: AtomicUsize::new(0),
+        orphaned: AtomicBool::new(false),
+    });
+    let ptr = Arc::as_ptr(&th);
+    OWNER.try_with(|o| o.set(Some(OwnerGuard(th.clone())))).ok()?;
+    THREADS.lock().push(th);
+    l.held.set(ptr);
+    Some(ptr)
+}
+
+/// Where a hold lives, so that its guard can clear it from any thread.
+pub struct EntryRef {
+    owner: NonNull<ThreadHeld>,
+    /// `< INLINE`: inline index; otherwise overflow index + INLINE, with `keep` holding the
+    /// table alive (overflow clears take its mutex).
+    idx: u32,
+    keep: Option<Arc<ThreadHeld>>,
+}
+
+// SAFETY: an EntryRef only clears or rewrites its own entry with atomic stores; the table it
+// points into stays allocated while the entry is occupied (see `gc`), and for overflow
+// entries `keep` holds it.
+unsafe impl Send for EntryRef {}
+// SAFETY: as above; `&EntryRef` offers only atomic operations.
+unsafe impl Sync for EntryRef {}
+
+impl EntryRef {
+    fn entry(&self) -> &Entry {
+        // SAFETY: the table outlives every occupied entry (module docs; `gc` frees only
+        // tables with no occupied entry), and this entry is occupied until `release`.
+        let th = unsafe { self.owner.as_ref() };
+        if (self.idx as usize) < INLINE {
+            &th.inline[self.idx as usize]
+        } else {
+            // Overflow entries live in boxed chunks that are never freed before the table.
+            let o = th.overflow.lock();
+            let e: *const Entry = o.entry(self.idx - INLINE as u32);
+            // SAFETY: chunks are boxed and only ever appended, so the address is stable for
+            // the table's lifetime, which `keep` extends past this call.
+            unsafe { &*e }
+        }
+    }
+
+    /// Rewrites permits and mode (permit `split`/`merge`, rwlock `downgrade`, upgrades).
+    pub fn update(&self, permits: u32, mode: Mode) {
+        let e = self.entry();
+        let old = e.meta.load(Ordering::Relaxed);
+        let meta = (old & !0xff_ffff_ffff) | u64::from(permits) | (u64::from(mode as u8) << 32);
+        e.meta.store(meta, Ordering::Relaxed);
+    }
+
+    /// Reads the hold back.
+    pub fn view(&self) -> Option<HoldView> {
+        // SAFETY: as in `entry`.
+        let thread = unsafe { self.owner.as_ref() }.thread;
+        self.entry().view(thread)
+    }
+
+    /// Clears the hold.
+    #[inline]
+    pub fn release(self) {
+        if (self.idx as usize) < INLINE {
+            // SAFETY: as in `entry`; after this store the table may be freed, so nothing below
+            // touches it.
+            let th = unsafe { self.owner.as_ref() };
+            // Release: a snapshot that reads 0 here sees no later reuse half-written.
+            th.inline[self.idx as usize].key.store(0, Ordering::Release);
+            let owner = self.owner.as_ptr().cast_const();
+            let bit = 1u32 << self.idx;
+            let _ = LOCAL.try_with(|l| {
+                if l.held.get() == owner {
+                    l.mask.set(l.mask.get() & !bit);
+                }
+            });
+        } else {
+            self.release_overflow();
+        }
+    }
+
+    #[cold]
+    fn release_overflow(self) {
+        let Some(th) = self.keep else { return };
+        let i = self.idx - INLINE as u32;
+        let mut o = th.overflow.lock();
+        let e = o.entry(i);
+        let actor = e.actor.load(Ordering::Relaxed);
+        e.key.store(0, Ordering::Release);
+        if let Some(v) = o.by_actor.get_mut(&actor) {
+            v.retain(|&x| x != i);
+            if v.is_empty() {
+                o.by_actor.remove(&actor);
+            }
+        }
+        o.free.push(i);
+        th.overflow_len.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Records a hold on the current thread's table. `None` only while the thread is exiting.
+#[inline]
+pub fn push(
+    prim: u64,
+    actor: u64,
+    site: &'static Location<'static>,
+    since: u64,
+    meta: u64,
+) -> Option<EntryRef> {
+    LOCAL
+        .try_with(|l| {
+            let mut h = l.held.get();
+            if h.is_null() {
+                h = init(l)?;
+            }
+            // SAFETY: `h` is this thread's live table (OWNER keeps it until thread exit, when
+            // `held` is nulled first).
+            let th = unsafe { &*h };
+            let mut mask = l.mask.get();
+            if mask == FULL {
+                mask = th.fresh_mask();
+                l.mask.set(mask);
+            }
+            if mask != FULL {
+                let i = (!mask).trailing_zeros();
+                th.inline[i as usize].fill(prim, actor, site, since, meta);
+                l.mask.set(mask | (1 << i));
+                return Some(EntryRef {
+                    owner: NonNull::from(th),
+                    idx: i,
+                    keep: None,
+                });
+            }
+            push_overflow(th, prim, actor, site, since, meta)
+        })
+        .ok()
+        .flatten()
+}
+
+#[cold]
+#[inline(never)]
+fn push_overflow(
+    th: &ThreadHeld,
+    prim: u64,
+    actor: u64,
+    site: &'static Location<'static>,
+    since: u64,
+    meta: u64,
+) -> Option<EntryRef> {
+    let keep = THREADS
+        .lock()
+        .iter()
+        .find(|t| std::ptr::eq(Arc::as_ptr(t), th))
+        .cloned()?;
+    let mut o = th.overflow.lock();
+    let i = match o.free.pop() {
+        Some(i) => i,
+        None => {
+            let base = (o.chunks.len() * CHUNK) as u32;
+            o.chunks.push(Box::new(std::array::from_fn(|_| Entry::default())));
+            o.free.extend((base + 1..base + CHUNK as u32).rev());
+            base
+        }
+    };
+    o.entry(i).fill(prim, actor, site, since, meta);
+    o.by_actor.entry(actor).or_default().push(i);
+    th.overflow_len.fetch_add(1, Ordering::Release);
+    drop(o);
+    Some(EntryRef {
+        owner: NonNull::from(th),
+        idx: i + INLINE as u32,
+        keep: Some(keep),
+    })
+}
+
+/// Calls `f` with every hold of `actor` recorded on the current thread.
+#[inline]
+pub fn for_each_mine(actor: u64, mut f: impl FnMut(HoldView)) {
+    let _ = LOCAL.try_with(|l| {
+        let h = l.held.get();
+        if h.is_null() {
+            return;
+        }
+        // SAFETY: as in `push`.
+        let th = unsafe { &*h };
+        let mut mask = l.mask.get();
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let e = &th.inline[i];
+            if e.actor.load(Ordering::Relaxed) == actor
+                && let Some(v) = e.view(th.thread)
+                && v.actor.as_u64() == actor
+            {
+                f(v);
+            }
+        }
+        if th.overflow_len.load(Ordering::Acquire) != 0 {
+            for_each_mine_overflow(th, actor, &mut f);
+        }
+    });
+}
+
+#[cold]
+fn for_each_mine_overflow(th: &ThreadHeld, actor: u64, f: &mut dyn FnMut(HoldView)) {
+    let o = th.overflow.lock();
+    if let Some(idx) = o.by_actor.get(&actor) {
+        for &i in idx {
+            if let Some(v) = o.entry(i).view(th.thread) {
+                f(v);
+            }
+        }
+    }
+}
+
+/// Whether any hold at all is recorded on the current thread: one thread-local read, so the
+/// common case (nothing held) skips every acquire-time check.
+#[inline]
+pub fn any_here() -> bool {
+    LOCAL
+        .try_with(|l| {
+            let h = l.held.get();
+            // SAFETY: as in `push`.
+            !h.is_null()
+                && (l.mask.get() != 0 || unsafe { &*h }.overflow_len.load(Ordering::Relaxed) != 0)
+        })
+        .unwrap_or(false)
+}
+
+/// Whether `actor` holds anything recorded on the current thread.
+#[inline]
+pub fn holds_any_here(actor: u64) -> bool {
+    let mut any = false;
+    for_each_mine(actor, |_| any = true);
+    any
+}
+
+/// Calls `f` with every hold on every thread's table (snapshots, scrapes).
+pub fn for_each_all(mut f: impl FnMut(HoldView)) {
+    let threads = THREADS.lock();
+    for t in threads.iter() {
+        t.for_each(&mut f);
+    }
+}
+
+/// Frees the tables of exited threads that no longer hold anything. Returns how many remain.
+pub fn gc() -> usize {
+    let mut threads = THREADS.lock();
+    threads.retain(|t| !(t.orphaned.load(Ordering::Acquire) && !t.occupied()));
+    threads.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site() -> &'static Location<'static> {
+        Location::caller()
+    }
+
+    #[test]
+    fn push_release_and_overflow() {
+        let me = 77;
+        let mut refs = Vec::new();
+        for p in 1..=(INLINE as u64 + 40) {
+            refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0, 0)).unwrap());
+        }
+        let mut n = 0;
+        for_each_mine(me, |_| n += 1);
+        assert_eq!(n, INLINE + 40);
+        // Release half from another thread: the owner's view must follow.
+        let far: Vec<_> = refs.drain(..30).collect();
+        std::thread::spawn(move || far.into_iter().for_each(EntryRef::release))
+            .join()
+            .unwrap();
+        let mut n = 0;
+        for_each_mine(me, |_| n += 1);
+        assert_eq!(n, INLINE + 10);
+        refs.into_iter().for_each(EntryRef::release);
+        assert!(!holds_any_here(me));
+        // Inline entries are reused after remote clears.
+        let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0, 0)).unwrap();
+        assert_eq!(r.view().unwrap().prim, 5);
+        r.release();
+    }
+
+    #[test]
+    fn exited_threads_are_collected_once_empty() {
+        let held = std::thread::spawn(|| push(9, 1, site(), 1, 0).unwrap())
+            .join()
+            .unwrap();
+        let mut seen = false;
+        for_each_all(|v| seen |= v.prim == 9);
+        assert!(seen, "a hold outlives its thread");
+        held.release();
+        gc();
+        let mut seen = false;
+        for_each_all(|v| seen |= v.prim == 9);
+        assert!(!seen);
+    }
+}

@@ -1,0 +1,55 @@
+//! The lockscope detector: the live state of every instrumented primitive, the wait-for and
+//! lock-order graphs built from it, and the findings they produce.
+//!
+//! Users reach it as `lockscope::detector`. It is fed through the typed [`hooks`] by the
+//! wrappers of the `lockscope` crate (never by parsing tracing output, so user filters cannot
+//! blind it), analyses the state on a watchdog thread, and reports each finding once: as a
+//! tracing `WARN` (`ERROR` for deadlocks) on target `lockscope::detector`, in [`findings`],
+//! in metrics, and to the tests armed with `#[lockscope::test]`.
+//!
+//! | finding | when |
+//! |---|---|
+//! | `deadlock` | tasks or threads that can never proceed (graph reduction, see [`graph::waitfor`]) |
+//! | `nested-acquire` | a primitive acquired or waited for by its own holder |
+//! | `lock-order-inversion` | a cycle in the lock-order graph (see [`graph::lockorder`]) |
+//! | `leaked-permit` | permits forgotten, or held past the leak threshold / the end of a test |
+//! | `stuck-queue` | waiters queued past the stuck threshold while nothing was granted |
+//! | `starvation` | a waiter bypassed, or a contended primitive held, past the threshold |
+//! | `blocking-in-async` | a blocking lock waited for, or held across `.await`, on a worker |
+//!
+//! ```
+//! // A plain test using the detector directly: no findings so far.
+//! lockscope_detector::assert_clean();
+//! assert!(lockscope_detector::findings().is_empty());
+//! ```
+#![warn(missing_docs)]
+
+pub mod actor;
+pub mod clock;
+pub mod config;
+pub mod finding;
+pub mod graph;
+mod graph_snapshot;
+pub mod held;
+pub mod hooks;
+pub mod names;
+pub mod prim;
+pub mod rules;
+pub mod scope;
+pub mod snapshot;
+pub mod stats;
+pub mod wait;
+mod watchdog;
+
+pub use actor::ActorId;
+pub use config::{Config, ConfigError, Mode, enabled, set_enabled};
+pub use finding::{
+    Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef, active_counts, assert_clean,
+    clear_findings, dropped_counts, findings, render_all, totals,
+};
+pub use graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
+pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
+pub use scope::{ScopeOptions, TestScope};
+pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
+pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
+pub use watchdog::{WatchdogGuard, check_now, watchdog};

@@ -1,0 +1,521 @@
+//! Primitives: their identity, live counters, waiter queue, and the registry that lists them.
+//!
+//! A wrapper owns a [`PrimCell`]; the cell owns one reference to an `Arc<Prim>` and the
+//! registry the other, so the detector can read a primitive while its wrapper is being dropped.
+//! Ids come from a global counter and are never reused, so a stale id in a cache or an old
+//! finding can never name a different primitive.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+
+use crate::stats::{Stats, StatsSnapshot};
+use crate::wait::WaitQueue;
+use crate::{actor, config, names};
+
+/// A primitive's lasting identity (never reused within a process).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize)]
+pub struct PrimitiveId(pub u64);
+
+impl std::fmt::Display for PrimitiveId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What kind of primitive this is; decides the `kind` label and how waiters are granted.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum PrimKind {
+    /// `tokio::sync::Mutex`: one permit, strict FIFO.
+    Mutex,
+    /// `tokio::sync::RwLock`: `max_readers` permits, a write takes all; strict FIFO, so a
+    /// queued writer blocks later readers.
+    RwLock,
+    /// `tokio::sync::Semaphore`: strict FIFO, a large `acquire_many` blocks later small ones.
+    Semaphore,
+    /// `parking_lot::Mutex`: exclusive, no queue order.
+    BlockingMutex,
+    /// `parking_lot::ReentrantMutex`: exclusive to one thread, which may re-enter freely.
+    BlockingReentrantMutex,
+    /// `parking_lot::RwLock`: task-fair (readers wait behind a waiting writer, except
+    /// `read_recursive` while readers hold it), with upgradable reads.
+    BlockingRwLock,
+}
+
+impl PrimKind {
+    /// The `kind` string of spans and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PrimKind::Mutex => names::KIND_MUTEX,
+            PrimKind::RwLock => names::KIND_RWLOCK,
+            PrimKind::Semaphore => names::KIND_SEMAPHORE,
+            PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => {
+                names::KIND_BLOCKING_MUTEX
+            }
+            PrimKind::BlockingRwLock => names::KIND_BLOCKING_RWLOCK,
+        }
+    }
+
+    /// Whether waiting blocks the OS thread (parking_lot) rather than a task.
+    pub const fn is_blocking(self) -> bool {
+        matches!(
+            self,
+            PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex | PrimKind::BlockingRwLock
+        )
+    }
+
+    /// Whether the primitive grants waiters in strict FIFO order (tokio's batch semaphore).
+    pub const fn is_fifo(self) -> bool {
+        matches!(self, PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore)
+    }
+
+    /// Whether the primitive counts permits (semaphore) rather than being a lock.
+    pub const fn is_semaphore(self) -> bool {
+        matches!(self, PrimKind::Semaphore)
+    }
+}
+
+impl std::fmt::Display for PrimKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a name given to `named(..)` was refused. The primitive still works: it is named
+/// after a cleaned-up version of the name (see [`clean_name`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameError {
+    reason: &'static str,
+}
+
+impl std::fmt::Display for NameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid lock name: {}", self.reason)
+    }
+}
+
+impl std::error::Error for NameError {}
+
+/// Longest accepted name, in bytes.
+pub const MAX_NAME_LEN: usize = 200;
+
+/// Checks a primitive name: 1 to [`MAX_NAME_LEN`] bytes, no control characters.
+///
+/// ```
+/// use lockscope_detector::validate_name;
+/// assert!(validate_name("db_pool").is_ok());
+/// assert_eq!(validate_name("").unwrap_err().to_string(), "invalid lock name: empty");
+/// ```
+pub fn validate_name(name: &str) -> Result<(), NameError> {
+    if name.is_empty() {
+        return Err(NameError { reason: "empty" });
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(NameError {
+            reason: "longer than 200 bytes",
+        });
+    }
+    if name.chars().any(char::is_control) {
+        return Err(NameError {
+            reason: "contains a control character",
+        });
+    }
+    Ok(())
+}
+
+/// The name a refused name is replaced with: control characters become `?`, the rest is cut
+/// at [`MAX_NAME_LEN`] bytes, and an empty name becomes `unnamed`.
+pub fn clean_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if out.len() > MAX_NAME_LEN {
+        let mut cut = MAX_NAME_LEN;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+    }
+    if out.is_empty() {
+        out.push_str("unnamed");
+    }
+    out
+}
+
+/// The name of a primitive created without one: `path/to/file.rs:LINE`.
+pub fn site_name(site: &Location<'_>) -> String {
+    format!("{}:{}", site.file(), site.line())
+}
+
+/// A site as `file:line:col`, the form of the `site` span field.
+pub fn site_string(site: &Location<'_>) -> String {
+    format!("{}:{}:{}", site.file(), site.line(), site.column())
+}
+
+/// One live primitive as the detector sees it.
+pub struct Prim {
+    pub(crate) id: PrimitiveId,
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: PrimKind,
+    pub(crate) site: &'static Location<'static>,
+    pub(crate) scope: u32,
+    pub(crate) series: u32,
+    /// Permits in existence (held + available): 1 for a mutex, `max_readers` for an rwlock.
+    pub(crate) capacity: AtomicU64,
+    /// Permits `forget`-ed and not yet added back.
+    pub(crate) forgotten: AtomicU64,
+    pub(crate) closed: AtomicBool,
+    /// Bumped by capacity changes and `close`: progress that is not a release.
+    pub(crate) epoch: AtomicU64,
+    /// Waiters queued now (kept equal to the queue length under its lock; read without it).
+    pub(crate) waiting: AtomicU32,
+    /// The actor that created it (raw id).
+    pub(crate) creator: u64,
+    /// Actor holding it exclusively (mutex, write, blocking exclusive), 0 when none. Written
+    /// only by the holder; read by the contended path to spot a self-wait at once.
+    pub(crate) exclusive_holder: AtomicU64,
+    pub(crate) stats: Stats,
+    pub(crate) waiters: Mutex<WaitQueue>,
+    /// Predecessors `A` for which the lock-order edge `A -> self` is already known.
+    pub(crate) order_cache: [AtomicU64; 4],
+}
+
+impl Prim {
+    /// The primitive's id.
+    pub fn id(&self) -> PrimitiveId {
+        self.id
+    }
+    /// The primitive's name (explicit, or its creation site).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The primitive's kind.
+    pub fn kind(&self) -> PrimKind {
+        self.kind
+    }
+    /// Where it was created.
+    pub fn site(&self) -> &'static Location<'static> {
+        self.site
+    }
+    /// The metrics series it is counted in.
+    pub fn series(&self) -> u32 {
+        self.series
+    }
+    /// Permits in existence now.
+    pub fn capacity(&self) -> u64 {
+        self.capacity.load(Ordering::Relaxed)
+    }
+    /// Whether a semaphore was closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+    /// Permits forgotten and not added back.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten.load(Ordering::Relaxed)
+    }
+    /// Its statistics now.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.read()
+    }
+    /// Test scope that created it (0: none).
+    pub fn scope(&self) -> u32 {
+        self.scope
+    }
+    /// Waiters queued now.
+    pub fn waiting(&self) -> u32 {
+        self.waiting.load(Ordering::Relaxed)
+    }
+    /// A number that grows whenever the primitive makes progress (a release, a capacity
+    /// change, `close`); unchanged means nothing was freed.
+    pub fn progress(&self) -> u64 {
+        self.stats.hold.read().count() + self.epoch.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Prim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prim")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+// ---------------------------------------------------------------------------------------------
+
+const SHARDS: usize = 16;
+
+type Shard = Mutex<HashMap<u64, Arc<Prim>>>;
+
+static REGISTRY: LazyLock<[Shard; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A metrics series: the primitives sharing one `(lock, kind)` label pair.
+pub struct Series {
+    /// The `lock` label value.
+    pub name: Arc<str>,
+    /// The primitive kind (its `kind` label).
+    pub kind: PrimKind,
+    /// Statistics of primitives of this series that were dropped.
+    pub retired: StatsSnapshot,
+}
+
+#[derive(Default)]
+struct SeriesTable {
+    index: HashMap<(Arc<str>, PrimKind), u32>,
+    series: Vec<Series>,
+    distinct_names: usize,
+    dropped: u64,
+}
+
+static SERIES: LazyLock<Mutex<SeriesTable>> = LazyLock::new(Mutex::default);
+
+fn series_for(name: &Arc<str>, kind: PrimKind) -> (u32, Arc<str>) {
+    let mut t = SERIES.lock();
+    if let Some(&i) = t.index.get(&(name.clone(), kind)) {
+        return (i, t.series[i as usize].name.clone());
+    }
+    let cap = config::current().max_series;
+    let folded = t.distinct_names >= cap;
+    let key_name: Arc<str> = if folded {
+        t.dropped += 1;
+        Arc::from(names::OTHER_SERIES)
+    } else {
+        name.clone()
+    };
+    if let Some(&i) = t.index.get(&(key_name.clone(), kind)) {
+        // `other` already exists for this kind; the prim keeps its own name for reports.
+        return (i, name.clone());
+    }
+    if !folded {
+        t.distinct_names += 1;
+    }
+    let i = t.series.len() as u32;
+    t.series.push(Series {
+        name: key_name.clone(),
+        kind,
+        retired: StatsSnapshot::default(),
+    });
+    t.index.insert((key_name, kind), i);
+    (i, name.clone())
+}
+
+/// Calls `f` with every series (index order) and the number of primitives folded into
+/// `other` so far. Used by the exporter at scrape time.
+pub fn with_series<R>(f: impl FnOnce(&[Series], u64) -> R) -> R {
+    let t = SERIES.lock();
+    f(&t.series, t.dropped)
+}
+
+/// Registers a new primitive. `name: None` names it after `site`.
+pub fn register(
+    name: Option<Cow<'_, str>>,
+    kind: PrimKind,
+    site: &'static Location<'static>,
+    capacity: u64,
+) -> Arc<Prim> {
+    let name: Arc<str> = match name {
+        Some(n) => match validate_name(&n) {
+            Ok(()) => Arc::from(n.as_ref()),
+            Err(e) => {
+                let cleaned = clean_name(&n);
+                tracing::warn!(
+                    target: "lockscope",
+                    site = %site_string(site),
+                    "{e}; the primitive is named {cleaned:?} instead"
+                );
+                Arc::from(cleaned)
+            }
+        },
+        None => Arc::from(site_name(site)),
+    };
+    let (series, name) = series_for(&name, kind);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let prim = Arc::new(Prim {
+        id: PrimitiveId(id),
+        name,
+        kind,
+        site,
+        scope: actor::current_scope(),
+        series,
+        capacity: AtomicU64::new(capacity),
+        forgotten: AtomicU64::new(0),
+        closed: AtomicBool::new(false),
+        epoch: AtomicU64::new(0),
+        waiting: AtomicU32::new(0),
+        creator: actor::current().as_u64(),
+        exclusive_holder: AtomicU64::new(0),
+        stats: Stats::default(),
+        waiters: Mutex::new(WaitQueue::default()),
+        order_cache: Default::default(),
+    });
+    REGISTRY[id as usize % SHARDS]
+        .lock()
+        .insert(id, prim.clone());
+    prim
+}
+
+/// Removes a primitive (its wrapper was dropped): folds its statistics into its series and
+/// drops its lock-order edges.
+pub fn unregister(prim: &Prim) {
+    let removed = REGISTRY[prim.id.0 as usize % SHARDS].lock().remove(&prim.id.0);
+    if removed.is_none() {
+        return;
+    }
+    let stats = prim.stats.read();
+    if let Some(s) = SERIES.lock().series.get_mut(prim.series as usize) {
+        s.retired.merge(&stats);
+    }
+    crate::graph::lockorder::remove_node(prim.id);
+    crate::finding::primitive_dropped(prim.id);
+}
+
+/// Calls `f` for every live primitive (shard by shard; not one atomic snapshot).
+pub fn for_each(mut f: impl FnMut(&Arc<Prim>)) {
+    for shard in REGISTRY.iter() {
+        for p in shard.lock().values() {
+            f(p);
+        }
+    }
+}
+
+/// Every live primitive.
+pub fn all() -> Vec<Arc<Prim>> {
+    let mut out = Vec::new();
+    for_each(|p| out.push(p.clone()));
+    out
+}
+
+/// The live primitive with this id.
+pub fn get(id: PrimitiveId) -> Option<Arc<Prim>> {
+    REGISTRY[id.0 as usize % SHARDS].lock().get(&id.0).cloned()
+}
+
+/// Number of live primitives.
+pub fn live_count() -> usize {
+    REGISTRY.iter().map(|s| s.lock().len()).sum()
+}
+
+// ---------------------------------------------------------------------------------------------
+// PrimCell: the wrapper's handle, registered eagerly or on first use
+// ---------------------------------------------------------------------------------------------
+
+/// The handle a wrapper keeps to its [`Prim`]. `const` constructors build an empty cell that
+/// registers on first use; the others register at once.
+pub struct PrimCell {
+    ptr: AtomicPtr<Prim>,
+    kind: PrimKind,
+    site: &'static Location<'static>,
+    init_capacity: u64,
+}
+
+impl PrimCell {
+    /// A registered cell (non-`const` constructors).
+    pub fn new(
+        name: Option<Cow<'_, str>>,
+        kind: PrimKind,
+        site: &'static Location<'static>,
+        capacity: u64,
+    ) -> PrimCell {
+        let prim = register(name, kind, site, capacity);
+        PrimCell {
+            ptr: AtomicPtr::new(Arc::into_raw(prim).cast_mut()),
+            kind,
+            site,
+            init_capacity: capacity,
+        }
+    }
+
+    /// An unregistered cell for `const` constructors; it registers on first [`get`](Self::get).
+    pub const fn lazy(kind: PrimKind, site: &'static Location<'static>, capacity: u64) -> PrimCell {
+        PrimCell {
+            ptr: AtomicPtr::new(std::ptr::null_mut()),
+            kind,
+            site,
+            init_capacity: capacity,
+        }
+    }
+
+    /// The primitive, registering it first if this cell is lazy.
+    #[inline]
+    pub fn get(&self) -> &Prim {
+        // Acquire: pairs with the Release publish in `init`, so the Prim's fields are visible.
+        let p = self.ptr.load(Ordering::Acquire);
+        if p.is_null() {
+            return self.init();
+        }
+        // SAFETY: a non-null pointer came from `Arc::into_raw` in `new`/`init`; this cell owns
+        // that reference until `drop`, which needs `&mut self`, so it outlives `&self`.
+        unsafe { &*p }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init(&self) -> &Prim {
+        let fresh = Arc::into_raw(register(None, self.kind, self.site, self.init_capacity));
+        // AcqRel: publishes the new Prim (Release) and, on failure, reads the winner's (Acquire).
+        match self.ptr.compare_exchange(
+            std::ptr::null_mut(),
+            fresh.cast_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: we just stored `fresh`, a live Arc reference owned by this cell.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` came from `Arc::into_raw` above and was never shared.
+                let lost = unsafe { Arc::from_raw(fresh) };
+                unregister(&lost);
+                // SAFETY: `winner` is the non-null pointer another thread published; owned by
+                // this cell until drop.
+                unsafe { &*winner }
+            }
+        }
+    }
+
+    /// The primitive if registered, without registering it.
+    pub fn try_get(&self) -> Option<&Prim> {
+        let p = self.ptr.load(Ordering::Acquire);
+        // SAFETY: as in `get`.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// The kind given at construction.
+    pub fn kind(&self) -> PrimKind {
+        self.kind
+    }
+
+    /// The creation site.
+    pub fn site(&self) -> &'static Location<'static> {
+        self.site
+    }
+}
+
+impl Drop for PrimCell {
+    fn drop(&mut self) {
+        let p = *self.ptr.get_mut();
+        if !p.is_null() {
+            // SAFETY: the pointer came from `Arc::into_raw` and this is the cell's only release.
+            let prim = unsafe { Arc::from_raw(p) };
+            unregister(&prim);
+        }
+    }
+}
+
+impl std::fmt::Debug for PrimCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.try_get() {
+            Some(p) => write!(f, "{:?}", p.name()),
+            None => write!(f, "{:?}", site_name(self.site)),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! `blocking-in-async`: a blocking (parking_lot) lock waited for on an async runtime's worker
+//! thread, or a blocking guard held across an `.await`.
+//!
+//! - A contended blocking wait is on a worker when tokio's scheduler context is set on this
+//!   thread with its core: there a blocked thread stalls every task of the runtime. The check
+//!   polls `tokio::task::yield_now()` once with a private waker: outside a scheduler (a plain
+//!   thread, `spawn_blocking`, `block_in_place`, the `block_on` thread of a multi-thread
+//!   runtime) tokio wakes it at once, on a worker it defers the wake. Only on the slow path.
+//! - A guard is held across an `.await` when its task yields while holding it: seen when the
+//!   same task starts an async wait, when another task runs lockscope code on that thread
+//!   while the guard is held, or when the guard is released on another thread.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use crate::actor::ActorId;
+use crate::finding::{self, ActorReport, Finding, FindingKind};
+use crate::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
+use crate::hooks::Acq;
+use crate::prim::{self, Prim, PrimitiveId, site_string};
+use crate::rules::{access, noun, prim_ref, prim_ref_id};
+use crate::{actor, clock};
+
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether this thread is an async worker now (see module docs).
+pub fn on_async_worker() -> bool {
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let fut = pin!(tokio::task::yield_now());
+    match fut.poll(&mut cx) {
+        Poll::Ready(()) => false,
+        Poll::Pending => !flag.0.load(Ordering::Relaxed),
+    }
+}
+
+/// A blocking lock is about to wait.
+#[cold]
+pub(crate) fn check_blocking_wait(prim: &Prim, actor: ActorId, acq: &Acq) {
+    if !on_async_worker() {
+        return;
+    }
+    let r = prim_ref(prim);
+    let mut f = Finding::new(
+        FindingKind::BlockingInAsync,
+        format!("wait|{}|{}|{}", prim.name(), site_string(prim.site()), site_string(acq.site)),
+        format!(
+            "{} waits for blocking {} at {} on an async runtime worker thread: the whole worker stalls until it is granted",
+            actor.describe(),
+            noun(&r),
+            site_string(acq.site)
+        ),
+    );
+    f.actors.push(ActorReport {
+        id: actor.as_u64(),
+        name: actor.describe(),
+        holds: Vec::new(),
+        waits: vec![access(r.clone(), acq.mode, acq.permits, acq.site, 0)],
+    });
+    f.add_scope(prim.scope());
+    f.add_scope(actor::current_scope());
+    f.add_prim(r);
+    f.fix = "use lockscope::tokio::Mutex (an async lock) for data shared across .await, or move the blocking work to tokio::task::spawn_blocking".into();
+    finding::report(f);
+}
+
+fn held_across_await(h: &HoldView, evidence: String) -> Finding {
+    let r = prim_ref_id(h.prim);
+    let mut f = Finding::new(
+        FindingKind::BlockingInAsync,
+        format!("held|{}|{}|{}", r.name, r.created_at, site_string(h.site)),
+        format!(
+            "{} holds blocking {} (acquired at {}) across an .await: {evidence}",
+            h.actor.describe(),
+            noun(&r),
+            site_string(h.site),
+        ),
+    );
+    f.actors.push(ActorReport {
+        id: h.actor.as_u64(),
+        name: h.actor.describe(),
+        holds: vec![access(
+            r.clone(),
+            h.mode,
+            h.permits,
+            h.site,
+            clock::coarse_now().saturating_sub(h.since),
+        )],
+        waits: Vec::new(),
+    });
+    f.add_scope(h.scope);
+    if let Some(p) = prim::get(PrimitiveId(h.prim)) {
+        f.add_scope(p.scope());
+    }
+    f.add_prim(r);
+    f.fix = "drop the blocking guard before the .await (copy out what you need), or use lockscope::tokio::Mutex for data held across awaits".into();
+    f
+}
+
+/// A task starts an async wait while holding a blocking guard `held`.
+#[cold]
+pub(crate) fn check_async_wait(prim: &Prim, actor: ActorId, acq: &Acq, held: Option<HoldView>) {
+    let Some(h) = held else { return };
+    let r = prim_ref(prim);
+    let evidence = format!(
+        "{} is about to wait for {} at {}",
+        actor.describe(),
+        noun(&r),
+        site_string(acq.site)
+    );
+    finding::report(held_across_await(&h, evidence));
+}
+
+/// Another task runs on a thread where a task holds a blocking guard.
+#[cold]
+pub(crate) fn check_neighbours(running: ActorId) {
+    let mut found = Vec::new();
+    let here = actor::thread_seq();
+    held::for_each_all(|h| {
+        if h.flags & FLAG_BLOCKING_IN_TASK != 0 && h.thread == here && h.actor != running {
+            found.push(h);
+        }
+    });
+    for h in found {
+        let evidence = format!(
+            "{} ran on the same thread while it was held, so its holder had yielded",
+            running.describe()
+        );
+        finding::report(held_across_await(&h, evidence));
+    }
+}
+
+/// A blocking guard taken by a task was released on another thread: the task moved while it
+/// held the guard, which only happens at an `.await`.
+#[cold]
+pub(crate) fn report_moved(_prim: &Prim, h: &HoldView, released_on: u64) {
+    let evidence = format!(
+        "it was acquired on thread #{} and released on thread #{released_on}, so the task was suspended and moved while holding it",
+        h.thread
+    );
+    finding::report(held_across_await(h, evidence));
+}

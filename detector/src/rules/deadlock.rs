@@ -1,0 +1,282 @@
+//! `deadlock`: tasks or threads that can never proceed.
+//!
+//! Builds the wait-for model from a [`State`], reduces it (see [`crate::graph::waitfor`]),
+//! splits what stays blocked into connected groups, and reports a group once it has been seen
+//! blocked, with the same waits and no progress on its primitives, on two consecutive ticks:
+//! a snapshot is not atomic, and a torn one could show a cycle that never existed.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::actor::ActorId;
+use crate::finding::{ActorReport, Finding, FindingKind};
+use crate::graph::waitfor::{self, MHold, MPrim, MWait, Policy};
+use crate::held::FLAG_PINNED_THREAD;
+use crate::prim::PrimKind;
+use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::snapshot::State;
+
+/// Builds the reduction model of a state.
+pub fn model(state: &State) -> Vec<MPrim> {
+    state
+        .prims
+        .iter()
+        .filter(|p| !p.holds.is_empty() || !p.waiters.is_empty())
+        .map(|p| {
+            let kind = p.prim.kind();
+            MPrim {
+                id: p.prim.id().0,
+                policy: match kind {
+                    PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore => Policy::Fifo,
+                    PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => {
+                        Policy::Exclusive
+                    }
+                    PrimKind::BlockingRwLock => Policy::FairRwLock,
+                },
+                capacity: p.capacity,
+                closed: p.closed,
+                holds: p
+                    .holds
+                    .iter()
+                    .map(|h| MHold {
+                        actor: h.actor.as_u64(),
+                        permits: h.permits,
+                        mode: h.mode,
+                        movable: h.movable(),
+                        pinned_thread: (h.flags & FLAG_PINNED_THREAD != 0).then_some(h.thread),
+                    })
+                    .collect(),
+                waiters: p
+                    .waiters
+                    .iter()
+                    .map(|w| MWait {
+                        actor: w.actor.as_u64(),
+                        permits: w.permits,
+                        mode: w.mode,
+                        timed: w.timed,
+                        blocks_thread: kind.is_blocking().then_some(w.thread),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// A blocked group: its actors and the primitives they hold or wait for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Blocked actors (raw ids).
+    pub actors: BTreeSet<u64>,
+    /// Primitives involved.
+    pub prims: BTreeSet<u64>,
+    /// `(primitive, waiter seq)` of every blocked wait: identifies the group across ticks.
+    pub waits: BTreeSet<(u64, u64)>,
+}
+
+/// Every blocked group in `state`.
+pub fn blocked_groups(state: &State) -> Vec<Group> {
+    let blocked = waitfor::reduce(&model(state)).blocked;
+    if blocked.is_empty() {
+        return Vec::new();
+    }
+    // Union-find over blocked actors, linked through primitives they hold or wait for.
+    let mut parent: HashMap<u64, u64> = blocked.iter().map(|&a| (a, a)).collect();
+    fn find(p: &mut HashMap<u64, u64>, x: u64) -> u64 {
+        let mut r = x;
+        while p[&r] != r {
+            r = p[&r];
+        }
+        let mut c = x;
+        while p[&c] != r {
+            let n = p[&c];
+            p.insert(c, r);
+            c = n;
+        }
+        r
+    }
+    let mut by_prim: HashMap<u64, Vec<u64>> = HashMap::new();
+    for p in &state.prims {
+        let id = p.prim.id().0;
+        for w in &p.waiters {
+            if blocked.contains(&w.actor.as_u64()) {
+                by_prim.entry(id).or_default().push(w.actor.as_u64());
+            }
+        }
+        for h in &p.holds {
+            if blocked.contains(&h.actor.as_u64()) && !h.movable() {
+                by_prim.entry(id).or_default().push(h.actor.as_u64());
+            }
+        }
+    }
+    for actors in by_prim.values() {
+        for w in actors.windows(2) {
+            let (a, b) = (find(&mut parent, w[0]), find(&mut parent, w[1]));
+            if a != b {
+                parent.insert(a, b);
+            }
+        }
+    }
+    let mut groups: HashMap<u64, Group> = HashMap::new();
+    for &a in &blocked {
+        let r = find(&mut parent, a);
+        groups
+            .entry(r)
+            .or_insert_with(|| Group {
+                actors: BTreeSet::new(),
+                prims: BTreeSet::new(),
+                waits: BTreeSet::new(),
+            })
+            .actors
+            .insert(a);
+    }
+    for (pid, actors) in &by_prim {
+        if let Some(&a) = actors.first() {
+            let r = find(&mut parent, a);
+            if let Some(g) = groups.get_mut(&r) {
+                g.prims.insert(*pid);
+            }
+        }
+    }
+    for p in &state.prims {
+        for w in &p.waiters {
+            let a = w.actor.as_u64();
+            if blocked.contains(&a) {
+                let r = find(&mut parent, a);
+                if let Some(g) = groups.get_mut(&r) {
+                    g.waits.insert((p.prim.id().0, w.seq));
+                }
+            }
+        }
+    }
+    let mut out: Vec<Group> = groups.into_values().collect();
+    out.sort_by_key(|g| g.waits.iter().next().copied());
+    out
+}
+
+/// The deadlock rule, with its memory of last tick's candidates.
+#[derive(Default)]
+pub(crate) struct Deadlock {
+    /// Candidate groups of the last tick, keyed by waits, with the progress of their prims.
+    pending: HashMap<BTreeSet<(u64, u64)>, Vec<(u64, u64)>>,
+    /// Waits of groups confirmed this tick (other rules skip them).
+    pub(crate) confirmed_waits: HashSet<(u64, u64)>,
+    /// Keys of findings that still hold.
+    pub(crate) active: HashSet<String>,
+}
+
+impl Rule for Deadlock {
+    fn kind(&self) -> FindingKind {
+        FindingKind::Deadlock
+    }
+
+    fn check(&mut self, state: &State) -> Vec<Verdict> {
+        let groups = blocked_groups(state);
+        let mut next = HashMap::new();
+        let mut out = Vec::new();
+        self.confirmed_waits.clear();
+        self.active.clear();
+        for g in groups {
+            let progress: Vec<(u64, u64)> = g
+                .prims
+                .iter()
+                .filter_map(|id| state.get(*id).map(|p| (*id, p.progress)))
+                .collect();
+            let confirmed = self.pending.get(&g.waits) == Some(&progress);
+            next.insert(g.waits.clone(), progress);
+            if confirmed {
+                self.confirmed_waits.extend(g.waits.iter().copied());
+                let f = report(state, &g);
+                self.active.insert(format!("{}:{}", FindingKind::Deadlock, f.key()));
+                out.push(Verdict::Found(f));
+            } else {
+                out.push(Verdict::Recheck);
+            }
+        }
+        self.pending = next;
+        out
+    }
+}
+
+/// The finding for one confirmed group.
+pub fn report(state: &State, g: &Group) -> Finding {
+    let key = g
+        .waits
+        .iter()
+        .map(|(p, s)| format!("{p}.{s}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut actors: Vec<ActorReport> = Vec::new();
+    let mut scopes = Vec::new();
+    let mut prim_refs = Vec::new();
+    let mut waited_names = Vec::new();
+    for &a in &g.actors {
+        let id = ActorId::from_u64(a).unwrap_or(ActorId::from_thread_seq(0));
+        let mut holds = Vec::new();
+        let mut waits = Vec::new();
+        for p in &state.prims {
+            let r = prim_ref(&p.prim);
+            for h in p.holds.iter().filter(|h| h.actor.as_u64() == a) {
+                holds.push(access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h)));
+                scopes.push(h.scope);
+            }
+            for w in p.waiters.iter().filter(|w| w.actor.as_u64() == a) {
+                waits.push(access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w)));
+                scopes.push(w.scope);
+                if !waited_names.contains(&noun(&r)) {
+                    waited_names.push(noun(&r));
+                }
+            }
+            if g.prims.contains(&p.prim.id().0) && !prim_refs.iter().any(|x: &crate::finding::PrimRef| x.id == r.id) {
+                scopes.push(p.prim.scope());
+                prim_refs.push(r);
+            }
+        }
+        actors.push(ActorReport {
+            id: a,
+            name: id.describe(),
+            holds,
+            waits,
+        });
+    }
+    let who = match (g.actors.len(), actors.first()) {
+        (1, Some(a)) => a.name.clone(),
+        (n, _) => {
+            let tasks = g.actors.iter().filter(|a| ActorId::from_u64(**a).is_some_and(|x| x.is_task())).count();
+            match (tasks, n - tasks) {
+                (t, 0) => format!("{t} tasks"),
+                (0, th) => format!("{th} threads"),
+                (t, th) => format!("{t} task{} and {th} thread{}", if t == 1 { "" } else { "s" }, if th == 1 { "" } else { "s" }),
+            }
+        }
+    };
+    let summary = if g.actors.len() == 1 {
+        format!(
+            "{who} waits for {} and can never proceed: what it waits for is held by itself",
+            waited_names.join(" and ")
+        )
+    } else {
+        format!(
+            "{who} can never proceed: each waits for {} held by another of them",
+            waited_names.join(", ")
+        )
+    };
+    let mut f = Finding::new(FindingKind::Deadlock, key, summary);
+    for r in prim_refs {
+        f.add_prim(r);
+    }
+    for s in scopes {
+        f.add_scope(s);
+    }
+    f.actors = actors;
+    let semaphore_knot = f
+        .primitives
+        .iter()
+        .any(|p| p.kind == PrimKind::Semaphore.as_str() || p.kind == PrimKind::RwLock.as_str());
+    if semaphore_knot {
+        f.details.push(
+            "every holder that could free the permits these waiters need is itself waiting (a knot, not just a cycle)"
+                .into(),
+        );
+    }
+    f.fix = "take primitives in one global order, never wait for a primitive while holding one its holder needs, and acquire all the permits a task needs in one call".into();
+    f
+}

@@ -1,0 +1,178 @@
+//! `leaked-permit`: permits that are not coming back.
+//!
+//! - permits `forget`-ed and not added back: at the end of a test, or past the leak threshold
+//!   in long-running mode;
+//! - guards and permits still held when a `#[lockscope::test]` ends (its body has returned, so
+//!   whatever still holds one is a task left running or a structure that outlived the test);
+//! - in long-running mode, a hold older than the leak threshold whose holder has gone quiet:
+//!   it waits for nothing and has acquired nothing since.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::actor;
+use crate::finding::{self, ActorReport, Finding, FindingKind};
+use crate::held::HoldView;
+use crate::prim::{PrimKind, site_string};
+use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::snapshot::{PrimState, State};
+
+fn forgotten_finding(p: &PrimState, why: &str, end: bool) -> Finding {
+    let r = prim_ref(&p.prim);
+    let mut f = Finding::new(
+        FindingKind::LeakedPermit,
+        format!("{}|forgotten{}", p.prim.id().0, if end { "|end" } else { "" }),
+        format!(
+            "{} permit{} of {} {} forgotten and never added back {why}; the semaphore now has {} permit{}",
+            p.forgotten,
+            if p.forgotten == 1 { "" } else { "s" },
+            noun(&r),
+            if p.forgotten == 1 { "was" } else { "were" },
+            p.capacity,
+            if p.capacity == 1 { "" } else { "s" },
+        ),
+    );
+    f.add_scope(p.prim.scope());
+    f.add_prim(r);
+    f.fix = "drop the permit instead of calling forget(), or call add_permits() once the work it stood for is done".into();
+    f
+}
+
+fn held_finding(p: &PrimState, h: &HoldView, age_ns: u64, why: &str, end: bool) -> Finding {
+    let r = prim_ref(&p.prim);
+    let what = if p.prim.kind() == PrimKind::Semaphore {
+        format!("{} permit{}", h.permits, if h.permits == 1 { "" } else { "s" })
+    } else {
+        format!("a {} guard", h.mode.verb())
+    };
+    let mut f = Finding::new(
+        FindingKind::LeakedPermit,
+        format!(
+            "{}|{}{}",
+            p.prim.id().0,
+            site_string(h.site),
+            if end { "|end" } else { "" }
+        ),
+        format!(
+            "{what} of {} acquired at {} by {} {why} ({} ms)",
+            noun(&r),
+            site_string(h.site),
+            h.actor.describe(),
+            age_ns / 1_000_000
+        ),
+    );
+    f.actors.push(ActorReport {
+        id: h.actor.as_u64(),
+        name: h.actor.describe(),
+        holds: vec![access(r.clone(), h.mode, h.permits, h.site, age_ns)],
+        waits: Vec::new(),
+    });
+    if h.movable() {
+        f.details.push("it is an owned guard/permit: look for a struct, a collection or a task that keeps it".into());
+    }
+    f.add_scope(h.scope);
+    f.add_scope(p.prim.scope());
+    f.add_prim(r);
+    f.fix = "scope the guard or permit to the work it protects (drop it when done); do not store it in long-lived structures".into();
+    f
+}
+
+/// End of a test scope (`scope` 0: a plain test calling `assert_clean`, judged by what the
+/// calling thread acquired and created).
+pub(crate) fn check_end_of_scope(scope: u32) {
+    let state = State::capture();
+    let me = actor::current().as_u64();
+    for p in &state.prims {
+        let mine = if scope == 0 {
+            p.prim.creator == me
+        } else {
+            p.prim.scope() == scope
+        };
+        if p.forgotten > 0 && mine {
+            finding::report(forgotten_finding(p, "by the end of the test", true));
+        }
+        for h in &p.holds {
+            let belongs = if scope == 0 {
+                h.actor.as_u64() == me
+            } else {
+                h.scope == scope
+            };
+            if belongs {
+                finding::report(held_finding(
+                    p,
+                    h,
+                    state.hold_age(h),
+                    "is still held when the test ends",
+                    true,
+                ));
+            }
+        }
+    }
+}
+
+/// Long-running leak checks (only with a leak threshold).
+#[derive(Default)]
+pub(crate) struct LeakedPermit {
+    forgotten_since: HashMap<u64, u64>,
+    pub(crate) active: HashSet<String>,
+}
+
+impl Rule for LeakedPermit {
+    fn kind(&self) -> FindingKind {
+        FindingKind::LeakedPermit
+    }
+
+    fn check(&mut self, state: &State) -> Vec<Verdict> {
+        let mut out = Vec::new();
+        self.active.clear();
+        let mut forgotten_now = HashMap::new();
+        // Latest activity per actor: newest hold start; waiting actors are active.
+        let mut newest: HashMap<u64, u64> = HashMap::new();
+        let mut waiting: HashSet<u64> = HashSet::new();
+        for p in &state.prims {
+            for h in &p.holds {
+                let e = newest.entry(h.actor.as_u64()).or_default();
+                *e = (*e).max(h.since);
+            }
+            for w in &p.waiters {
+                waiting.insert(w.actor.as_u64());
+            }
+        }
+        for p in &state.prims {
+            let mut scopes: Vec<u32> = p.holds.iter().map(|h| h.scope).collect();
+            scopes.push(p.prim.scope());
+            let Some(leak) = crate::scope::config_for(&scopes).leak else {
+                continue;
+            };
+            let leak = leak.as_nanos() as u64;
+            let id = p.prim.id().0;
+            if p.forgotten > 0 {
+                let since = *self.forgotten_since.get(&id).unwrap_or(&state.now_precise);
+                forgotten_now.insert(id, since);
+                if state.now_precise.saturating_sub(since) >= leak {
+                    let f = forgotten_finding(p, &format!("for over {} ms", leak / 1_000_000), false);
+                    self.active.insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
+                    out.push(Verdict::Found(f));
+                }
+            }
+            for h in &p.holds {
+                let age = state.hold_age(h);
+                let a = h.actor.as_u64();
+                let quiet = !waiting.contains(&a)
+                    && state.now_coarse.saturating_sub(newest.get(&a).copied().unwrap_or(0)) >= leak;
+                if age >= leak && (quiet || h.movable()) {
+                    let f = held_finding(
+                        p,
+                        h,
+                        age,
+                        "has been held past the leak threshold by a holder that has gone quiet",
+                        false,
+                    );
+                    self.active.insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
+                    out.push(Verdict::Found(f));
+                }
+            }
+        }
+        self.forgotten_since = forgotten_now;
+        out
+    }
+}

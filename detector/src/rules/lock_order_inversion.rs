@@ -1,0 +1,119 @@
+//! `lock-order-inversion`: primitives taken in inconsistent orders.
+//!
+//! Reported when a new lock-order edge closes a cycle (see [`crate::graph::lockorder`]), with
+//! every order of the cycle and its sites, in the style of lockdep's "possible unsafe locking
+//! scenario". Consistent orders by any rule (say, by account id) never form a cycle, so they
+//! are never reported; `try_` acquisitions add no edges; a cycle made only of
+//! `read_recursive` acquisitions cannot deadlock and is not reported.
+
+use std::fmt::Write as _;
+
+use crate::finding::{self, Finding, FindingKind, OrderEdge};
+use crate::graph::lockorder::EdgeInfo;
+use crate::held::Mode;
+use crate::prim::site_string;
+use crate::rules::prim_ref_id;
+
+/// Reports the cycle `edges` (first the new edge, then the path that closes it).
+#[cold]
+pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
+    if edges
+        .iter()
+        .all(|(_, _, e)| e.to_mode == Mode::SharedRecursive && e.from_mode != Mode::Exclusive)
+    {
+        return;
+    }
+    let mut nodes: Vec<u64> = edges.iter().map(|(a, _, _)| *a).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let refs: Vec<_> = nodes.iter().map(|&id| prim_ref_id(id)).collect();
+    let name = |id: u64| {
+        refs.iter()
+            .find(|r| r.id == id)
+            .map(|r| format!("{:?}", r.name))
+            .unwrap_or_else(|| format!("#{id}"))
+    };
+    // One finding per bug: the set of (name, creation site) of the nodes.
+    let mut key_parts: Vec<String> = refs
+        .iter()
+        .map(|r| format!("{}@{}", r.name, r.created_at))
+        .collect();
+    key_parts.sort();
+    let chain: Vec<String> = edges
+        .iter()
+        .rev()
+        .map(|(a, _, _)| name(*a))
+        .chain(std::iter::once(name(edges[edges.len() - 1].0)))
+        .collect();
+    let summary = if edges.len() == 2 {
+        format!(
+            "{} and {} are taken in opposite orders ({} then {} at {}, {} then {} at {}): a possible deadlock",
+            name(edges[0].0),
+            name(edges[0].1),
+            name(edges[1].0),
+            name(edges[1].1),
+            site_string(edges[1].2.to_site),
+            name(edges[0].0),
+            name(edges[0].1),
+            site_string(edges[0].2.to_site),
+        )
+    } else {
+        format!(
+            "{} primitives are taken in a cyclic order ({}): a possible deadlock",
+            edges.len(),
+            chain.join(" -> ")
+        )
+    };
+    let mut f = Finding::new(FindingKind::LockOrderInversion, key_parts.join("|"), summary);
+    for r in &refs {
+        f.add_prim(r.clone());
+    }
+    for (a, b, e) in edges.iter().rev() {
+        f.orders.push(OrderEdge {
+            from: prim_ref_id(*a),
+            to: prim_ref_id(*b),
+            from_site: site_string(e.from_site),
+            to_site: site_string(e.to_site),
+            actor: e.actor.describe(),
+        });
+        f.add_scope(e.scope);
+    }
+    f.details = scenario(edges, &name);
+    f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
+    finding::report(f);
+}
+
+/// lockdep's "possible unsafe locking scenario" table, one column per actor.
+fn scenario(edges: &[(u64, u64, EdgeInfo)], name: &dyn Fn(u64) -> String) -> Vec<String> {
+    let mut out = Vec::new();
+    for (a, b, e) in edges.iter().rev() {
+        out.push(format!(
+            "order: {} held ({} at {}) while acquiring {} ({} at {}) by {}",
+            name(*a),
+            e.from_mode.verb(),
+            site_string(e.from_site),
+            name(*b),
+            e.to_mode.verb(),
+            site_string(e.to_site),
+            e.actor.describe()
+        ));
+    }
+    if edges.len() == 2 {
+        let (a, b, e1) = &edges[1];
+        let (_, _, e2) = &edges[0];
+        let c1 = format!("{} ({})", e1.actor.describe(), site_string(e1.to_site));
+        let c2 = format!("{} ({})", e2.actor.describe(), site_string(e2.to_site));
+        let w = c1.len().max(28);
+        let mut t = String::new();
+        let _ = writeln!(t, "possible unsafe locking scenario:");
+        let _ = writeln!(t, "      {c1:<w$}  {c2}");
+        let _ = writeln!(t, "      {:<w$}  {}", "----", "----");
+        let _ = writeln!(t, "      {:<w$}", format!("{}({})", e1.from_mode.verb(), name(*a)));
+        let _ = writeln!(t, "      {:<w$}  {}({})", "", e2.from_mode.verb(), name(*b));
+        let _ = writeln!(t, "      {:<w$}", format!("{}({})", e1.to_mode.verb(), name(*b)));
+        let _ = writeln!(t, "      {:<w$}  {}({})", "", e2.to_mode.verb(), name(*a));
+        let _ = write!(t, "      *** DEADLOCK ***");
+        out.extend(t.lines().map(str::to_owned));
+    }
+    out
+}

@@ -1,0 +1,81 @@
+//! One rule per finding kind, each with its set wording.
+//!
+//! Rules that judge the live state implement [`Rule`] and run on every watchdog tick over one
+//! [`State`](crate::snapshot::State); rules that judge one event (a nested acquire, a new
+//! lock-order edge, a blocking wait) are called from the hooks when the event happens.
+
+use std::panic::Location;
+
+use crate::finding::{Access, PrimRef};
+use crate::held::Mode;
+use crate::prim::{self, Prim, PrimitiveId};
+use crate::snapshot::State;
+
+pub mod blocking_in_async;
+pub mod deadlock;
+pub mod leaked_permit;
+pub mod lock_order_inversion;
+pub mod nested_acquire;
+pub mod starvation;
+pub mod stuck_queue;
+
+/// What a state rule concluded about one candidate.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Nothing wrong.
+    Clean,
+    /// A finding to report.
+    Found(crate::finding::Finding),
+    /// Suspicious; look again next tick before reporting (confirmation).
+    Recheck,
+}
+
+/// A rule over the live state.
+pub(crate) trait Rule {
+    /// The kind this rule reports.
+    fn kind(&self) -> crate::finding::FindingKind;
+    /// Judges the state; returns one verdict per candidate it looked at.
+    fn check(&mut self, state: &State) -> Vec<Verdict>;
+}
+
+pub(crate) fn prim_ref(p: &Prim) -> PrimRef {
+    PrimRef {
+        id: p.id.0,
+        name: p.name().to_owned(),
+        kind: p.kind().as_str(),
+        created_at: prim::site_string(p.site()),
+    }
+}
+
+pub(crate) fn prim_ref_id(id: u64) -> PrimRef {
+    match prim::get(PrimitiveId(id)) {
+        Some(p) => prim_ref(&p),
+        None => PrimRef {
+            id,
+            name: format!("#{id} (dropped)"),
+            kind: "unknown",
+            created_at: "?".into(),
+        },
+    }
+}
+
+pub(crate) fn access(
+    p: PrimRef,
+    mode: Mode,
+    permits: u32,
+    site: &Location<'_>,
+    for_ns: u64,
+) -> Access {
+    Access {
+        primitive: p,
+        mode: mode.verb(),
+        permits,
+        site: prim::site_string(site),
+        for_ms: for_ns / 1_000_000,
+    }
+}
+
+/// `a "x"` / `a semaphore "x"` for sentences.
+pub(crate) fn noun(p: &PrimRef) -> String {
+    format!("{} {:?}", p.kind, p.name)
+}

@@ -1,0 +1,116 @@
+//! `stuck-queue`: waiters queued past the stuck threshold while the primitive granted nothing
+//! in that time. Skips waits already reported as part of a deadlock.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::finding::{ActorReport, Finding, FindingKind};
+use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::scope;
+use crate::snapshot::State;
+
+#[derive(Default)]
+pub(crate) struct StuckQueue {
+    /// Per primitive: last progress value seen and since when (precise ns).
+    last: HashMap<u64, (u64, u64)>,
+    pub(crate) skip_waits: HashSet<(u64, u64)>,
+    pub(crate) active: HashSet<String>,
+    pub(crate) stuck_prims: HashSet<u64>,
+}
+
+impl Rule for StuckQueue {
+    fn kind(&self) -> FindingKind {
+        FindingKind::StuckQueue
+    }
+
+    fn check(&mut self, state: &State) -> Vec<Verdict> {
+        let mut out = Vec::new();
+        let mut seen = HashMap::new();
+        self.active.clear();
+        self.stuck_prims.clear();
+        for p in &state.prims {
+            let id = p.prim.id().0;
+            if p.waiters.is_empty() || p.closed {
+                continue;
+            }
+            // Since when has progress been at its current value?
+            let oldest = p.waiters.iter().map(|w| w.since_ns).min().unwrap_or(state.now_precise);
+            let since = match self.last.get(&id) {
+                Some(&(v, t)) if v == p.progress => t,
+                Some(_) => state.now_precise,
+                None => {
+                    // First look: if no release happened since the oldest waiter queued, the
+                    // primitive has been still at least that long.
+                    let w0 = p.waiters.iter().min_by_key(|w| w.since_ns);
+                    match w0 {
+                        Some(w) if w.progress_at_start == p.progress => oldest,
+                        _ => state.now_precise,
+                    }
+                }
+            };
+            seen.insert(id, (p.progress, since));
+            let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
+            scopes.push(p.prim.scope());
+            let threshold = scope::config_for(&scopes).stuck.as_nanos() as u64;
+            let still = state.now_precise.saturating_sub(since);
+            let old = p
+                .waiters
+                .iter()
+                .filter(|w| state.wait_age(w) >= threshold)
+                .filter(|w| !self.skip_waits.contains(&(id, w.seq)))
+                .count();
+            if old == 0 || still < threshold {
+                continue;
+            }
+            self.stuck_prims.insert(id);
+            let r = prim_ref(&p.prim);
+            let mut f = Finding::new(
+                FindingKind::StuckQueue,
+                format!("{id}"),
+                format!(
+                    "{} has {} waiter{} queued for up to {} ms and granted nothing for {} ms",
+                    noun(&r),
+                    p.waiters.len(),
+                    if p.waiters.len() == 1 { "" } else { "s" },
+                    state.wait_age(&p.waiters[0]) / 1_000_000,
+                    still / 1_000_000
+                ),
+            );
+            let mut actors: Vec<ActorReport> = Vec::new();
+            for h in &p.holds {
+                actors.push(ActorReport {
+                    id: h.actor.as_u64(),
+                    name: h.actor.describe(),
+                    holds: vec![access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h))],
+                    waits: Vec::new(),
+                });
+                f.add_scope(h.scope);
+            }
+            for w in &p.waiters {
+                actors.push(ActorReport {
+                    id: w.actor.as_u64(),
+                    name: w.actor.describe(),
+                    holds: Vec::new(),
+                    waits: vec![access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w))],
+                });
+                f.add_scope(w.scope);
+            }
+            if p.holds.is_empty() && p.forgotten > 0 {
+                f.details.push(format!(
+                    "no live holder: {} permit{} were forgotten and never added back",
+                    p.forgotten,
+                    if p.forgotten == 1 { "" } else { "s" }
+                ));
+            } else if p.holds.iter().all(|h| h.movable()) && !p.holds.is_empty() {
+                f.details.push("every permit is held by an owned guard (it may live in a struct or another task that never drops it)".into());
+            }
+            f.actors = actors;
+            f.add_scope(p.prim.scope());
+            f.add_prim(r);
+            f.fix = "find who holds it (see holders above) and why they never release: a guard stored in a long-lived struct, a permit moved into a task that never ends, or a holder waiting for something that needs this primitive".into();
+            self.active.insert(format!("{}:{}", FindingKind::StuckQueue, f.key()));
+            out.push(Verdict::Found(f));
+        }
+        self.last = seen;
+        out
+    }
+}

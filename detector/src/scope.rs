@@ -1,0 +1,253 @@
+//! Test scopes: what `#[lockscope::test]` arms, so that a test fails on its own findings only.
+//!
+//! A scope is a small number stamped on the threads of the test's runtime (by its
+//! `on_thread_start` hook) and on the test thread. Primitives record the scope that created
+//! them, holds and waits the scope of the thread that made them, and a finding carries the
+//! scopes of everything it involves. A finding with no scope at all (say, among plain threads
+//! spawned outside any runtime) goes to every armed scope, since hiding it would be worse.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::finding::{self, Finding, FindingKind, Rec};
+use crate::{actor, rules};
+
+pub(crate) struct ScopeState {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) config: Config,
+    findings: Mutex<Vec<Arc<Rec>>>,
+    deadlock: Mutex<DeadlockSignal>,
+}
+
+#[derive(Default)]
+struct DeadlockSignal {
+    report: Option<String>,
+    at: Option<Instant>,
+    acknowledged: bool,
+    waker: Option<Waker>,
+}
+
+static NEXT_SCOPE: AtomicU32 = AtomicU32::new(1);
+static ARMED: LazyLock<Mutex<Vec<Arc<ScopeState>>>> = LazyLock::new(Mutex::default);
+
+/// Thresholds a test may override (`#[lockscope::test(stuck_ms = .., ..)]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScopeOptions {
+    /// `stuck-queue` threshold in ms (default: the test default, 1000, or `LOCKSCOPE_STUCK_MS`).
+    pub stuck_ms: Option<u64>,
+    /// `starvation` threshold in ms (default 1000).
+    pub starvation_ms: Option<u64>,
+    /// `leaked-permit` threshold in ms (default: end of test).
+    pub leak_ms: Option<u64>,
+}
+
+/// An armed test. Dropping it disarms; [`finish`](TestScope::finish) also checks for leaks
+/// and collects the findings.
+pub struct TestScope {
+    state: Arc<ScopeState>,
+    previous_thread_scope: u32,
+}
+
+impl TestScope {
+    /// Arms a scope named `name` with the test thresholds (the `LOCKSCOPE_*_MS` variables and
+    /// `options` override them) and stamps the current thread with it.
+    ///
+    /// # Panics
+    ///
+    /// When a `LOCKSCOPE_*` variable is invalid: a test should fail loudly on a bad setting.
+    pub fn arm(name: &str, options: ScopeOptions) -> TestScope {
+        let mut config = Config::test();
+        let env = Config::from_env().unwrap_or_else(|e| panic!("lockscope: {e}"));
+        let defaults = Config::production();
+        if env.stuck != defaults.stuck {
+            config.stuck = env.stuck;
+        }
+        if env.starvation != defaults.starvation {
+            config.starvation = env.starvation;
+        }
+        if env.leak != defaults.leak {
+            config.leak = env.leak;
+        }
+        if let Some(ms) = options.stuck_ms {
+            config.stuck = Duration::from_millis(ms.max(1));
+        }
+        if let Some(ms) = options.starvation_ms {
+            config.starvation = Duration::from_millis(ms.max(1));
+        }
+        if let Some(ms) = options.leak_ms {
+            config.leak = Some(Duration::from_millis(ms.max(1)));
+        }
+        // The detector must be on for an armed test, whatever the process-wide mode.
+        if !crate::config::enabled() {
+            crate::config::set_enabled(true);
+        }
+        crate::watchdog::ensure_started();
+        let id = NEXT_SCOPE.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(ScopeState {
+            id,
+            name: name.to_owned(),
+            config,
+            findings: Mutex::new(Vec::new()),
+            deadlock: Mutex::new(DeadlockSignal::default()),
+        });
+        ARMED.lock().push(state.clone());
+        let previous_thread_scope = actor::current_scope();
+        actor::set_thread_scope(id);
+        TestScope {
+            state,
+            previous_thread_scope,
+        }
+    }
+
+    /// The scope number to stamp on the test runtime's threads.
+    pub fn id(&self) -> u32 {
+        self.state.id
+    }
+
+    /// A future that completes with the report when a live deadlock of this test is found.
+    /// Awaiting it acknowledges the deadlock, which stops the watchdog from ending the
+    /// process (it does so only when a deadlocked test cannot even notice).
+    pub fn deadlock(&self) -> DeadlockFuture {
+        DeadlockFuture {
+            state: self.state.clone(),
+        }
+    }
+
+    /// Ends the test: checks for permits still held or forgotten, disarms, and returns the
+    /// findings made during the test.
+    pub fn finish(self) -> Vec<Finding> {
+        rules::leaked_permit::check_end_of_scope(self.state.id);
+        self.findings()
+    }
+
+    /// Findings delivered to this scope so far.
+    pub fn findings(&self) -> Vec<Finding> {
+        self.state
+            .findings
+            .lock()
+            .iter()
+            .map(|r| finding::materialize(r))
+            .collect()
+    }
+}
+
+impl Drop for TestScope {
+    fn drop(&mut self) {
+        let id = self.state.id;
+        ARMED.lock().retain(|s| s.id != id);
+        actor::set_thread_scope(self.previous_thread_scope);
+    }
+}
+
+/// Completes with a deadlock report (see [`TestScope::deadlock`]).
+pub struct DeadlockFuture {
+    state: Arc<ScopeState>,
+}
+
+impl Future for DeadlockFuture {
+    type Output = String;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<String> {
+        let mut d = self.state.deadlock.lock();
+        match &d.report {
+            Some(r) => {
+                let r = r.clone();
+                d.acknowledged = true;
+                Poll::Ready(r)
+            }
+            None => {
+                d.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Hands a new finding to the scopes it belongs to.
+pub(crate) fn deliver(rec: &Arc<Rec>) {
+    deliver_to(rec, &rec.finding.scopes);
+}
+
+/// Hands a finding to the armed scopes among `scopes` (every armed scope when empty) that do
+/// not have it yet.
+pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
+    let armed = ARMED.lock().clone();
+    for s in armed {
+        let mine = scopes.is_empty() || scopes.contains(&s.id);
+        if !mine {
+            continue;
+        }
+        {
+            let mut list = s.findings.lock();
+            if list.iter().any(|r| Arc::ptr_eq(r, rec)) {
+                continue;
+            }
+            list.push(rec.clone());
+        }
+        if rec.finding.kind == FindingKind::Deadlock {
+            let mut d = s.deadlock.lock();
+            if d.report.is_none() {
+                d.report = Some(finding::render_all(&[finding::materialize(rec)]));
+                d.at = Some(Instant::now());
+                if let Some(w) = d.waker.take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+}
+
+/// Thresholds for something created or done in `scopes` (the strictest armed one applies;
+/// the process-wide configuration when none is armed).
+pub(crate) fn config_for(scopes: &[u32]) -> Arc<Config> {
+    let armed = ARMED.lock();
+    let mut best: Option<Config> = None;
+    for s in armed.iter().filter(|s| scopes.contains(&s.id)) {
+        best = Some(match best {
+            None => s.config.clone(),
+            Some(b) => Config {
+                stuck: b.stuck.min(s.config.stuck),
+                starvation: b.starvation.min(s.config.starvation),
+                leak: match (b.leak, s.config.leak) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                },
+                ..b
+            },
+        });
+    }
+    match best {
+        Some(c) => Arc::new(c),
+        None => crate::config::current(),
+    }
+}
+
+/// Whether any test is armed now.
+pub fn any_armed() -> bool {
+    !ARMED.lock().is_empty()
+}
+
+/// Deadlocks delivered more than `grace` ago to a scope that never acknowledged them: the
+/// test cannot notice (its thread is blocked), so the watchdog must end the process.
+pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)> {
+    let armed = ARMED.lock().clone();
+    let mut out = Vec::new();
+    for s in armed {
+        let d = s.deadlock.lock();
+        if let (Some(r), Some(at)) = (&d.report, d.at)
+            && !d.acknowledged
+            && at.elapsed() >= grace
+        {
+            out.push((s.name.clone(), r.clone()));
+        }
+    }
+    out
+}

@@ -1,0 +1,181 @@
+//! Per-primitive statistics: plain atomics on the primitive, aggregated at scrape time.
+//!
+//! Nothing here allocates or locks. Counters that only the current holder of an exclusive
+//! primitive can change (hold and wait observations of a Mutex or an RwLock write) use a
+//! relaxed load and store instead of a read-modify-write: the primitive itself orders
+//! successive holders, so no update is lost, and the uncontended path saves an atomic RMW.
+//! `acquisitions` is not a counter of its own: it is every completed hold plus the holds alive
+//! now, which the exporter adds up at scrape time.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Upper bounds (seconds) of the wait and hold histogram buckets; `+Inf` is implied.
+pub const BUCKETS_SECONDS: [f64; 13] = [
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0,
+];
+
+const BUCKETS_NS: [u64; 13] = {
+    let mut out = [0u64; 13];
+    let mut i = 0;
+    while i < 13 {
+        out[i] = (BUCKETS_SECONDS[i] * 1e9) as u64;
+        i += 1;
+    }
+    out
+};
+
+/// A fixed-bucket histogram of durations, in nanoseconds.
+#[derive(Default)]
+pub struct Histogram {
+    /// Non-cumulative counts per bucket; index 13 is `+Inf`.
+    buckets: [AtomicU64; 14],
+    sum_ns: AtomicU64,
+}
+
+#[inline]
+fn bucket_of(ns: u64) -> usize {
+    // Most observations are in the first buckets: a linear scan beats a binary search here.
+    let mut i = 0;
+    while i < BUCKETS_NS.len() && ns > BUCKETS_NS[i] {
+        i += 1;
+    }
+    i
+}
+
+#[inline]
+fn bump(a: &AtomicU64, by: u64, exclusive: bool) {
+    if exclusive {
+        a.store(a.load(Relaxed).wrapping_add(by), Relaxed);
+    } else {
+        a.fetch_add(by, Relaxed);
+    }
+}
+
+impl Histogram {
+    /// Records one duration. `exclusive`: the caller holds the primitive exclusively (see the
+    /// module docs), so a load and a store replace the atomic add.
+    #[inline]
+    pub fn observe(&self, ns: u64, exclusive: bool) {
+        bump(&self.buckets[bucket_of(ns)], 1, exclusive);
+        if ns != 0 {
+            bump(&self.sum_ns, ns, exclusive);
+        }
+    }
+
+    /// A copy of the counts: per bucket (non-cumulative, last is `+Inf`), count and sum.
+    pub fn read(&self) -> HistogramSnapshot {
+        let mut buckets = [0u64; 14];
+        for (out, b) in buckets.iter_mut().zip(&self.buckets) {
+            *out = b.load(Relaxed);
+        }
+        HistogramSnapshot {
+            buckets,
+            sum_ns: self.sum_ns.load(Relaxed),
+        }
+    }
+}
+
+/// A point-in-time copy of a [`Histogram`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HistogramSnapshot {
+    /// Non-cumulative counts; `buckets[i]` counts durations `<= BUCKETS_SECONDS[i]` and above
+    /// the previous bound; the last is `+Inf`.
+    pub buckets: [u64; 14],
+    /// Sum of the observed durations in nanoseconds.
+    pub sum_ns: u64,
+}
+
+impl HistogramSnapshot {
+    /// Number of observations.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// Adds another snapshot into this one.
+    pub fn merge(&mut self, other: &HistogramSnapshot) {
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
+            *a += b;
+        }
+        self.sum_ns += other.sum_ns;
+    }
+}
+
+/// The statistics kept on every primitive.
+#[derive(Default)]
+pub struct Stats {
+    pub(crate) contended: AtomicU64,
+    pub(crate) try_failures: AtomicU64,
+    pub(crate) timeouts: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) wait: Histogram,
+    pub(crate) hold: Histogram,
+}
+
+impl Stats {
+    /// A copy of every counter.
+    pub fn read(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            contended: self.contended.load(Relaxed),
+            try_failures: self.try_failures.load(Relaxed),
+            timeouts: self.timeouts.load(Relaxed),
+            cancelled: self.cancelled.load(Relaxed),
+            wait: self.wait.read(),
+            hold: self.hold.read(),
+        }
+    }
+}
+
+/// A point-in-time copy of a primitive's [`Stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Acquisitions that had to wait.
+    pub contended: u64,
+    /// `try_` forms that gave up.
+    pub try_failures: u64,
+    /// Timed forms that timed out.
+    pub timeouts: u64,
+    /// Acquire futures dropped while waiting.
+    pub cancelled: u64,
+    /// Wait durations of granted acquisitions.
+    pub wait: HistogramSnapshot,
+    /// Hold durations of released guards and permits.
+    pub hold: HistogramSnapshot,
+}
+
+impl StatsSnapshot {
+    /// Adds another snapshot into this one.
+    pub fn merge(&mut self, o: &StatsSnapshot) {
+        self.contended += o.contended;
+        self.try_failures += o.try_failures;
+        self.timeouts += o.timeouts;
+        self.cancelled += o.cancelled;
+        self.wait.merge(&o.wait);
+        self.hold.merge(&o.hold);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_upper_inclusive() {
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(100_000), 0);
+        assert_eq!(bucket_of(100_001), 1);
+        assert_eq!(bucket_of(60_000_000_000), 12);
+        assert_eq!(bucket_of(60_000_000_001), 13);
+    }
+
+    #[test]
+    fn observe_counts_and_sums() {
+        let h = Histogram::default();
+        h.observe(0, true);
+        h.observe(2_000_000, false);
+        let s = h.read();
+        assert_eq!(s.count(), 2);
+        assert_eq!(s.sum_ns, 2_000_000);
+        assert_eq!(s.buckets[0], 1);
+        assert_eq!(s.buckets[3], 1);
+    }
+}

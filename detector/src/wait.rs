@@ -1,0 +1,81 @@
+//! Waiter records: who waits for a primitive, since when, for how many permits.
+//!
+//! Waiting is the slow path (the acquisition could not be granted at once), so each primitive
+//! keeps its queue in a plain vector behind its own (uninstrumented) mutex. Records carry a
+//! per-primitive sequence number: sorting by it gives the order in which waiters queued, which
+//! is the order tokio's FIFO semaphore grants them in.
+
+use std::panic::Location;
+
+use crate::actor::ActorId;
+use crate::held::Mode;
+
+/// One waiting acquisition.
+#[derive(Clone, Debug)]
+pub struct WaiterRec {
+    /// Queue order within the primitive.
+    pub seq: u64,
+    /// The waiting task or thread.
+    pub actor: ActorId,
+    /// lockscope number of the thread it started waiting on.
+    pub thread: u64,
+    /// Call site of the acquisition.
+    pub site: &'static Location<'static>,
+    /// When the wait started (precise clock, ns).
+    pub since_ns: u64,
+    /// Permits requested.
+    pub permits: u32,
+    /// Access requested.
+    pub mode: Mode,
+    /// A timed form (`lock_timeout`, `try_lock_for`, ...): it gives up by itself.
+    pub timed: bool,
+    /// An owned form (`lock_owned`, `acquire_owned`, ...).
+    pub owned: bool,
+    /// Test scope of the waiting thread.
+    pub scope: u32,
+    /// The primitive's release count when the wait started (to count bypasses).
+    pub progress_at_start: u64,
+}
+
+/// The waiters of one primitive.
+#[derive(Default, Debug)]
+pub struct WaitQueue {
+    pub(crate) next_seq: u64,
+    pub(crate) list: Vec<WaiterRec>,
+}
+
+impl WaitQueue {
+    /// Number of waiters.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether nobody waits.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Waiters in queue order.
+    pub fn ordered(&self) -> Vec<WaiterRec> {
+        let mut v = self.list.clone();
+        v.sort_by_key(|w| w.seq);
+        v
+    }
+
+    pub(crate) fn push(&mut self, mut rec: WaiterRec) -> u64 {
+        self.next_seq += 1;
+        rec.seq = self.next_seq;
+        self.list.push(rec);
+        self.next_seq
+    }
+
+    pub(crate) fn remove(&mut self, seq: u64) -> Option<WaiterRec> {
+        let i = self.list.iter().position(|w| w.seq == seq)?;
+        Some(self.list.swap_remove(i))
+    }
+
+    /// The oldest wait start (precise ns), if any.
+    pub fn oldest_since(&self) -> Option<u64> {
+        self.list.iter().map(|w| w.since_ns).min()
+    }
+}

@@ -1,0 +1,1 @@
+//! The `#[lockscope::test]` attribute (filled in by the instrumented crate).
