@@ -1,0 +1,177 @@
+//! The HTTP surface: `/metrics` and the read-only `/debug/*` endpoints, as an axum `Router`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Query, Request};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::sync::Semaphore;
+
+use crate::metrics;
+
+/// Content type of the JSON endpoints.
+const JSON: &str = "application/json";
+/// Content type of `/debug/graph?format=dot`.
+const DOT: &str = "text/vnd.graphviz; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// Longest a request may take once its head is read, queueing for a render slot included.
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Renders (a scrape, a snapshot of the locks or graphs) running at once, process-wide. Each
+/// walks every live primitive on a blocking thread; more at once would only compete for the
+/// same registry shards and CPU, while waiting requests hold no thread.
+const RENDER_SLOTS: usize = 2;
+
+/// A plain tokio semaphore on purpose: the exporter must not observe itself (habit 7).
+static RENDER: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(RENDER_SLOTS)));
+
+const NOT_FOUND: &str =
+    "not found; lockscope serves /metrics, /debug/findings, /debug/locks and /debug/graph\n";
+
+/// The lockscope endpoints as an axum [`Router`], to mount in your own application:
+///
+/// | route | answer |
+/// |---|---|
+/// | `GET /metrics` | Prometheus text format ([`render`](crate::render)) |
+/// | `GET /debug/findings` | JSON array of [`lockscope_detector::findings`], each with `"kind"` |
+/// | `GET /debug/locks` | JSON array of [`lockscope_detector::locks`] |
+/// | `GET /debug/graph` | JSON of [`lockscope_detector::graph`]; `?format=dot` for Graphviz |
+///
+/// Every route is read-only and answers `HEAD` too; other methods get `405`, other paths
+/// `404`. Each request is bounded by a 10-second timeout (`503` past it), and at most two
+/// renders run at once process-wide, each on a blocking thread so that a scrape of many
+/// primitives never stalls the runtime's workers. Connection-level limits (header size and
+/// read timeout, connection count, stalled writes) are the server's: [`serve`](crate::serve)
+/// applies them; in your own server, apply yours.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use axum::Router;
+/// use axum::routing::get;
+///
+/// let app: Router = Router::new()
+///     .route("/healthz", get(|| async { "ok" }))
+///     .merge(lockscope_exporter::router());
+/// # let _ = app;
+/// # }
+/// ```
+pub fn router() -> Router {
+    router_with_timeout(DEFAULT_REQUEST_TIMEOUT)
+}
+
+pub(crate) fn router_with_timeout(timeout: Duration) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_handler))
+        .route("/debug/findings", get(findings_handler))
+        .route("/debug/locks", get(locks_handler))
+        .route("/debug/graph", get(graph_handler))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                [(header::CONTENT_TYPE, TEXT)],
+                NOT_FOUND,
+            )
+        })
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            request_timeout(timeout, req, next)
+        }))
+}
+
+async fn request_timeout(timeout: Duration, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n"),
+    }
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response {
+    (status, [(header::CONTENT_TYPE, TEXT)], body).into_response()
+}
+
+/// Runs `f` on a blocking thread once a render slot is free.
+async fn render_blocking<T: Send + 'static>(f: fn() -> T) -> Result<T, Response> {
+    let unavailable = || text(StatusCode::SERVICE_UNAVAILABLE, "exporter unavailable\n");
+    // The semaphore is never closed; an error cannot happen, and is answered as a 503.
+    let permit = RENDER
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| unavailable())?;
+    tokio::task::spawn_blocking(move || {
+        let out = f();
+        drop(permit);
+        out
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(target: "lockscope::exporter", "render failed: {e}");
+        text(StatusCode::INTERNAL_SERVER_ERROR, "render failed\n")
+    })
+}
+
+fn body(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => body(StatusCode::OK, JSON, bytes),
+        Err(e) => {
+            tracing::error!(target: "lockscope::exporter", "JSON encoding failed: {e}");
+            text(StatusCode::INTERNAL_SERVER_ERROR, "JSON encoding failed\n")
+        }
+    }
+}
+
+async fn metrics_handler() -> Response {
+    match render_blocking(metrics::render).await {
+        Ok(text) => body(StatusCode::OK, metrics::CONTENT_TYPE, text),
+        Err(r) => r,
+    }
+}
+
+async fn findings_handler() -> Response {
+    match render_blocking(lockscope_detector::findings).await {
+        Ok(findings) => json(&findings),
+        Err(r) => r,
+    }
+}
+
+async fn locks_handler() -> Response {
+    match render_blocking(lockscope_detector::locks).await {
+        Ok(locks) => json(&locks),
+        Err(r) => r,
+    }
+}
+
+async fn graph_handler(Query(query): Query<HashMap<String, String>>) -> Response {
+    let dot = match query.get("format").map(String::as_str) {
+        None | Some("json") => false,
+        Some("dot") => true,
+        Some(_) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "unknown format; use ?format=json (the default) or ?format=dot\n",
+            );
+        }
+    };
+    match render_blocking(lockscope_detector::graph).await {
+        Ok(graph) if dot => body(StatusCode::OK, DOT, graph.to_dot()),
+        Ok(graph) => json(&graph),
+        Err(r) => r,
+    }
+}

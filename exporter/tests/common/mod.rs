@@ -1,0 +1,219 @@
+//! A tiny HTTP/1.1 client over raw `TcpStream`s: the tests need to send malformed requests
+//! anyway, and it keeps an HTTP client crate out of the dev-dependencies.
+#![allow(dead_code)]
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Longest any one exchange may take before the test fails.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).expect("UTF-8 body")
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("JSON body")
+    }
+}
+
+/// Sends `raw` on a fresh connection and reads until the server closes it.
+pub async fn exchange(addr: SocketAddr, raw: &[u8]) -> io::Result<Vec<u8>> {
+    tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+        let mut s = TcpStream::connect(addr).await?;
+        s.write_all(raw).await?;
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await?;
+        Ok(out)
+    })
+    .await
+    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "exchange timed out"))?
+}
+
+/// `GET path` with `Connection: close`.
+pub async fn get(addr: SocketAddr, path: &str) -> Response {
+    request(addr, "GET", path).await
+}
+
+/// `method path` with `Connection: close`.
+pub async fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
+    let raw =
+        format!("{method} {path} HTTP/1.1\r\nHost: lockscope.test\r\nConnection: close\r\n\r\n");
+    let bytes = exchange(addr, raw.as_bytes())
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    parse(&bytes, method == "HEAD").unwrap_or_else(|| {
+        panic!(
+            "{method} {path}: unparsable response {:?}",
+            String::from_utf8_lossy(&bytes)
+        )
+    })
+}
+
+/// Parses one response (`Content-Length` or chunked body).
+pub fn parse(bytes: &[u8], head_only: bool) -> Option<Response> {
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&bytes[..end]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next()?;
+    let mut parts = status_line.splitn(3, ' ');
+    if parts.next()? != "HTTP/1.1" {
+        return None;
+    }
+    let status: u16 = parts.next()?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':')?;
+            Some((n.trim().to_owned(), v.trim().to_owned()))
+        })
+        .collect::<Option<_>>()?;
+    let mut r = Response {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    let rest = &bytes[end + 4..];
+    if head_only {
+        return Some(r);
+    }
+    if let Some(len) = r.header("content-length") {
+        let len: usize = len.parse().ok()?;
+        if rest.len() < len {
+            return None;
+        }
+        r.body = rest[..len].to_vec();
+    } else if r.header("transfer-encoding") == Some("chunked") {
+        r.body = dechunk(rest)?;
+    } else {
+        r.body = rest.to_vec();
+    }
+    Some(r)
+}
+
+fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = rest.windows(2).position(|w| w == b"\r\n")?;
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).ok()?.trim(), 16).ok()?;
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(rest.get(..size)?);
+        rest = rest.get(size + 2..)?;
+    }
+}
+
+/// Polls `f` every 10 ms until it returns `Some`, failing the test after `limit`.
+pub async fn eventually<T>(
+    what: &str,
+    limit: Duration,
+    mut f: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// API.md's metric table, copied by hand: `(family, type)`.
+pub const API_MD_FAMILIES: &[(&str, &str)] = &[
+    ("lockscope_acquisitions_total", "counter"),
+    ("lockscope_contended_acquisitions_total", "counter"),
+    ("lockscope_try_failures_total", "counter"),
+    ("lockscope_timeouts_total", "counter"),
+    ("lockscope_cancelled_total", "counter"),
+    ("lockscope_wait_seconds", "histogram"),
+    ("lockscope_hold_seconds", "histogram"),
+    ("lockscope_waiters", "gauge"),
+    ("lockscope_oldest_wait_seconds", "gauge"),
+    ("lockscope_holders", "gauge"),
+    ("lockscope_permits_available", "gauge"),
+    ("lockscope_permits_total", "gauge"),
+    ("lockscope_findings_total", "counter"),
+    ("lockscope_active_findings", "gauge"),
+    ("lockscope_dropped_series_total", "counter"),
+    ("lockscope_detector_dropped_total", "counter"),
+];
+
+/// Runs `promtool check metrics` (Prometheus's own parser and linter) on `text`; prints a
+/// skip message when promtool is not installed (CI installs it).
+pub fn promtool_check_metrics(text: &str) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            eprintln!(
+                "SKIPPED: promtool is not installed (apt-get install prometheus); not checking the text with it"
+            );
+            return;
+        }
+        Err(e) => panic!("cannot run promtool: {e}"),
+    };
+    // UNWRAP: stdin was piped above.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .expect("write to promtool");
+    let out = child.wait_with_output().expect("promtool runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Exit 1: the text does not parse. Exit 3: lint findings, each on a line; the only one
+    // allowed is about a name API.md fixes (a gauge named `_total`: the semaphore capacity).
+    const ALLOWED_LINT: &str =
+        "lockscope_permits_total non-counter metrics should not have \"_total\" suffix";
+    match out.status.code() {
+        Some(0) => {}
+        Some(3) => {
+            let unexpected: Vec<&str> = report
+                .lines()
+                .filter(|l| !l.trim().is_empty() && l.trim() != ALLOWED_LINT)
+                .collect();
+            assert!(
+                unexpected.is_empty(),
+                "promtool check metrics lint:\n{report}"
+            );
+        }
+        _ => panic!("promtool check metrics failed ({}):\n{report}", out.status),
+    }
+}
