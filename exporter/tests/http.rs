@@ -1,0 +1,346 @@
+//! The server over real HTTP on loopback: endpoints, content types, errors, shutdown.
+
+mod common;
+
+use std::panic::Location;
+use std::time::Duration;
+
+use common::{get, request};
+use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_exporter::{ServeErrorKind, ServeOptions};
+
+#[tokio::test]
+async fn metrics_over_http() {
+    let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    assert!(addr.ip().is_loopback());
+    assert_ne!(addr.port(), 0);
+
+    let s = PrimCell::new(
+        Some("http/sem".into()),
+        PrimKind::Semaphore,
+        Location::caller(),
+        3,
+    );
+    let r = get(addr, "/metrics").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(
+        r.text()
+            .contains("lockscope_permits_total{lock=\"http/sem\"} 3\n"),
+        "{}",
+        r.text()
+    );
+    for (name, kind) in common::API_MD_FAMILIES {
+        assert!(
+            r.text().contains(&format!("# TYPE {name} {kind}\n")),
+            "{name}"
+        );
+    }
+    drop(s);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn debug_endpoints_are_json_and_dot() {
+    let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    let m = PrimCell::new(
+        Some("http/held".into()),
+        PrimKind::Mutex,
+        Location::caller(),
+        1,
+    );
+    let hold = hooks::acquired(m.get(), Acq::new(Location::caller(), 1, Mode::Exclusive));
+
+    let r = get(addr, "/debug/locks").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let locks = r.json();
+    let mine = locks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "http/held")
+        .expect("the held mutex is listed");
+    assert_eq!(mine["kind"], "mutex");
+    assert_eq!(mine["holders"].as_array().unwrap().len(), 1);
+    assert!(
+        mine["holders"][0]["site"]
+            .as_str()
+            .unwrap()
+            .contains("http.rs")
+    );
+
+    let r = get(addr, "/debug/findings").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let findings = r.json();
+    for f in findings.as_array().expect("a JSON array") {
+        assert!(f["kind"].is_string(), "{f}");
+    }
+
+    let r = get(addr, "/debug/graph").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let g = r.json();
+    assert!(
+        g["wait_for_nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "lock" && n["label"].as_str().unwrap().contains("http/held"))
+    );
+    assert!(g["lock_order"].is_array());
+    assert_eq!(
+        get(addr, "/debug/graph?format=json").await.json(),
+        get(addr, "/debug/graph").await.json()
+    );
+
+    let r = get(addr, "/debug/graph?format=dot").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/vnd.graphviz; charset=utf-8")
+    );
+    assert!(r.text().starts_with("digraph lockscope {"), "{}", r.text());
+    assert!(r.text().contains("http/held"));
+
+    let r = get(addr, "/debug/graph?format=svg").await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("format=dot"));
+
+    hooks::released(m.get(), hold);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_paths_404_and_wrong_methods_405() {
+    let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    for path in [
+        "/",
+        "/nope",
+        "/metrics/",
+        "/metrics/x",
+        "/debug",
+        "/debug/",
+        "/Metrics",
+        "/debug/locks/1",
+    ] {
+        let r = get(addr, path).await;
+        assert_eq!(r.status, 404, "{path}");
+        assert!(
+            r.text().contains("/metrics"),
+            "{path}: the 404 names the endpoints"
+        );
+    }
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        for path in [
+            "/metrics",
+            "/debug/findings",
+            "/debug/locks",
+            "/debug/graph",
+        ] {
+            let r = request(addr, method, path).await;
+            assert_eq!(r.status, 405, "{method} {path}");
+            assert!(
+                r.header("allow").unwrap().contains("GET"),
+                "{method} {path}"
+            );
+        }
+    }
+    let r = request(addr, "HEAD", "/metrics").await;
+    assert_eq!(r.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn keep_alive_serves_several_requests_on_one_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let mut s = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    s.write_all(
+        b"GET /debug/findings HTTP/1.1\r\nHost: x\r\n\r\nGET /debug/locks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut all = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut all))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&all);
+    assert_eq!(text.matches("HTTP/1.1 200 OK\r\n").count(), 2, "{text}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_addresses_are_errors() {
+    for addr in [
+        "",
+        "nonsense",
+        "127.0.0.1",
+        "127.0.0.1:99999",
+        ":9464",
+        "127.0.0.1:port",
+        "[::1",
+        "a b:80",
+    ] {
+        let err = lockscope_exporter::serve(addr)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{addr:?} accepted"));
+        assert_eq!(
+            err.kind(),
+            ServeErrorKind::InvalidAddress,
+            "{addr:?}: {err}"
+        );
+        assert_eq!(err.address(), addr);
+        assert_eq!(
+            err.to_string(),
+            format!("invalid address {addr:?}: expected host:port, such as 127.0.0.1:9464")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_busy_port_is_an_error() {
+    let first = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let addr = first.local_addr().to_string();
+    let err = lockscope_exporter::serve(&addr).await.unwrap_err();
+    assert_eq!(err.kind(), ServeErrorKind::AddressInUse);
+    assert_eq!(err.to_string(), format!("address {addr} is already in use"));
+    assert!(std::error::Error::source(&err).is_some());
+    // The first server is unharmed.
+    assert_eq!(get(first.local_addr(), "/metrics").await.status, 200);
+    first.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_host_name_resolves() {
+    let server = lockscope_exporter::serve("localhost:0").await.unwrap();
+    assert!(server.local_addr().ip().is_loopback());
+    assert_eq!(get(server.local_addr(), "/metrics").await.status, 200);
+    server.shutdown().await;
+}
+
+#[test]
+fn outside_a_runtime_is_an_error() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let mut fut = std::pin::pin!(lockscope_exporter::serve("127.0.0.1:0"));
+    let mut cx = Context::from_waker(Waker::noop());
+    let Poll::Ready(Err(err)) = fut.as_mut().poll(&mut cx) else {
+        panic!("serve outside a runtime did not fail at once");
+    };
+    assert_eq!(err.kind(), ServeErrorKind::NoRuntime);
+    assert_eq!(
+        err.to_string(),
+        "lockscope exporter must be started from within a tokio runtime"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_closes_idle_connections_and_frees_the_port() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = ServeOptions::new().serve("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    // An idle kept-alive connection must not hold shutdown up.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 64];
+    let n = idle.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200 OK"));
+
+    tokio::time::timeout(Duration::from_secs(4), server.shutdown())
+        .await
+        .expect("shutdown with an idle keep-alive connection returns within the grace");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still listening"
+    );
+    // The port can be bound again at once.
+    let again = lockscope_exporter::serve(&addr.to_string()).await.unwrap();
+    again.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_router_mounts_in_a_user_app() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+    let app = axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .merge(lockscope_exporter::router());
+    let r = app
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = app
+        .oneshot(Request::get("/healthz").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn the_collector_registers_in_a_user_registry() {
+    use lockscope_exporter::prometheus::{Encoder as _, IntCounter, Registry, TextEncoder};
+    let registry = Registry::new();
+    let mine = IntCounter::new("app_requests_total", "Requests.").unwrap();
+    registry.register(Box::new(mine.clone())).unwrap();
+    registry
+        .register(Box::new(lockscope_exporter::LockscopeCollector::new()))
+        .unwrap();
+    // Registering it twice is refused (duplicate descriptors), not a panic.
+    assert!(
+        registry
+            .register(Box::new(lockscope_exporter::LockscopeCollector::new()))
+            .is_err()
+    );
+    mine.inc();
+    let mut out = Vec::new();
+    TextEncoder::new()
+        .encode(&registry.gather(), &mut out)
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("app_requests_total 1\n"));
+    assert!(text.contains("lockscope_findings_total{kind=\"deadlock\"} 0\n"));
+}
+
+#[tokio::test]
+async fn shutdown_is_bounded_by_the_grace_when_a_client_stalls() {
+    use tokio::io::AsyncWriteExt;
+    let server = ServeOptions::new()
+        .shutdown_grace(Duration::from_millis(300))
+        .serve("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    // Half a request head, then nothing: the connection is mid-request at shutdown.
+    let mut stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stalled
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Half: ")
+        .await
+        .unwrap();
+    // Make sure the server has accepted it before shutting down.
+    assert_eq!(get(addr, "/debug/findings").await.status, 200);
+    let start = std::time::Instant::now();
+    server.shutdown().await;
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "shutdown took {took:?} with a 300 ms grace"
+    );
+}
