@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::tls::{LOCAL, Local};
+
 /// A task or a thread that acquires, holds or waits for primitives.
 ///
 /// Task ids are tokio's own (`tokio::task::Id`), so they match tokio-console and tracing;
@@ -108,11 +110,6 @@ fn task_id_u64(id: tokio::task::Id) -> u64 {
     h.0
 }
 
-thread_local! {
-    static THREAD_SEQ: Cell<u64> = const { Cell::new(0) };
-    static SCOPE: Cell<u32> = const { Cell::new(0) };
-}
-
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 static THREAD_NAMES: Mutex<Option<HashMap<u64, String>>> = Mutex::new(None);
 
@@ -133,27 +130,31 @@ thread_local! {
 /// This thread's lockscope number (assigned on first use, never reused).
 #[inline]
 pub fn thread_seq() -> u64 {
-    let seq = THREAD_SEQ.try_with(Cell::get).unwrap_or(u64::MAX);
-    if seq != 0 { seq } else { assign_thread_seq() }
+    LOCAL.try_with(thread_seq_in).unwrap_or(u64::MAX)
+}
+
+#[inline]
+pub(crate) fn thread_seq_in(l: &Local) -> u64 {
+    let seq = l.thread_seq.get();
+    if seq != 0 { seq } else { assign_thread_seq(l) }
 }
 
 #[cold]
 #[inline(never)]
-fn assign_thread_seq() -> u64 {
+fn assign_thread_seq(l: &Local) -> u64 {
     let seq = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-    if THREAD_SEQ.try_with(|c| c.set(seq)).is_err() {
-        // The thread is being torn down: use a throwaway number, record nothing.
-        return seq;
+    l.thread_seq.set(seq);
+    {
+        let name = std::thread::current()
+            .name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("{:?}", std::thread::current().id()));
+        THREAD_NAMES
+            .lock()
+            .get_or_insert_with(HashMap::new)
+            .insert(seq, name);
+        let _ = NAME_GUARD.try_with(|g| g.set(Some(ThreadNameGuard(seq))));
     }
-    let name = std::thread::current()
-        .name()
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("{:?}", std::thread::current().id()));
-    THREAD_NAMES
-        .lock()
-        .get_or_insert_with(HashMap::new)
-        .insert(seq, name);
-    let _ = NAME_GUARD.try_with(|g| g.set(Some(ThreadNameGuard(seq))));
     seq
 }
 
@@ -171,15 +172,24 @@ pub fn current() -> ActorId {
     }
 }
 
+/// As [`current`], with this thread's locals already at hand.
+#[inline]
+pub(crate) fn current_in(l: &Local) -> ActorId {
+    match tokio::task::try_id() {
+        Some(id) => ActorId::task(id),
+        None => ActorId::from_thread_seq(thread_seq_in(l)),
+    }
+}
+
 /// The test scope this thread works for (0: none). Set by `#[lockscope::test]` runtimes.
 #[inline]
 pub fn current_scope() -> u32 {
-    SCOPE.try_with(Cell::get).unwrap_or(0)
+    LOCAL.try_with(|l| l.scope.get()).unwrap_or(0)
 }
 
 /// Marks this thread as working for test scope `scope` (0 clears it).
 pub fn set_thread_scope(scope: u32) {
-    let _ = SCOPE.try_with(|c| c.set(scope));
+    let _ = LOCAL.try_with(|l| l.scope.set(scope));
 }
 
 #[cfg(test)]

@@ -247,11 +247,10 @@ impl std::fmt::Display for Finding {
             for h in &a.holds {
                 let _ = writeln!(
                     out,
-                    "    holds     {} {} ({} permit{}) for {} ms, acquired at {}",
+                    "    holds     {} {} ({}) for {} ms, acquired at {}",
                     h.primitive.kind,
                     quoted(&h.primitive.name),
-                    h.mode,
-                    plural(h.permits),
+                    how(h),
                     h.for_ms,
                     h.site
                 );
@@ -259,12 +258,10 @@ impl std::fmt::Display for Finding {
             for w in &a.waits {
                 let _ = writeln!(
                     out,
-                    "    waits for {} {} ({} {} permit{}) for {} ms, at {}",
+                    "    waits for {} {} ({}) for {} ms, at {}",
                     w.primitive.kind,
                     quoted(&w.primitive.name),
-                    w.mode,
-                    w.permits,
-                    if w.permits == 1 { "" } else { "s" },
+                    how(w),
                     w.for_ms,
                     w.site
                 );
@@ -290,11 +287,12 @@ fn quoted(s: &str) -> String {
     format!("{s:?}")
 }
 
-fn plural(n: u32) -> String {
-    if n == 1 {
-        "1".into()
-    } else {
-        n.to_string()
+/// `lock`, `read`, `acquire 1 permit`, `acquire 3 permits`, `write`.
+fn how(a: &Access) -> String {
+    match (a.mode, a.permits) {
+        ("acquire", 1) => "acquire 1 permit".into(),
+        ("acquire", n) => format!("acquire {n} permits"),
+        (m, _) => m.to_owned(),
     }
 }
 

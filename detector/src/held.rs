@@ -31,6 +31,7 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 
 use crate::actor;
+use crate::tls::{LOCAL, Local};
 
 /// Inline entries per thread.
 pub const INLINE: usize = 16;
@@ -103,14 +104,32 @@ pub fn pack_meta(permits: u32, mode: Mode, flags: u8, scope: u32) -> u64 {
         | (u64::from(scope.min(0xffff)) << 48)
 }
 
-/// One hold. All fields are atomics so snapshots can read them while the owner writes.
-#[derive(Default)]
+/// One hold. All fields but the two set at creation are atomics, so snapshots can read them
+/// while the owner writes.
 pub struct Entry {
     key: AtomicU64,
     actor: AtomicU64,
     site: AtomicPtr<Location<'static>>,
     since: AtomicU64,
     meta: AtomicU64,
+    /// The table this entry belongs to (fixed at creation).
+    owner: *const ThreadHeld,
+    /// Its index: `< INLINE` inline, else `INLINE + overflow index` (fixed at creation).
+    slot: u32,
+}
+
+impl Entry {
+    fn new(owner: *const ThreadHeld, slot: u32) -> Entry {
+        Entry {
+            key: AtomicU64::new(0),
+            actor: AtomicU64::new(0),
+            site: AtomicPtr::new(std::ptr::null_mut()),
+            since: AtomicU64::new(0),
+            meta: AtomicU64::new(0),
+            owner,
+            slot,
+        }
+    }
 }
 
 /// A copy of one hold, as snapshots and checks see it.
@@ -183,7 +202,6 @@ impl Entry {
     }
 }
 
-#[derive(Default)]
 struct Overflow {
     chunks: Vec<Box<[Entry; CHUNK]>>,
     free: Vec<u32>,
@@ -204,6 +222,12 @@ pub struct ThreadHeld {
     overflow_len: AtomicUsize,
     orphaned: AtomicBool,
 }
+
+// SAFETY: every mutable field is atomic or behind the mutex; the raw `owner` pointers of the
+// entries only point back at this table and are never written after creation.
+unsafe impl Send for ThreadHeld {}
+// SAFETY: as above.
+unsafe impl Sync for ThreadHeld {}
 
 impl ThreadHeld {
     fn occupied(&self) -> bool {
@@ -246,16 +270,7 @@ impl ThreadHeld {
 
 static THREADS: LazyLock<Mutex<Vec<Arc<ThreadHeld>>>> = LazyLock::new(Mutex::default);
 
-struct Local {
-    held: Cell<*const ThreadHeld>,
-    mask: Cell<u32>,
-    dead: Cell<bool>,
-}
-
 thread_local! {
-    static LOCAL: Local = const {
-        Local { held: Cell::new(std::ptr::null()), mask: Cell::new(0), dead: Cell::new(false) }
-    };
     static OWNER: Cell<Option<OwnerGuard>> = const { Cell::new(None) };
 }
 
@@ -282,10 +297,15 @@ fn init(l: &Local) -> Option<*const ThreadHeld> {
     if l.dead.get() {
         return None;
     }
-    let th = Arc::new(ThreadHeld {
-        thread: actor::thread_seq(),
-        inline: Default::default(),
-        overflow: Mutex::new(Overflow::default()),
+    let thread = actor::thread_seq_in(l);
+    let th = Arc::new_cyclic(|me| ThreadHeld {
+        thread,
+        inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
+        overflow: Mutex::new(Overflow {
+            chunks: Vec::new(),
+            free: Vec::new(),
+            by_actor: HashMap::new(),
+        }),
         overflow_len: AtomicUsize::new(0),
         orphaned: AtomicBool::new(false),
     });
@@ -296,37 +316,27 @@ fn init(l: &Local) -> Option<*const ThreadHeld> {
     Some(ptr)
 }
 
-/// Where a hold lives, so that its guard can clear it from any thread.
-pub struct EntryRef {
-    owner: NonNull<ThreadHeld>,
-    /// `< INLINE`: inline index; otherwise overflow index + INLINE, with `keep` holding the
-    /// table alive (overflow clears take its mutex).
-    idx: u32,
-    keep: Option<Arc<ThreadHeld>>,
-}
+/// Where a hold lives, so that its guard can clear it from any thread: one pointer.
+///
+/// The entry knows its table and slot. A table is freed only once it is orphaned (its thread
+/// exited) and has no occupied entry (see [`gc`]), so the pointer is valid until `release`.
+pub struct EntryRef(NonNull<Entry>);
 
-// SAFETY: an EntryRef only clears or rewrites its own entry with atomic stores; the table it
-// points into stays allocated while the entry is occupied (see `gc`), and for overflow
-// entries `keep` holds it.
+// SAFETY: an EntryRef only clears or rewrites its own entry with atomic stores (overflow
+// bookkeeping under the table's mutex); the table outlives every occupied entry.
 unsafe impl Send for EntryRef {}
 // SAFETY: as above; `&EntryRef` offers only atomic operations.
 unsafe impl Sync for EntryRef {}
 
 impl EntryRef {
     fn entry(&self) -> &Entry {
-        // SAFETY: the table outlives every occupied entry (module docs; `gc` frees only
-        // tables with no occupied entry), and this entry is occupied until `release`.
-        let th = unsafe { self.owner.as_ref() };
-        if (self.idx as usize) < INLINE {
-            &th.inline[self.idx as usize]
-        } else {
-            // Overflow entries live in boxed chunks that are never freed before the table.
-            let o = th.overflow.lock();
-            let e: *const Entry = o.entry(self.idx - INLINE as u32);
-            // SAFETY: chunks are boxed and only ever appended, so the address is stable for
-            // the table's lifetime, which `keep` extends past this call.
-            unsafe { &*e }
-        }
+        // SAFETY: see the type docs: the entry is occupied until `release`, so its table lives.
+        unsafe { self.0.as_ref() }
+    }
+
+    fn table(&self) -> &ThreadHeld {
+        // SAFETY: as above; `owner` was set from the table's own address at creation.
+        unsafe { &*self.entry().owner }
     }
 
     /// Rewrites permits and mode (permit `split`/`merge`, rwlock `downgrade`, upgrades).
@@ -339,49 +349,50 @@ impl EntryRef {
 
     /// Reads the hold back.
     pub fn view(&self) -> Option<HoldView> {
-        // SAFETY: as in `entry`.
-        let thread = unsafe { self.owner.as_ref() }.thread;
-        self.entry().view(thread)
+        self.entry().view(self.table().thread)
+    }
+
+    /// The lockscope number of the thread whose table holds this entry.
+    pub fn thread(&self) -> u64 {
+        self.table().thread
     }
 
     /// Clears the hold.
     #[inline]
     pub fn release(self) {
-        if (self.idx as usize) < INLINE {
-            // SAFETY: as in `entry`; after this store the table may be freed, so nothing below
-            // touches it.
-            let th = unsafe { self.owner.as_ref() };
-            // Release: a snapshot that reads 0 here sees no later reuse half-written.
-            th.inline[self.idx as usize].key.store(0, Ordering::Release);
-            let owner = self.owner.as_ptr().cast_const();
-            let bit = 1u32 << self.idx;
-            let _ = LOCAL.try_with(|l| {
-                if l.held.get() == owner {
-                    l.mask.set(l.mask.get() & !bit);
-                }
-            });
-        } else {
-            self.release_overflow();
+        let e = self.entry();
+        let slot = e.slot as usize;
+        if slot >= INLINE {
+            return release_overflow(self.table(), (slot - INLINE) as u32);
         }
-    }
-
-    #[cold]
-    fn release_overflow(self) {
-        let Some(th) = self.keep else { return };
-        let i = self.idx - INLINE as u32;
-        let mut o = th.overflow.lock();
-        let e = o.entry(i);
-        let actor = e.actor.load(Ordering::Relaxed);
+        let owner = e.owner;
+        // Release: a snapshot that reads 0 here sees no later reuse half-written. After this
+        // store the table may be freed: below, `owner` is only compared, never dereferenced.
         e.key.store(0, Ordering::Release);
-        if let Some(v) = o.by_actor.get_mut(&actor) {
-            v.retain(|&x| x != i);
-            if v.is_empty() {
-                o.by_actor.remove(&actor);
+        let _ = LOCAL.try_with(|l| {
+            if std::ptr::eq(l.held.get(), owner) {
+                l.mask.set(l.mask.get() & !(1 << slot));
             }
-        }
-        o.free.push(i);
-        th.overflow_len.fetch_sub(1, Ordering::Release);
+        });
     }
+}
+
+#[cold]
+fn release_overflow(th: &ThreadHeld, i: u32) {
+    let mut o = th.overflow.lock();
+    let e = o.entry(i);
+    let actor = e.actor.load(Ordering::Relaxed);
+    e.key.store(0, Ordering::Release);
+    if let Some(v) = o.by_actor.get_mut(&actor) {
+        v.retain(|&x| x != i);
+        if v.is_empty() {
+            o.by_actor.remove(&actor);
+        }
+    }
+    o.free.push(i);
+    // Release, and last: `gc` may free the table once it reads 0 here (under the mutex we
+    // still hold, so it waits for us to unlock first).
+    th.overflow_len.fetch_sub(1, Ordering::Release);
 }
 
 /// Records a hold on the current thread's table. `None` only while the thread is exiting.
@@ -394,33 +405,40 @@ pub fn push(
     meta: u64,
 ) -> Option<EntryRef> {
     LOCAL
-        .try_with(|l| {
-            let mut h = l.held.get();
-            if h.is_null() {
-                h = init(l)?;
-            }
-            // SAFETY: `h` is this thread's live table (OWNER keeps it until thread exit, when
-            // `held` is nulled first).
-            let th = unsafe { &*h };
-            let mut mask = l.mask.get();
-            if mask == FULL {
-                mask = th.fresh_mask();
-                l.mask.set(mask);
-            }
-            if mask != FULL {
-                let i = (!mask).trailing_zeros();
-                th.inline[i as usize].fill(prim, actor, site, since, meta);
-                l.mask.set(mask | (1 << i));
-                return Some(EntryRef {
-                    owner: NonNull::from(th),
-                    idx: i,
-                    keep: None,
-                });
-            }
-            push_overflow(th, prim, actor, site, since, meta)
-        })
+        .try_with(|l| push_in(l, prim, actor, site, since, meta))
         .ok()
         .flatten()
+}
+
+#[inline]
+pub(crate) fn push_in(
+    l: &Local,
+    prim: u64,
+    actor: u64,
+    site: &'static Location<'static>,
+    since: u64,
+    meta: u64,
+) -> Option<EntryRef> {
+    let mut h = l.held.get();
+    if h.is_null() {
+        h = init(l)?;
+    }
+    // SAFETY: `h` is this thread's live table (OWNER keeps it until thread exit, when `held`
+    // is nulled first).
+    let th = unsafe { &*h };
+    let mut mask = l.mask.get();
+    if mask == FULL {
+        mask = th.fresh_mask();
+        l.mask.set(mask);
+    }
+    if mask != FULL {
+        let i = (!mask).trailing_zeros() as usize;
+        let e = &th.inline[i];
+        e.fill(prim, actor, site, since, meta);
+        l.mask.set(mask | (1 << i));
+        return Some(EntryRef(NonNull::from(e)));
+    }
+    push_overflow(th, prim, actor, site, since, meta)
 }
 
 #[cold]
@@ -433,67 +451,60 @@ fn push_overflow(
     since: u64,
     meta: u64,
 ) -> Option<EntryRef> {
-    let keep = THREADS
-        .lock()
-        .iter()
-        .find(|t| std::ptr::eq(Arc::as_ptr(t), th))
-        .cloned()?;
     let mut o = th.overflow.lock();
     let i = match o.free.pop() {
         Some(i) => i,
         None => {
             let base = (o.chunks.len() * CHUNK) as u32;
-            o.chunks.push(Box::new(std::array::from_fn(|_| Entry::default())));
+            let owner: *const ThreadHeld = th;
+            o.chunks.push(Box::new(std::array::from_fn(|k| {
+                Entry::new(owner, INLINE as u32 + base + k as u32)
+            })));
             o.free.extend((base + 1..base + CHUNK as u32).rev());
             base
         }
     };
+    let e: *const Entry = o.entry(i);
     o.entry(i).fill(prim, actor, site, since, meta);
     o.by_actor.entry(actor).or_default().push(i);
     th.overflow_len.fetch_add(1, Ordering::Release);
     drop(o);
-    Some(EntryRef {
-        owner: NonNull::from(th),
-        idx: i + INLINE as u32,
-        keep: Some(keep),
-    })
+    // Chunks are boxed and never freed before the table: the address is stable.
+    NonNull::new(e.cast_mut()).map(EntryRef)
 }
 
 /// Calls `f` with every hold of `actor` recorded on the current thread.
 #[inline]
 pub fn for_each_mine(actor: u64, mut f: impl FnMut(HoldView)) {
-    let _ = LOCAL.try_with(|l| {
-        let h = l.held.get();
-        if h.is_null() {
-            return;
-        }
-        // SAFETY: as in `push`.
-        let th = unsafe { &*h };
-        let mut mask = l.mask.get();
-        while mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let e = &th.inline[i];
-            if e.actor.load(Ordering::Relaxed) == actor
-                && let Some(v) = e.view(th.thread)
-                && v.actor.as_u64() == actor
-            {
-                f(v);
-            }
-        }
-        if th.overflow_len.load(Ordering::Acquire) != 0 {
-            for_each_mine_overflow(th, actor, &mut f);
-        }
-    });
+    let _ = LOCAL.try_with(|l| for_each_mine_in(l, actor, &mut f));
 }
 
-#[cold]
-fn for_each_mine_overflow(th: &ThreadHeld, actor: u64, f: &mut dyn FnMut(HoldView)) {
-    let o = th.overflow.lock();
-    if let Some(idx) = o.by_actor.get(&actor) {
-        for &i in idx {
-            if let Some(v) = o.entry(i).view(th.thread) {
-                f(v);
+pub(crate) fn for_each_mine_in(l: &Local, actor: u64, f: &mut dyn FnMut(HoldView)) {
+    let h = l.held.get();
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: as in `push_in`.
+    let th = unsafe { &*h };
+    let mut mask = l.mask.get();
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let e = &th.inline[i];
+        if e.actor.load(Ordering::Relaxed) == actor
+            && let Some(v) = e.view(th.thread)
+            && v.actor.as_u64() == actor
+        {
+            f(v);
+        }
+    }
+    if th.overflow_len.load(Ordering::Acquire) != 0 {
+        let o = th.overflow.lock();
+        if let Some(idx) = o.by_actor.get(&actor) {
+            for &i in idx {
+                if let Some(v) = o.entry(i).view(th.thread) {
+                    f(v);
+                }
             }
         }
     }
@@ -503,14 +514,14 @@ fn for_each_mine_overflow(th: &ThreadHeld, actor: u64, f: &mut dyn FnMut(HoldVie
 /// common case (nothing held) skips every acquire-time check.
 #[inline]
 pub fn any_here() -> bool {
-    LOCAL
-        .try_with(|l| {
-            let h = l.held.get();
-            // SAFETY: as in `push`.
-            !h.is_null()
-                && (l.mask.get() != 0 || unsafe { &*h }.overflow_len.load(Ordering::Relaxed) != 0)
-        })
-        .unwrap_or(false)
+    LOCAL.try_with(any_in).unwrap_or(false)
+}
+
+#[inline]
+pub(crate) fn any_in(l: &Local) -> bool {
+    let h = l.held.get();
+    // SAFETY: as in `push_in`.
+    !h.is_null() && (l.mask.get() != 0 || unsafe { &*h }.overflow_len.load(Ordering::Relaxed) != 0)
 }
 
 /// Whether `actor` holds anything recorded on the current thread.
@@ -532,7 +543,14 @@ pub fn for_each_all(mut f: impl FnMut(HoldView)) {
 /// Frees the tables of exited threads that no longer hold anything. Returns how many remain.
 pub fn gc() -> usize {
     let mut threads = THREADS.lock();
-    threads.retain(|t| !(t.orphaned.load(Ordering::Acquire) && !t.occupied()));
+    threads.retain(|t| {
+        if !t.orphaned.load(Ordering::Acquire) {
+            return true;
+        }
+        // Taking the overflow lock waits out a release still unlocking it.
+        let _o = t.overflow.lock();
+        t.occupied()
+    });
     threads.len()
 }
 

@@ -16,12 +16,14 @@
 //! The uncontended column is the hot path: no lock, no allocation, one coarse clock read on
 //! each side, relaxed stores into the thread's hold table. Everything else is `#[cold]`.
 
-use std::cell::Cell;
 use std::panic::Location;
 use std::sync::atomic::Ordering;
 
 use crate::actor::{self, ActorId};
-use crate::held::{self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_REENTRY, FLAG_TRY};
+use crate::held::{
+    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY, FLAG_TRY,
+};
+use crate::tls::{LOCAL, Local};
 use crate::prim::Prim;
 use crate::rules;
 use crate::wait::WaiterRec;
@@ -67,15 +69,19 @@ impl Acq {
     }
 }
 
-/// A recorded hold, kept by the guard or permit and given back to [`released`].
+/// A recorded hold, kept by the guard or permit and given back to [`released`]: two words.
 #[derive(Default)]
 pub struct Hold {
     entry: Option<EntryRef>,
+    /// Coarse start time, with [`EXCLUSIVE`] and [`BLOCKING_IN_TASK`] in its two low bits
+    /// (nanoseconds below 4 do not matter to a clock with a millisecond tick). 0: nothing
+    /// was recorded.
     since: u64,
-    exclusive: bool,
-    blocking_in_task: bool,
-    thread: u64,
 }
+
+const EXCLUSIVE: u64 = 1;
+const BLOCKING_IN_TASK: u64 = 2;
+const TIME: u64 = !3;
 
 impl Hold {
     /// A hold that recorded nothing (detector off).
@@ -84,9 +90,6 @@ impl Hold {
         Hold {
             entry: None,
             since: 0,
-            exclusive: false,
-            blocking_in_task: false,
-            thread: 0,
         }
     }
 
@@ -96,9 +99,14 @@ impl Hold {
         self.since != 0
     }
 
+    #[inline]
+    fn exclusive(&self) -> bool {
+        self.since & EXCLUSIVE != 0
+    }
+
     /// Milliseconds since the grant (coarse clock).
     pub fn held_ms(&self) -> f64 {
-        clock::ms_between(self.since, clock::coarse_now())
+        clock::ms_between(self.since & TIME, clock::coarse_now())
     }
 
     /// Rewrites the permits and mode of the hold (permit `split`/`merge`, `downgrade`).
@@ -106,9 +114,9 @@ impl Hold {
         if let Some(e) = &self.entry {
             e.update(permits, mode);
         }
-        if self.exclusive && !mode.is_exclusive() {
+        if self.exclusive() && !mode.is_exclusive() {
             prim.exclusive_holder.store(0, Ordering::Relaxed);
-            self.exclusive = false;
+            self.since &= !EXCLUSIVE;
         }
     }
 
@@ -120,18 +128,7 @@ impl Hold {
         let meta = held::pack_meta(permits, view.mode, view.flags, view.scope);
         Hold {
             entry: held::push(prim.id.0, view.actor.as_u64(), view.site, view.since, meta),
-            since: self.since,
-            exclusive: false,
-            blocking_in_task: false,
-            thread: self.thread,
-        }
-    }
-
-    /// Merges another hold of the same primitive into this one (`merge`): the other is
-    /// cleared without counting a release.
-    pub fn absorb(&mut self, other: Hold) {
-        if let Some(e) = other.entry {
-            e.release();
+            since: self.since & TIME,
         }
     }
 }
@@ -140,11 +137,6 @@ impl Hold {
 pub struct Waiting {
     seq: u64,
     since_ns: u64,
-}
-
-thread_local! {
-    /// Blocking guards held by a task on this thread, and the last such task.
-    static BLOCKING_IN_TASK: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
 }
 
 #[inline]
@@ -160,40 +152,36 @@ fn holder_word(actor: ActorId, flags: u8) -> u64 {
 /// The primitive was granted without waiting.
 #[inline]
 pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
-    let actor = actor::current();
-    if acq.flags & (FLAG_TRY | FLAG_REENTRY) == 0 {
-        check_held(prim, actor, &acq, false);
-    }
-    record_hold(prim, actor, acq)
+    LOCAL
+        .try_with(|l| {
+            let actor = actor::current_in(l);
+            if acq.flags & (FLAG_TRY | FLAG_REENTRY) == 0 && held::any_in(l) {
+                check_held_slow(prim, actor, &acq, false);
+            }
+            record_hold(l, prim, actor, acq)
+        })
+        .unwrap_or_default()
 }
 
 #[inline]
-fn record_hold(prim: &Prim, actor: ActorId, mut acq: Acq) -> Hold {
-    let exclusive = acq.mode.is_exclusive();
-    if exclusive {
+fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq) -> Hold {
+    let mut since = clock::coarse_now() & TIME;
+    if acq.mode.is_exclusive() {
         prim.exclusive_holder
             .store(holder_word(actor, acq.flags), Ordering::Relaxed);
+        since |= EXCLUSIVE;
     }
-    let mut blocking_in_task = false;
-    let mut thread = 0;
-    if prim.kind.is_blocking() && actor.is_task() {
-        blocking_in_task = true;
-        acq.flags |= FLAG_BLOCKING_IN_TASK;
-        thread = actor::thread_seq();
-        note_blocking_in_task(actor, 1);
-    } else if actor.is_task() {
-        check_blocking_neighbours(actor);
+    if actor.is_task() {
+        if prim.kind.is_blocking() {
+            acq.flags |= blocking_flags(l, actor);
+            since |= BLOCKING_IN_TASK;
+        } else if l.blocking_in_task.get() != 0 {
+            check_blocking_neighbours(l, actor);
+        }
     }
-    let since = clock::coarse_now();
-    let meta = held::pack_meta(acq.permits, acq.mode, acq.flags, actor::current_scope());
-    let entry = held::push(prim.id.0, actor.as_u64(), acq.site, since, meta);
-    Hold {
-        entry,
-        since,
-        exclusive,
-        blocking_in_task,
-        thread,
-    }
+    let meta = held::pack_meta(acq.permits, acq.mode, acq.flags, l.scope.get());
+    let entry = held::push_in(l, prim.id.0, actor.as_u64(), acq.site, since & TIME, meta);
+    Hold { entry, since }
 }
 
 /// The guard or permit was dropped (or forgotten: see [`forgot`]).
@@ -202,12 +190,13 @@ pub fn released(prim: &Prim, hold: Hold) {
     if hold.since == 0 {
         return;
     }
-    let ns = clock::coarse_now().saturating_sub(hold.since);
-    prim.stats.hold.observe(ns, hold.exclusive);
-    if hold.exclusive {
+    let ns = clock::coarse_now().saturating_sub(hold.since & TIME);
+    let exclusive = hold.exclusive();
+    prim.stats.hold.observe(ns, exclusive);
+    if exclusive {
         prim.exclusive_holder.store(0, Ordering::Relaxed);
     }
-    if hold.blocking_in_task {
+    if hold.since & BLOCKING_IN_TASK != 0 {
         blocking_released(prim, &hold);
     }
     if let Some(e) = hold.entry {
@@ -241,8 +230,8 @@ fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
         if h.prim == prim.id.0 {
             nested.get_or_insert(h);
         } else if n < edges.len() {
-                edges[n] = Some(h);
-                n += 1;
+            edges[n] = Some(h);
+            n += 1;
         } else {
             graph::lockorder::note_edge(&h, prim, actor, acq);
         }
@@ -314,7 +303,9 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
     } else {
         prim.stats.contended.fetch_add(1, Ordering::Relaxed);
     }
-    record_hold(prim, actor::current(), acq)
+    LOCAL
+        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq))
+        .unwrap_or_default()
 }
 
 /// The acquire future was dropped while waiting.
@@ -391,19 +382,27 @@ pub fn closed(prim: &Prim) {
 
 // --- blocking guards held by tasks ------------------------------------------------------------
 
-#[inline]
-fn note_blocking_in_task(actor: ActorId, delta: i32) {
-    let _ = BLOCKING_IN_TASK.try_with(|c| {
-        let (n, _) = c.get();
-        let n = (n as i32 + delta).max(0) as u32;
-        c.set((n, if delta > 0 { actor.as_u64() } else { c.get().1 }));
-    });
+/// A task takes a blocking guard on this thread: count it, and mark it pinned to the thread
+/// when the runtime is a current-thread one (the task can only resume here).
+#[cold]
+fn blocking_flags(l: &Local, actor: ActorId) -> u8 {
+    l.blocking_in_task.set(l.blocking_in_task.get() + 1);
+    l.blocking_task.set(actor.as_u64());
+    // The flavor of the runtime driving this thread, cached: a thread serves one runtime.
+    let mut flavor = l.flavor.get();
+    if flavor == 0 {
+        flavor = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::CurrentThread) => 1,
+            _ => 2,
+        };
+        l.flavor.set(flavor);
+    }
+    FLAG_BLOCKING_IN_TASK | if flavor == 1 { FLAG_PINNED_THREAD } else { 0 }
 }
 
 /// Whether `actor` holds a blocking guard acquired on this thread.
 fn blocking_held_here(actor: ActorId) -> Option<held::HoldView> {
-    let (n, _) = BLOCKING_IN_TASK.try_with(Cell::get).unwrap_or((0, 0));
-    if n == 0 {
+    if LOCAL.try_with(|l| l.blocking_in_task.get()).unwrap_or(0) == 0 {
         return None;
     }
     let mut found = None;
@@ -417,10 +416,9 @@ fn blocking_held_here(actor: ActorId) -> Option<held::HoldView> {
 
 /// Another task is running on a thread where a task holds a blocking guard: that guard is
 /// held across an `.await`.
-#[inline]
-fn check_blocking_neighbours(actor: ActorId) {
-    let (n, last) = BLOCKING_IN_TASK.try_with(Cell::get).unwrap_or((0, 0));
-    if n != 0 && last != actor.as_u64() {
+#[cold]
+fn check_blocking_neighbours(l: &Local, actor: ActorId) {
+    if l.blocking_task.get() != actor.as_u64() {
         rules::blocking_in_async::check_neighbours(actor);
     }
 }
@@ -428,9 +426,13 @@ fn check_blocking_neighbours(actor: ActorId) {
 #[cold]
 fn blocking_released(prim: &Prim, hold: &Hold) {
     let here = actor::thread_seq();
-    if here == hold.thread {
-        note_blocking_in_task(actor::current(), -1);
-    } else if let Some(view) = hold.entry.as_ref().and_then(EntryRef::view) {
-        rules::blocking_in_async::report_moved(prim, &view, here);
+    let acquired_on = hold.entry.as_ref().map_or(here, EntryRef::thread);
+    if here == acquired_on {
+        let _ = LOCAL.try_with(|l| {
+            l.blocking_in_task
+                .set(l.blocking_in_task.get().saturating_sub(1));
+        });
+    } else if let Some(v) = hold.entry.as_ref().and_then(EntryRef::view) {
+        rules::blocking_in_async::report_moved(prim, &v, here);
     }
 }

@@ -30,6 +30,8 @@ pub mod config;
 pub mod finding;
 pub mod graph;
 mod graph_snapshot;
+mod tls;
+pub mod metrics;
 pub mod held;
 pub mod hooks;
 pub mod names;
@@ -48,6 +50,7 @@ pub use finding::{
     clear_findings, dropped_counts, findings, render_all, totals,
 };
 pub use graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
+pub use metrics::{MetricsSnapshot, SeriesMetrics, metrics};
 pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
 pub use scope::{ScopeOptions, TestScope};
 pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};

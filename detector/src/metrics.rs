@@ -1,0 +1,154 @@
+//! Aggregates for `/metrics`, computed at scrape time from the primitives' atomics.
+//!
+//! One [`SeriesMetrics`] per `(lock, kind)` series: live primitives of that series plus the
+//! retired statistics of dropped ones. `acquisitions` is derived (completed holds plus holds
+//! alive now) and clamped so it never goes backwards between scrapes, as a counter must not.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+
+use crate::finding::{self, FindingKind};
+use crate::held;
+use crate::prim::{self, PrimKind};
+use crate::stats::{HistogramSnapshot, StatsSnapshot};
+use crate::clock;
+
+/// Everything one series shows.
+#[derive(Clone, Debug)]
+pub struct SeriesMetrics {
+    /// The `lock` label (a name, or `other` past the label cap).
+    pub lock: Arc<str>,
+    /// The primitive kind (its `kind` label).
+    pub kind: PrimKind,
+    /// `lockscope_acquisitions_total`.
+    pub acquisitions: u64,
+    /// `lockscope_contended_acquisitions_total`.
+    pub contended: u64,
+    /// `lockscope_try_failures_total`.
+    pub try_failures: u64,
+    /// `lockscope_timeouts_total`.
+    pub timeouts: u64,
+    /// `lockscope_cancelled_total`.
+    pub cancelled: u64,
+    /// `lockscope_wait_seconds`.
+    pub wait: HistogramSnapshot,
+    /// `lockscope_hold_seconds`.
+    pub hold: HistogramSnapshot,
+    /// `lockscope_waiters`.
+    pub waiters: u64,
+    /// `lockscope_oldest_wait_seconds`.
+    pub oldest_wait_seconds: f64,
+    /// `lockscope_holders`.
+    pub holders: u64,
+    /// `lockscope_permits_available` (semaphores).
+    pub permits_available: Option<u64>,
+    /// `lockscope_permits_total` (semaphores).
+    pub permits_total: Option<u64>,
+}
+
+/// Everything `/metrics` shows.
+#[derive(Clone, Debug)]
+pub struct MetricsSnapshot {
+    /// One entry per series, in series order.
+    pub series: Vec<SeriesMetrics>,
+    /// `lockscope_dropped_series_total`.
+    pub dropped_series: u64,
+    /// `lockscope_findings_total{kind}`.
+    pub findings_total: Vec<(FindingKind, u64)>,
+    /// `lockscope_active_findings{kind}`.
+    pub active_findings: Vec<(FindingKind, u64)>,
+    /// `lockscope_detector_dropped_total{what}`.
+    pub detector_dropped: [(&'static str, u64); 3],
+    /// Live primitives.
+    pub live_primitives: usize,
+}
+
+static LAST_ACQ: LazyLock<Mutex<HashMap<u32, u64>>> = LazyLock::new(Mutex::default);
+
+/// Aggregates every series now.
+pub fn metrics() -> MetricsSnapshot {
+    // Live holds per primitive: count and permits.
+    let mut holds: HashMap<u64, (u64, u64)> = HashMap::new();
+    held::for_each_all(|h| {
+        let e = holds.entry(h.prim).or_default();
+        e.0 += 1;
+        e.1 += u64::from(h.permits);
+    });
+    let now = clock::precise_now();
+    let (mut series, dropped_series): (Vec<SeriesMetrics>, u64) = prim::with_series(|all, dropped| {
+        (
+            all.iter()
+                .map(|s| {
+                    let st: StatsSnapshot = s.retired;
+                    SeriesMetrics {
+                        lock: s.name.clone(),
+                        kind: s.kind,
+                        acquisitions: st.hold.count(),
+                        contended: st.contended,
+                        try_failures: st.try_failures,
+                        timeouts: st.timeouts,
+                        cancelled: st.cancelled,
+                        wait: st.wait,
+                        hold: st.hold,
+                        waiters: 0,
+                        oldest_wait_seconds: 0.0,
+                        holders: 0,
+                        permits_available: s.kind.is_semaphore().then_some(0),
+                        permits_total: s.kind.is_semaphore().then_some(0),
+                    }
+                })
+                .collect(),
+            dropped,
+        )
+    });
+    let mut live = 0;
+    prim::for_each(|p| {
+        live += 1;
+        let Some(m) = series.get_mut(p.series() as usize) else {
+            return;
+        };
+        let st = p.stats();
+        let (n_holds, permits_held) = holds.get(&p.id().0).copied().unwrap_or((0, 0));
+        m.acquisitions += st.hold.count() + n_holds;
+        m.contended += st.contended;
+        m.try_failures += st.try_failures;
+        m.timeouts += st.timeouts;
+        m.cancelled += st.cancelled;
+        m.wait.merge(&st.wait);
+        m.hold.merge(&st.hold);
+        m.holders += n_holds;
+        if p.waiting() > 0 {
+            let q = p.waiters.lock();
+            m.waiters += q.len() as u64;
+            if let Some(oldest) = q.oldest_since() {
+                let age = now.saturating_sub(oldest) as f64 / 1e9;
+                if age > m.oldest_wait_seconds {
+                    m.oldest_wait_seconds = age;
+                }
+            }
+        }
+        if p.kind().is_semaphore() {
+            let cap = p.capacity();
+            *m.permits_total.get_or_insert(0) += cap;
+            *m.permits_available.get_or_insert(0) += cap.saturating_sub(permits_held);
+        }
+    });
+    {
+        let mut last = LAST_ACQ.lock();
+        for (i, m) in series.iter_mut().enumerate() {
+            let l = last.entry(i as u32).or_default();
+            m.acquisitions = m.acquisitions.max(*l);
+            *l = m.acquisitions;
+        }
+    }
+    MetricsSnapshot {
+        series,
+        dropped_series,
+        findings_total: finding::totals(),
+        active_findings: finding::active_counts(),
+        detector_dropped: finding::dropped_counts(),
+        live_primitives: live,
+    }
+}

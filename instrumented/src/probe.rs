@@ -1,0 +1,575 @@
+//! The one acquisition state machine. Wrappers only translate: they say which primitive,
+//! which [`Acq`] (site, permits, mode, flags) and which inner tokio/parking_lot call; the probe
+//! emits the `acquire` span and its events, measures waits and holds, and feeds the detector.
+//!
+//! | state | event | next | detector call |
+//! |---|---|---|---|
+//! | start | first poll, granted | held | [`hooks::acquired`] |
+//! | start | first poll, pending | waiting | [`hooks::wait_begin`] |
+//! | waiting | granted | held | [`hooks::acquired_after_wait`] |
+//! | waiting | future dropped | cancelled | [`hooks::wait_cancelled`] |
+//! | waiting | deadline passed | timed out | [`hooks::wait_timed_out`] |
+//! | waiting | semaphore closed | failed | [`hooks::wait_failed`] |
+//! | held | guard dropped | released | [`hooks::released`] |
+//!
+//! Ordering rule, for every wrapper: `acquired` is recorded after the inner primitive granted
+//! the acquisition, and `released` before the inner primitive is released, so the detector
+//! never sees two holders of one mutex.
+//!
+//! With the detector off ([`hooks::enabled`] false) every function here is one relaxed load
+//! and a branch in front of the inner call. Spans and events are built only when a
+//! subscriber wants target `lockscope` at TRACE.
+
+use std::future::Future;
+use std::panic::Location;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use lockscope_detector::hooks::{self, Acq, Hold, Waiting};
+use lockscope_detector::names;
+use lockscope_detector::prim::{Prim, site_string};
+use pin_project_lite::pin_project;
+use tracing::{Level, Span};
+
+/// What a guard or permit keeps of its acquisition: the detector's hold and the span.
+/// Field order is drop order: nothing here releases the inner primitive.
+///
+/// A token has no drop glue (dropping one is free): every guard consumes its token with
+/// [`Token::release`] or [`Token::forget`] in its `Drop`, and a token dropped any other way
+/// would only leave a hold in the books (and leak its span).
+pub(crate) struct Token {
+    hold: Hold,
+    /// Boxed (as a raw pointer, so the token has no drop glue) so that a token stays two
+    /// words plus one when nobody listens, the common case.
+    span: Option<SpanPtr>,
+}
+
+
+
+impl Default for Token {
+    fn default() -> Token {
+        Token::none()
+    }
+}
+
+impl Token {
+    /// A token that recorded nothing (detector off).
+    pub(crate) fn none() -> Token {
+        Token {
+            hold: Hold::none(),
+            span: None,
+        }
+    }
+
+    /// Records the release. Call before releasing the inner primitive.
+    #[inline]
+    pub(crate) fn release(&mut self, prim: &Prim) {
+        let hold = std::mem::take(&mut self.hold);
+        if let Some(span) = self.span.take() {
+            emit_released(take_span(span), &hold);
+        }
+        hooks::released(prim, hold);
+    }
+
+    /// Rewrites permits and mode (permit `split`/`merge`, `downgrade`).
+    pub(crate) fn update(&mut self, prim: &Prim, permits: u32, mode: hooks::Mode) {
+        self.hold.update(prim, permits, mode);
+    }
+
+    /// A token for `permits` split off this one.
+    pub(crate) fn split(&self, prim: &Prim, permits: u32) -> Token {
+        Token {
+            hold: self.hold.split(prim, permits),
+            span: self.span.map(|s| box_span(s.as_ref().clone())),
+        }
+    }
+
+    /// The permits were forgotten: they leave the books as held, counted as forgotten.
+    pub(crate) fn forget(&mut self, prim: &Prim, permits: u32) {
+        let hold = std::mem::take(&mut self.hold);
+        if let Some(span) = self.span.take() {
+            emit_released(take_span(span), &hold);
+        }
+        hooks::forgot(prim, hold, permits);
+    }
+}
+
+/// An owned `Box<Span>` as a raw pointer: no drop glue, freed by [`take_span`] or [`free`].
+#[derive(Clone, Copy)]
+pub(crate) struct SpanPtr(NonNull<Span>);
+
+// SAFETY: it owns a `Span`, which is Send + Sync.
+unsafe impl Send for SpanPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SpanPtr {}
+
+impl SpanPtr {
+    fn as_ref(&self) -> &Span {
+        // SAFETY: a live box until `take_span` consumes it.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+fn box_span(span: Span) -> SpanPtr {
+    SpanPtr(NonNull::from(Box::leak(Box::new(span))))
+}
+
+/// Drops a span that no token took.
+fn free(span: Option<SpanPtr>) {
+    if let Some(s) = span {
+        drop(take_span(s));
+    }
+}
+
+fn take_span(span: SpanPtr) -> Box<Span> {
+    // SAFETY: every span pointer comes from `box_span` and is taken exactly once.
+    unsafe { Box::from_raw(span.0.as_ptr()) }
+}
+
+#[cold]
+fn emit_released(span: Box<Span>, hold: &Hold) {
+    tracing::event!(
+        name: "released",
+        target: "lockscope",
+        parent: &*span,
+        Level::TRACE,
+        hold_ms = hold.held_ms(),
+        "released"
+    );
+}
+
+/// The `acquire` span, or `None` after one level check when nobody listens at TRACE.
+#[inline]
+fn span(prim: &Prim, acq: &Acq) -> Option<SpanPtr> {
+    if tracing::level_enabled!(Level::TRACE) {
+        make_span(prim, acq)
+    } else {
+        None
+    }
+}
+
+#[cold]
+fn make_span(prim: &Prim, acq: &Acq) -> Option<SpanPtr> {
+    let span = tracing::trace_span!(
+        target: "lockscope",
+        names::SPAN_ACQUIRE,
+        lock = prim.name(),
+        kind = prim.kind().as_str(),
+        permits = acq.permits,
+        site = %SiteField(acq.site),
+    );
+    if span.is_none() {
+        return None;
+    }
+    tracing::event!(name: "acquiring", target: "lockscope", parent: &span, Level::TRACE, "acquiring");
+    Some(box_span(span))
+}
+
+struct SiteField(&'static Location<'static>);
+
+impl std::fmt::Display for SiteField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.0.file(), self.0.line(), self.0.column())
+    }
+}
+
+#[cold]
+fn emit_acquired(span: &Option<SpanPtr>, wait_ms: f64) {
+    let Some(span) = span else { return };
+    let span = span.as_ref();
+    tracing::event!(name: "acquired", target: "lockscope", parent: span, Level::TRACE, wait_ms, "acquired");
+}
+
+#[cold]
+fn emit(span: &Option<SpanPtr>, what: &'static str, waited_ms: f64) {
+    let Some(span) = span else { return };
+    let span = span.as_ref();
+    match what {
+        "cancelled" => tracing::event!(name: "cancelled", target: "lockscope", parent: span, Level::TRACE, wait_ms = waited_ms, "cancelled"),
+        "timed_out" => tracing::event!(name: "timed_out", target: "lockscope", parent: span, Level::TRACE, wait_ms = waited_ms, "timed_out"),
+        _ => tracing::event!(name: "gave_up", target: "lockscope", parent: span, Level::TRACE, "gave_up"),
+    }
+}
+
+/// The first poll of an async acquisition, done as tokio's own acquire future does it: spend
+/// one unit of the task's cooperative budget (yielding if it is spent), then take the permits
+/// if they are free, without queueing (`try_take`). `Ready(None)`: they were not free, the
+/// budget unit is given back, and the caller queues with tokio's acquire future. Skipping the
+/// construction of that future is what keeps the uncontended path as cheap as tokio's.
+#[inline]
+pub(crate) fn poll_fast(
+    cx: &mut Context<'_>,
+    prim: &Prim,
+    acq: Acq,
+    try_take: impl FnOnce() -> bool,
+) -> Poll<Option<Token>> {
+    let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+    if try_take() {
+        coop.made_progress();
+        Poll::Ready(Some(granted(prim, acq)))
+    } else {
+        Poll::Ready(None)
+    }
+}
+
+/// An async acquisition: the fast path of [`poll_fast`] with `try_take`, else `slow` (tokio's
+/// acquire future, its permit forgotten) under [`Acquire`].
+#[inline]
+pub(crate) async fn acquire<E, F>(
+    prim: &Prim,
+    acq: Acq,
+    mut try_take: impl FnMut() -> bool,
+    slow: impl FnOnce() -> F,
+) -> Result<Token, E>
+where
+    F: Future<Output = Result<(), E>>,
+{
+    if let Some(token) = std::future::poll_fn(|cx| poll_fast(cx, prim, acq, &mut try_take)).await {
+        return Ok(token);
+    }
+    Acquire::new(prim, acq, slow()).await.map(|((), token)| token)
+}
+
+/// Records an acquisition granted without waiting (also: a lock re-taken after a condvar wait).
+#[inline]
+pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
+    if !hooks::enabled() {
+        return Token::none();
+    }
+    let span = span(prim, &acq);
+    let hold = hooks::acquired(prim, acq);
+    if span.is_some() {
+        emit_acquired(&span, 0.0);
+    }
+    Token { hold, span }
+}
+
+/// A `try_` form succeeded.
+#[inline]
+pub(crate) fn try_acquired(prim: &Prim, acq: Acq) -> Token {
+    if !hooks::enabled() {
+        return Token::none();
+    }
+    let span = span(prim, &acq);
+    let hold = hooks::acquired(prim, acq.with_flags(hooks::TRY));
+    if span.is_some() {
+        emit_acquired(&span, 0.0);
+    }
+    Token { hold, span }
+}
+
+/// A `try_` form gave up.
+#[cold]
+pub(crate) fn try_failed(prim: &Prim, acq: Acq) {
+    if !hooks::enabled() {
+        return;
+    }
+    let span = span(prim, &acq);
+    emit(&span, "gave_up", 0.0);
+    free(span);
+    hooks::try_failed(prim);
+}
+
+/// Records a blocking acquisition around `block`, which must not return before the grant.
+/// `fast` tries first without waiting; `None` from it means "must wait".
+pub(crate) fn blocking<P, E>(
+    prim: &Prim,
+    acq: Acq,
+    fast: impl FnOnce() -> Option<P>,
+    block: impl FnOnce() -> Result<P, E>,
+) -> Result<(P, Token), E> {
+    if !hooks::enabled() {
+        return block().map(|p| (p, Token::none()));
+    }
+    let span = span(prim, &acq);
+    if let Some(p) = fast() {
+        let hold = hooks::acquired(prim, acq);
+        if span.is_some() {
+            emit_acquired(&span, 0.0);
+        }
+        return Ok((p, Token { hold, span }));
+    }
+    struct Unwind<'p> {
+        prim: &'p Prim,
+        waiting: Option<Waiting>,
+    }
+    impl Drop for Unwind<'_> {
+        fn drop(&mut self) {
+            if let Some(w) = self.waiting.take() {
+                hooks::wait_failed(self.prim, w);
+            }
+        }
+    }
+    let mut guard = Unwind {
+        prim,
+        waiting: Some(hooks::wait_begin(prim, acq, false)),
+    };
+    let r = block();
+    // UNWRAP: `waiting` is Some until here; `Unwind` only takes it on unwinding.
+    let w = guard.waiting.take().expect("waiting token present");
+    match r {
+        Ok(p) => {
+            let waited = hooks::waited_ms(&w);
+            let hold = hooks::acquired_after_wait(prim, acq, w);
+            if span.is_some() {
+                emit_acquired(&span, waited);
+            }
+            Ok((p, Token { hold, span }))
+        }
+        Err(e) => {
+            free(span);
+            hooks::wait_failed(prim, w);
+            Err(e)
+        }
+    }
+}
+
+/// Records a timed blocking acquisition (parking_lot's `try_*_for`/`try_*_until`) around
+/// `block`, which returns `None` when its deadline passed.
+pub(crate) fn blocking_timed<P>(
+    prim: &Prim,
+    acq: Acq,
+    fast: impl FnOnce() -> Option<P>,
+    block: impl FnOnce() -> Option<P>,
+) -> Option<(P, Token)> {
+    if !hooks::enabled() {
+        return block().map(|p| (p, Token::none()));
+    }
+    let span = span(prim, &acq);
+    if let Some(p) = fast() {
+        let hold = hooks::acquired(prim, acq);
+        if span.is_some() {
+            emit_acquired(&span, 0.0);
+        }
+        return Some((p, Token { hold, span }));
+    }
+    struct Unwind<'p> {
+        prim: &'p Prim,
+        waiting: Option<Waiting>,
+    }
+    impl Drop for Unwind<'_> {
+        fn drop(&mut self) {
+            if let Some(w) = self.waiting.take() {
+                hooks::wait_failed(self.prim, w);
+            }
+        }
+    }
+    let mut guard = Unwind {
+        prim,
+        waiting: Some(hooks::wait_begin(prim, acq, true)),
+    };
+    let r = block();
+    // UNWRAP: `waiting` is Some until here; `Unwind` only takes it on unwinding.
+    let w = guard.waiting.take().expect("waiting token present");
+    let waited = hooks::waited_ms(&w);
+    match r {
+        Some(p) => {
+            let hold = hooks::acquired_after_wait(prim, acq, w);
+            if span.is_some() {
+                emit_acquired(&span, waited);
+            }
+            Some((p, Token { hold, span }))
+        }
+        None => {
+            if span.is_some() {
+                emit(&span, "timed_out", waited);
+            }
+            free(span);
+            hooks::wait_timed_out(prim, w);
+            None
+        }
+    }
+}
+
+enum State {
+    Start,
+    Off,
+    Waiting { w: Waiting, span: Option<SpanPtr> },
+    Done,
+}
+
+pin_project! {
+    /// Wraps an inner acquire future; see the module docs for its states.
+    pub(crate) struct Acquire<'p, F> {
+        #[pin]
+        inner: F,
+        prim: &'p Prim,
+        acq: Acq,
+        timed: bool,
+        state: State,
+    }
+
+    impl<'p, F> PinnedDrop for Acquire<'p, F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let State::Waiting { w, span } = std::mem::replace(this.state, State::Done) {
+                if span.is_some() {
+                    emit(&span, "cancelled", hooks::waited_ms(&w));
+                }
+                free(span);
+                hooks::wait_cancelled(this.prim, w);
+            }
+        }
+    }
+}
+
+impl<'p, F> Acquire<'p, F> {
+    /// Instruments `inner`, an acquisition of `prim` described by `acq`.
+    #[inline]
+    pub(crate) fn new(prim: &'p Prim, acq: Acq, inner: F) -> Self {
+        Acquire {
+            inner,
+            prim,
+            acq,
+            timed: false,
+            state: State::Start,
+        }
+    }
+
+    fn timed(mut self) -> Self {
+        self.timed = true;
+        self
+    }
+
+    /// The deadline passed: records the timeout; returns how long it waited.
+    fn time_out(self: Pin<&mut Self>) -> Duration {
+        let this = self.project();
+        match std::mem::replace(this.state, State::Done) {
+            State::Waiting { w, span } => {
+                let ms = hooks::waited_ms(&w);
+                if span.is_some() {
+                    emit(&span, "timed_out", ms);
+                }
+                free(span);
+                hooks::wait_timed_out(this.prim, w);
+                Duration::from_secs_f64(ms / 1e3)
+            }
+            State::Off => Duration::ZERO,
+            _ => {
+                hooks::timed_out_at_once(this.prim);
+                Duration::ZERO
+            }
+        }
+    }
+}
+
+impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
+    type Output = Result<(P, Token), E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let State::Start = this.state
+            && !hooks::enabled()
+        {
+            *this.state = State::Off;
+        }
+        if let State::Off = this.state {
+            return this.inner.poll(cx).map_ok(|p| (p, Token::none()));
+        }
+        match this.inner.poll(cx) {
+            Poll::Ready(Ok(p)) => {
+                let token = match std::mem::replace(this.state, State::Done) {
+                    State::Waiting { w, span } => {
+                        let waited = hooks::waited_ms(&w);
+                        let hold = hooks::acquired_after_wait(this.prim, *this.acq, w);
+                        if span.is_some() {
+                            emit_acquired(&span, waited);
+                        }
+                        Token { hold, span }
+                    }
+                    _ => {
+                        let span = span(this.prim, this.acq);
+                        let hold = hooks::acquired(this.prim, *this.acq);
+                        if span.is_some() {
+                            emit_acquired(&span, 0.0);
+                        }
+                        Token { hold, span }
+                    }
+                };
+                Poll::Ready(Ok((p, token)))
+            }
+            Poll::Ready(Err(e)) => {
+                if let State::Waiting { w, span } = std::mem::replace(this.state, State::Done) {
+                    free(span);
+                    hooks::wait_failed(this.prim, w);
+                }
+                Poll::Ready(Err(e))
+            }
+            Poll::Pending => {
+                if let State::Start = this.state {
+                    let span = span(this.prim, this.acq);
+                    let w = hooks::wait_begin(this.prim, *this.acq, *this.timed);
+                    *this.state = State::Waiting { w, span };
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+pin_project! {
+    /// An [`Acquire`] with a deadline (the `*_timeout` forms).
+    pub(crate) struct Timed<'p, F> {
+        #[pin]
+        acquire: Acquire<'p, F>,
+        #[pin]
+        sleep: tokio::time::Sleep,
+    }
+}
+
+impl<'p, F> Timed<'p, F> {
+    /// `inner` with a deadline of `timeout` from now.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime with the time driver enabled (as `tokio::time::timeout`).
+    #[track_caller]
+    pub(crate) fn new(prim: &'p Prim, acq: Acq, timeout: Duration, inner: F) -> Self {
+        Timed {
+            acquire: Acquire::new(prim, acq, inner).timed(),
+            sleep: tokio::time::sleep(timeout),
+        }
+    }
+}
+
+/// Why a timed acquisition returned without a guard.
+pub(crate) enum TimedError<E> {
+    /// The inner acquisition failed (a closed semaphore).
+    Inner(E),
+    /// The deadline passed after waiting this long.
+    Elapsed(Duration),
+}
+
+impl<P, E, F: Future<Output = Result<P, E>>> Future for Timed<'_, F> {
+    type Output = Result<(P, Token), TimedError<E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(r) = this.acquire.as_mut().poll(cx) {
+            return Poll::Ready(r.map_err(TimedError::Inner));
+        }
+        match this.sleep.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(TimedError::Elapsed(this.acquire.time_out()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The holders of `prim` now, for timeout errors: `(actor, site, held for)`.
+pub(crate) fn holders_of(prim: &Prim) -> Vec<(String, String, Duration)> {
+    let now = lockscope_detector::clock::coarse_now();
+    let mut out = Vec::new();
+    lockscope_detector::held::for_each_all(|h| {
+        if h.prim == prim.id().0 {
+            out.push((
+                h.actor.describe(),
+                site_string(h.site),
+                Duration::from_nanos(now.saturating_sub(h.since)),
+            ));
+        }
+    });
+    out
+}

@@ -1,0 +1,67 @@
+//! Drop-in replacements for `tokio::sync::{Mutex, RwLock, Semaphore}`.
+//!
+//! Swap `use tokio::sync::{Mutex, RwLock, Semaphore};` for
+//! `use lockscope::tokio::{Mutex, RwLock, Semaphore};` and nothing else changes: every public
+//! method of tokio 1.x's versions, the same guards, permits and errors, the same trait impls,
+//! the same fairness (tokio's own FIFO semaphore does the queueing and waking, as inside
+//! tokio's Mutex and RwLock), the same cancellation safety. What you gain: each acquisition
+//! emits an `acquire` span on target `lockscope`, feeds per-primitive statistics, and enters
+//! the detector's wait-for and lock-order graphs.
+//!
+//! lockscope adds a few things of its own: `named(..)` constructors, timed forms
+//! (`lock_timeout`, `read_timeout`, `write_timeout`, `acquire_timeout`, and owned variants)
+//! whose [`TimeoutError`] says who holds the primitive, and `name()`.
+
+mod mutex;
+mod mutex_guard;
+mod rwlock;
+mod rwlock_read_guard;
+mod rwlock_owned_write_guard;
+mod rwlock_write_guard;
+mod semaphore;
+mod semaphore_permit;
+mod timeout;
+
+pub use mutex::Mutex;
+pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
+pub use rwlock::RwLock;
+pub use rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
+pub use rwlock_owned_write_guard::{OwnedRwLockMappedWriteGuard, OwnedRwLockWriteGuard};
+pub use rwlock_write_guard::{RwLockMappedWriteGuard, RwLockWriteGuard};
+pub use semaphore::Semaphore;
+pub use semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
+pub use timeout::TimeoutError;
+/// tokio's own error types, passed through unchanged.
+pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
+
+/// An error value for a failed `try_lock`/`try_read`/`try_write`.
+///
+/// `tokio::sync::TryLockError` has no public constructor; this takes one from a tokio mutex
+/// that is locked once and never released, which is exactly how tokio makes it.
+#[cold]
+pub(crate) fn try_lock_error() -> TryLockError {
+    static LOCKED: std::sync::LazyLock<tokio::sync::Mutex<()>> = std::sync::LazyLock::new(|| {
+        let m = tokio::sync::Mutex::new(());
+        // UNWRAP: a fresh mutex is unlocked.
+        std::mem::forget(m.try_lock().expect("fresh mutex"));
+        m
+    });
+    match LOCKED.try_lock() {
+        Err(e) => e,
+        // A locked-forever mutex cannot be acquired; keep the guard forgotten just in case.
+        Ok(g) => {
+            std::mem::forget(g);
+            try_lock_error()
+        }
+    }
+}
+
+/// Panics exactly as tokio's `blocking_*` methods do when called from an async context.
+#[track_caller]
+pub(crate) fn assert_blocking_allowed() {
+    let probe = tokio::sync::Semaphore::const_new(1);
+    drop(probe.blocking_acquire());
+}
+
+/// tokio's maximum number of readers of an `RwLock` (`u32::MAX >> 3`).
+pub(crate) const MAX_READS: u32 = u32::MAX >> 3;

@@ -1,0 +1,466 @@
+//! [`Mutex`]: a drop-in `tokio::sync::Mutex`.
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
+
+use super::mutex_guard::{MutexGuard, OwnedMutexGuard};
+use super::{TimeoutError, TryLockError, assert_blocking_allowed, try_lock_error};
+use crate::probe::{self, Timed, TimedError};
+
+/// Wrapper for [`tokio::sync::Mutex`]: an asynchronous mutual-exclusion lock whose every
+/// acquisition is visible to lockscope.
+///
+/// Same API, same behaviour: the lock is tokio's own fair FIFO semaphore with one permit (as
+/// inside `tokio::sync::Mutex`), so waiters are served in order and a dropped `lock()`
+/// future gives up its place. lockscope adds a name ([`Mutex::named`], else the creation
+/// site), attribution of each acquisition to its task and call site, and the timed
+/// [`lock_timeout`](Mutex::lock_timeout).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::sync::Arc;
+/// use lockscope::tokio::Mutex;
+///
+/// let balance = Arc::new(Mutex::named("balance", 0u64));
+/// let b = balance.clone();
+/// tokio::spawn(async move { *b.lock().await += 10 }).await.unwrap();
+/// assert_eq!(*balance.lock().await, 10);
+/// # }
+/// ```
+pub struct Mutex<T: ?Sized> {
+    pub(crate) cell: PrimCell,
+    pub(crate) sem: tokio::sync::Semaphore,
+    pub(crate) c: UnsafeCell<T>,
+}
+
+// SAFETY: as tokio's Mutex: the semaphore grants one holder at a time, so sharing the Mutex
+// only ever hands out `&mut T` to one thread; T must be Send to move between holders.
+unsafe impl<T> Send for Mutex<T> where T: ?Sized + Send {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Mutex<T> where T: ?Sized + Send {}
+
+#[inline]
+fn acq(site: &'static Location<'static>) -> Acq {
+    Acq::new(site, 1, Mode::Exclusive)
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// Wrapper for [`tokio::sync::Mutex::new`]. The mutex is named after the caller's
+    /// location (`path/to/file.rs:LINE`).
+    ///
+    /// ```
+    /// let lock = lockscope::tokio::Mutex::new(5);
+    /// assert!(lock.name().ends_with(".rs:2") || lock.name().contains(".rs:"));
+    /// ```
+    #[track_caller]
+    pub fn new(t: T) -> Self
+    where
+        T: Sized,
+    {
+        Mutex {
+            cell: PrimCell::new(None, PrimKind::Mutex, Location::caller(), 1),
+            sem: tokio::sync::Semaphore::new(1),
+            c: UnsafeCell::new(t),
+        }
+    }
+
+    /// A mutex named `name` in spans, metrics and reports (lockscope addition).
+    ///
+    /// A name that is empty, longer than 200 bytes or holds control characters is replaced by
+    /// a cleaned-up version and a `WARN` event says so; the mutex works either way.
+    ///
+    /// ```
+    /// let lock = lockscope::tokio::Mutex::named("accounts", ());
+    /// assert_eq!(lock.name(), "accounts");
+    /// ```
+    #[track_caller]
+    pub fn named(name: impl AsRef<str>, t: T) -> Self
+    where
+        T: Sized,
+    {
+        Mutex {
+            cell: PrimCell::new(
+                Some(name.as_ref().into()),
+                PrimKind::Mutex,
+                Location::caller(),
+                1,
+            ),
+            sem: tokio::sync::Semaphore::new(1),
+            c: UnsafeCell::new(t),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::const_new`]: usable in `static`s; registers with
+    /// the detector on first use, named after the caller's location.
+    ///
+    /// ```
+    /// use lockscope::tokio::Mutex;
+    /// static LOCK: Mutex<i32> = Mutex::const_new(5);
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() { assert_eq!(*LOCK.lock().await, 5); }
+    /// ```
+    #[track_caller]
+    pub const fn const_new(t: T) -> Self
+    where
+        T: Sized,
+    {
+        Mutex {
+            cell: PrimCell::lazy(PrimKind::Mutex, Location::caller(), 1),
+            sem: tokio::sync::Semaphore::const_new(1),
+            c: UnsafeCell::new(t),
+        }
+    }
+
+    /// The name used in spans, metrics and reports (lockscope addition).
+    pub fn name(&self) -> &str {
+        self.cell.get().name()
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::lock`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As tokio's: FIFO order; dropping the future gives up its place in the queue (and
+    /// lockscope records a `cancelled` event and removes the waiter from its books).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let m = lockscope::tokio::Mutex::new(1);
+    /// *m.lock().await += 1;
+    /// assert_eq!(*m.lock().await, 2);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn lock(&self) -> impl Future<Output = MutexGuard<'_, T>> + '_ {
+        let site = Location::caller();
+        async move {
+            let prim = self.cell.get();
+            match probe::acquire(prim, acq(site), || self.take(), || self.queue()).await {
+                Ok(token) => MutexGuard::new(self, token),
+                Err(_) => unreachable!("a Mutex's semaphore is never closed"),
+            }
+        }
+    }
+
+    /// Like [`lock`](Mutex::lock), but gives up after `timeout` (lockscope addition). The
+    /// error names the mutex, how long it waited and who holds it. Counted in
+    /// `lockscope_timeouts_total`.
+    ///
+    /// # Errors
+    ///
+    /// [`TimeoutError`] when the deadline passes first.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime with time enabled, like `tokio::time::timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Mutex::lock).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// let m = lockscope::tokio::Mutex::new(());
+    /// assert!(m.lock_timeout(Duration::from_millis(5)).await.is_ok());
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn lock_timeout(
+        &self,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<MutexGuard<'_, T>, TimeoutError>> + '_ {
+        let site = Location::caller();
+        let prim = self.cell.get();
+        let timed = Timed::new(prim, acq(site), timeout, self.sem.acquire());
+        async move {
+            match timed.await {
+                Ok((permit, token)) => {
+                    permit.forget();
+                    Ok(MutexGuard::new(self, token))
+                }
+                Err(TimedError::Elapsed(waited)) => Err(TimeoutError::elapsed(prim, waited)),
+                Err(TimedError::Inner(_)) => unreachable!("a Mutex's semaphore is never closed"),
+            }
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::blocking_lock`].
+    ///
+    /// # Panics
+    ///
+    /// When called within an asynchronous execution context, exactly as tokio's.
+    ///
+    /// ```
+    /// let m = lockscope::tokio::Mutex::new(1);
+    /// *m.blocking_lock() += 1;
+    /// assert_eq!(*m.blocking_lock(), 2);
+    /// ```
+    #[track_caller]
+    pub fn blocking_lock(&self) -> MutexGuard<'_, T> {
+        let site = Location::caller();
+        assert_blocking_allowed();
+        let r = probe::blocking(
+            self.cell.get(),
+            acq(site),
+            || self.sem.try_acquire().ok(),
+            || self.sem.blocking_acquire(),
+        );
+        match r {
+            Ok((permit, token)) => {
+                permit.forget();
+                MutexGuard::new(self, token)
+            }
+            Err(_) => unreachable!("a Mutex's semaphore is never closed"),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::blocking_lock_owned`].
+    ///
+    /// # Panics
+    ///
+    /// When called within an asynchronous execution context, exactly as tokio's.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+    /// let g = m.clone().blocking_lock_owned();
+    /// assert_eq!(*g, 1);
+    /// ```
+    #[track_caller]
+    pub fn blocking_lock_owned(self: Arc<Self>) -> OwnedMutexGuard<T> {
+        let site = Location::caller();
+        assert_blocking_allowed();
+        let token = match probe::blocking(
+            self.cell.get(),
+            acq(site).with_flags(hooks::MOVABLE),
+            || self.sem.try_acquire().ok(),
+            || self.sem.blocking_acquire(),
+        ) {
+            Ok((permit, token)) => {
+                permit.forget();
+                token
+            }
+            Err(_) => unreachable!("a Mutex's semaphore is never closed"),
+        };
+        OwnedMutexGuard::new(self, token)
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::lock_owned`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Mutex::lock).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+    /// let mut g = m.clone().lock_owned().await;
+    /// tokio::spawn(async move { *g += 1 }).await.unwrap();
+    /// assert_eq!(*m.lock().await, 2);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn lock_owned(self: Arc<Self>) -> impl Future<Output = OwnedMutexGuard<T>> {
+        let site = Location::caller();
+        async move {
+            let prim = self.cell.get();
+            let acq = acq(site).with_flags(hooks::MOVABLE);
+            let token = match probe::acquire(prim, acq, || self.take(), || self.queue()).await {
+                Ok(token) => token,
+                Err(_) => unreachable!("a Mutex's semaphore is never closed"),
+            };
+            OwnedMutexGuard::new(self, token)
+        }
+    }
+
+    /// Like [`lock_owned`](Mutex::lock_owned), but gives up after `timeout` (lockscope
+    /// addition; see [`lock_timeout`](Mutex::lock_timeout)).
+    ///
+    /// # Errors
+    ///
+    /// [`TimeoutError`] when the deadline passes first.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime with time enabled.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::{sync::Arc, time::Duration};
+    /// let m = Arc::new(lockscope::tokio::Mutex::new(()));
+    /// let _g = m.clone().lock_owned_timeout(Duration::from_millis(5)).await.unwrap();
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn lock_owned_timeout(
+        self: Arc<Self>,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<OwnedMutexGuard<T>, TimeoutError>> {
+        let site = Location::caller();
+        async move {
+            let prim = self.cell.get();
+            let acq = acq(site).with_flags(hooks::MOVABLE);
+            let token = match Timed::new(prim, acq, timeout, self.sem.acquire()).await {
+                Ok((permit, token)) => {
+                    permit.forget();
+                    token
+                }
+                Err(TimedError::Elapsed(waited)) => {
+                    return Err(TimeoutError::elapsed(prim, waited));
+                }
+                Err(TimedError::Inner(_)) => unreachable!("a Mutex's semaphore is never closed"),
+            };
+            Ok(OwnedMutexGuard::new(self, token))
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::try_lock`].
+    ///
+    /// # Errors
+    ///
+    /// [`TryLockError`] if the lock is held (counted in `lockscope_try_failures_total`).
+    ///
+    /// ```
+    /// let m = lockscope::tokio::Mutex::new(1);
+    /// let g = m.try_lock().unwrap();
+    /// assert!(m.try_lock().is_err());
+    /// drop(g);
+    /// ```
+    #[track_caller]
+    pub fn try_lock(&self) -> Result<MutexGuard<'_, T>, TryLockError> {
+        let site = Location::caller();
+        match self.sem.try_acquire() {
+            Ok(permit) => {
+                permit.forget();
+                Ok(MutexGuard::new(self, probe::try_acquired(self.cell.get(), acq(site))))
+            }
+            Err(_) => {
+                probe::try_failed(self.cell.get(), acq(site));
+                Err(try_lock_error())
+            }
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::get_mut`].
+    ///
+    /// ```
+    /// let mut m = lockscope::tokio::Mutex::new(1);
+    /// *m.get_mut() = 2;
+    /// assert_eq!(*m.blocking_lock(), 2);
+    /// ```
+    pub fn get_mut(&mut self) -> &mut T {
+        self.c.get_mut()
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::try_lock_owned`].
+    ///
+    /// # Errors
+    ///
+    /// [`TryLockError`] if the lock is held.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+    /// let g = m.clone().try_lock_owned().unwrap();
+    /// assert!(m.clone().try_lock_owned().is_err());
+    /// drop(g);
+    /// ```
+    #[track_caller]
+    pub fn try_lock_owned(self: Arc<Self>) -> Result<OwnedMutexGuard<T>, TryLockError> {
+        let site = Location::caller();
+        let acq = acq(site).with_flags(hooks::MOVABLE);
+        let granted = self.sem.try_acquire().map(|permit| permit.forget()).is_ok();
+        if granted {
+            let token = probe::try_acquired(self.cell.get(), acq);
+            Ok(OwnedMutexGuard::new(self, token))
+        } else {
+            probe::try_failed(self.cell.get(), acq);
+            Err(try_lock_error())
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::Mutex::into_inner`].
+    ///
+    /// ```
+    /// let m = lockscope::tokio::Mutex::new(1);
+    /// assert_eq!(m.into_inner(), 1);
+    /// ```
+    pub fn into_inner(self) -> T
+    where
+        T: Sized,
+    {
+        self.c.into_inner()
+    }
+
+    /// Takes the permit if it is free (forgotten: the guard gives it back).
+    #[inline]
+    fn take(&self) -> bool {
+        self.sem
+            .try_acquire()
+            .map(tokio::sync::SemaphorePermit::forget)
+            .is_ok()
+    }
+
+    /// Queues for the permit (forgotten: the guard gives it back).
+    fn queue(&self) -> impl Future<Output = Result<(), tokio::sync::AcquireError>> + '_ {
+        async move { self.sem.acquire().await.map(tokio::sync::SemaphorePermit::forget) }
+    }
+
+    /// Locks without any bookkeeping (Debug).
+    pub(crate) fn raw_try_lock(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.sem.try_acquire().ok()
+    }
+}
+
+impl<T> From<T> for Mutex<T> {
+    #[track_caller]
+    fn from(s: T) -> Self {
+        Self::new(s)
+    }
+}
+
+impl<T> Default for Mutex<T>
+where
+    T: Default,
+{
+    #[track_caller]
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for Mutex<T>
+where
+    T: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Mutex");
+        match self.raw_try_lock() {
+            // SAFETY: the permit excludes every other holder while we read.
+            Some(_permit) => d.field("data", &unsafe { &*self.c.get() }),
+            None => d.field("data", &format_args!("<locked>")),
+        };
+        d.finish()
+    }
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// The detector's record (for guards).
+    #[inline]
+    pub(crate) fn prim(&self) -> &lockscope_detector::prim::Prim {
+        self.cell.get()
+    }
+}
