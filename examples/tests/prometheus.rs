@@ -84,8 +84,14 @@ fn start_prometheus(target: SocketAddr) -> io::Result<(PrometheusGuard, SocketAd
     let log = std::fs::File::create(dir.join("prometheus.log"))?;
     let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
         .arg(format!("--web.listen-address={addr}"))
         .arg("--log.level=warn")
         .stdin(Stdio::null())
@@ -118,8 +124,10 @@ fn encode(s: &str) -> String {
 async fn http_get(addr: SocketAddr, path: &str) -> io::Result<(u16, String)> {
     let exchange = async {
         let mut s = TcpStream::connect(addr).await?;
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-            .await?;
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await?;
         let mut raw = Vec::new();
         s.read_to_end(&mut raw).await?;
         Ok::<_, io::Error>(raw)
@@ -136,7 +144,10 @@ async fn http_get(addr: SocketAddr, path: &str) -> io::Result<(u16, String)> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no status"))?;
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_owned()
@@ -147,7 +158,9 @@ async fn http_get(addr: SocketAddr, path: &str) -> io::Result<(u16, String)> {
 fn dechunk(mut rest: &str) -> String {
     let mut out = String::new();
     while let Some((size, tail)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
         if n == 0 || tail.len() < n {
             break;
         }
@@ -192,9 +205,24 @@ async fn query(prom: SocketAddr, expr: &str) -> io::Result<QueryResult> {
 /// Holds and waits that make every family move, until `stop`.
 fn workload(stop: Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
     let site = Location::caller();
-    let db = Arc::new(PrimCell::new(Some(LOCKS[0].into()), PrimKind::Mutex, site, 1));
-    let pool = Arc::new(PrimCell::new(Some(LOCKS[1].into()), PrimKind::Semaphore, site, 4));
-    let cache = Arc::new(PrimCell::new(Some(LOCKS[2].into()), PrimKind::RwLock, site, 16));
+    let db = Arc::new(PrimCell::new(
+        Some(LOCKS[0].into()),
+        PrimKind::Mutex,
+        site,
+        1,
+    ));
+    let pool = Arc::new(PrimCell::new(
+        Some(LOCKS[1].into()),
+        PrimKind::Semaphore,
+        site,
+        4,
+    ));
+    let cache = Arc::new(PrimCell::new(
+        Some(LOCKS[2].into()),
+        PrimKind::RwLock,
+        site,
+        16,
+    ));
     let acq = |permits, mode| Acq::new(site, permits, mode);
     let mut threads = Vec::new();
 
@@ -251,15 +279,26 @@ fn workload(stop: Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
 /// Every `expr` of every panel target in the dashboard, with the panel's title.
 fn dashboard_targets(dashboard: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut panels: Vec<&Value> = dashboard["panels"].as_array().expect("panels").iter().collect();
+    let mut panels: Vec<&Value> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .collect();
     while let Some(p) = panels.pop() {
         if let Some(nested) = p["panels"].as_array() {
             panels.extend(nested);
         }
         for t in p["targets"].as_array().into_iter().flatten() {
-            assert_eq!(t["datasource"]["uid"], "${datasource}", "{}: target data source", p["title"]);
+            assert_eq!(
+                t["datasource"]["uid"], "${datasource}",
+                "{}: target data source",
+                p["title"]
+            );
             let expr = t["expr"].as_str().expect("a PromQL target");
-            out.push((p["title"].as_str().unwrap_or("?").to_owned(), expr.to_owned()));
+            out.push((
+                p["title"].as_str().unwrap_or("?").to_owned(),
+                expr.to_owned(),
+            ));
         }
     }
     out
@@ -299,7 +338,9 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
     let _stop_guard = StopOnDrop(stop.clone());
     let threads = workload(stop.clone());
 
-    let server = lockscope_exporter::serve("127.0.0.1:0").await.expect("exporter");
+    let server = lockscope_exporter::serve("127.0.0.1:0")
+        .await
+        .expect("exporter");
     let target = server.local_addr();
     let instance = target.to_string();
     let (prom_guard, prom) = start_prometheus(target).expect("start prometheus");
@@ -309,7 +350,11 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
         matches!(http_get(prom, "/-/ready").await, Ok((200, _))).then_some(())
     })
     .await;
-    assert!(ready.is_some(), "Prometheus never became ready; its log:\n{}", prom_guard.log());
+    assert!(
+        ready.is_some(),
+        "Prometheus never became ready; its log:\n{}",
+        prom_guard.log()
+    );
 
     // 2. The target is scraped and healthy.
     let health = poll(deadline, async || {
@@ -319,21 +364,33 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
         (t["health"] == "up").then_some(t)
     })
     .await;
-    assert!(health.is_some(), "the exporter was never scraped successfully; log:\n{}", prom_guard.log());
+    assert!(
+        health.is_some(),
+        "the exporter was never scraped successfully; log:\n{}",
+        prom_guard.log()
+    );
 
     // 3. Every panel target, variables substituted, is valid and returns data.
     let dashboard: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_path("dashboards/grafana/lockscope.json")).expect("dashboard"),
+        &std::fs::read_to_string(repo_path("dashboards/grafana/lockscope.json"))
+            .expect("dashboard"),
     )
     .expect("dashboard JSON");
     let targets = dashboard_targets(&dashboard);
-    assert!(targets.len() >= 15, "only {} targets in the dashboard", targets.len());
+    assert!(
+        targets.len() >= 15,
+        "only {} targets in the dashboard",
+        targets.len()
+    );
     let multi = format!("({})", LOCKS.join("|"));
     let mut checked = 0;
     for (title, raw) in &targets {
         for lock in [multi.as_str(), ".*"] {
             let expr = substitute(raw, &instance, lock);
-            assert!(!expr.contains('$'), "{title}: unsubstituted variable in {expr}");
+            assert!(
+                !expr.contains('$'),
+                "{title}: unsubstituted variable in {expr}"
+            );
             let mut last = String::new();
             let outcome = poll(deadline, async || match query(prom, &expr).await {
                 Ok(QueryResult::Series(n)) if n > 0 => Some(Ok(n)),
@@ -355,20 +412,35 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
             }
         }
     }
-    println!("{checked} panel queries ({} targets x 2 lock selections) returned data", targets.len());
+    println!(
+        "{checked} panel queries ({} targets x 2 lock selections) returned data",
+        targets.len()
+    );
 
     // 4. The template variables' label_values() queries list the workload.
     for (label, matcher, want) in [
         ("job", "lockscope_findings_total".to_owned(), JOB.to_owned()),
-        ("instance", format!("lockscope_findings_total{{job=~\"{JOB}\"}}"), instance.clone()),
-        ("lock", format!("lockscope_acquisitions_total{{job=~\"{JOB}\", instance=~\"{instance}\"}}"), LOCKS[0].to_owned()),
+        (
+            "instance",
+            format!("lockscope_findings_total{{job=~\"{JOB}\"}}"),
+            instance.clone(),
+        ),
+        (
+            "lock",
+            format!("lockscope_acquisitions_total{{job=~\"{JOB}\", instance=~\"{instance}\"}}"),
+            LOCKS[0].to_owned(),
+        ),
     ] {
         let path = format!("/api/v1/label/{label}/values?match[]={}", encode(&matcher));
         let (status, body) = http_get(prom, &path).await.expect("label values");
         assert_eq!(status, 200, "{body}");
         let json: Value = serde_json::from_str(&body).unwrap();
         assert!(
-            json["data"].as_array().unwrap().iter().any(|v| v == &Value::from(want.as_str())),
+            json["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v == &Value::from(want.as_str())),
             "variable {label}: {want} not in {body}"
         );
     }
@@ -391,7 +463,10 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
             .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
             .collect();
         // Evaluated at least once each ("unknown" before the first evaluation).
-        rules.iter().all(|r| r["health"] != "unknown").then_some(rules)
+        rules
+            .iter()
+            .all(|r| r["health"] != "unknown")
+            .then_some(rules)
     })
     .await
     .expect("the rules were loaded and evaluated");
