@@ -1,9 +1,9 @@
 //! Proof against the real thing: a real Prometheus scrapes the real exporter, and every panel
 //! query of the Grafana dashboard returns data; the alert rules load and evaluate cleanly.
 //!
-//! The workload drives named primitives through the detector's hooks so that every metric
-//! family moves: holds, contended waits, try failures, timeouts, cancellations, a semaphore
-//! with its permits held and a waiter queued. The exporter serves it on a free port;
+//! The workload uses `lockscope::tokio`'s named wrappers so that every metric family moves:
+//! holds, contended waits, try failures, timeouts, cancellations, a semaphore with its
+//! permits held and a waiter queued. `lockscope::exporter` serves it on a free port;
 //! Prometheus (the `prometheus` binary, Debian's package in CI) scrapes it every second
 //! with `dashboards/prometheus/alerts.yml` loaded.
 //!
@@ -11,18 +11,16 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope::tokio::{Mutex, RwLock, Semaphore};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 
 const JOB: &str = "lockscope-e2e";
 /// The locks the workload names; `$lock` is substituted with all of them, as Grafana writes
@@ -187,8 +185,9 @@ async fn poll<T>(deadline: Instant, mut f: impl AsyncFnMut() -> Option<T>) -> Op
 enum QueryResult {
     /// Prometheus refused the query (a bad expression): never retried.
     Invalid(String),
-    /// A valid query; how many series it returned.
-    Series(usize),
+    /// A valid query: how many series it returned, and how many of them have a number
+    /// (not NaN, as a quantile of empty buckets is).
+    Series { series: usize, finite: usize },
 }
 
 async fn query(prom: SocketAddr, expr: &str) -> io::Result<QueryResult> {
@@ -198,82 +197,97 @@ async fn query(prom: SocketAddr, expr: &str) -> io::Result<QueryResult> {
     if status != 200 || json["status"] != "success" {
         return Ok(QueryResult::Invalid(format!("HTTP {status}: {body}")));
     }
-    let result = json["data"]["result"].as_array().map_or(0, Vec::len);
-    Ok(QueryResult::Series(result))
+    let result = json["data"]["result"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let finite = result
+        .iter()
+        .filter(|r| {
+            r["value"][1]
+                .as_str()
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(f64::is_finite)
+        })
+        .count();
+    Ok(QueryResult::Series {
+        series: result.len(),
+        finite,
+    })
 }
 
-/// Holds and waits that make every family move, until `stop`.
-fn workload(stop: Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
-    let site = Location::caller();
-    let db = Arc::new(PrimCell::new(
-        Some(LOCKS[0].into()),
-        PrimKind::Mutex,
-        site,
-        1,
-    ));
-    let pool = Arc::new(PrimCell::new(
-        Some(LOCKS[1].into()),
-        PrimKind::Semaphore,
-        site,
-        4,
-    ));
-    let cache = Arc::new(PrimCell::new(
-        Some(LOCKS[2].into()),
-        PrimKind::RwLock,
-        site,
-        16,
-    ));
-    let acq = |permits, mode| Acq::new(site, permits, mode);
-    let mut threads = Vec::new();
+/// A service-like workload on `lockscope::tokio`'s wrappers that makes every family move,
+/// until `stop` turns true: a mutex two tasks fight over (holds, contended waits, try
+/// failures, timeouts, cancellations), an rwlock read under it, and a semaphore with every
+/// permit held and one more caller queued (permits 0 of 4, a waiter, a growing oldest wait).
+async fn workload(stop: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    let db = Arc::new(Mutex::named(LOCKS[0], 0u64));
+    let pool = Arc::new(Semaphore::named(LOCKS[1], 4));
+    let cache = Arc::new(RwLock::named(LOCKS[2], String::from("warm")));
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let mut tasks = Vec::new();
 
-    // The pool: every permit held by one thread, one more wanted by another, until the end
-    // (permits_available 0 of 4, a waiter, a growing oldest wait).
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    {
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    tasks.push(tokio::spawn({
         let (pool, stop) = (pool.clone(), stop.clone());
-        threads.push(std::thread::spawn(move || {
-            let hold = hooks::acquired(pool.get(), acq(4, Mode::Permits));
-            held_tx.send(()).unwrap();
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::park_timeout(Duration::from_millis(50));
-            }
-            hooks::released(pool.get(), hold);
-        }));
-    }
-    held_rx.recv().unwrap();
-    {
-        let (pool, stop) = (pool.clone(), stop.clone());
-        threads.push(std::thread::spawn(move || {
-            let wait = hooks::wait_begin(pool.get(), acq(1, Mode::Permits), false);
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::park_timeout(Duration::from_millis(50));
-            }
-            hooks::wait_cancelled(pool.get(), wait);
-        }));
-    }
-    // The db mutex and the cache rwlock: a steady stream of holds, contended waits, try
-    // failures, timeouts and cancellations.
-    threads.push(std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            let (db, cache) = (db.get(), cache.get());
-            let h = hooks::acquired(db, acq(1, Mode::Exclusive));
-            hooks::try_failed(db);
-            hooks::released(db, h);
-            let w = hooks::wait_begin(db, acq(1, Mode::Exclusive), false);
-            std::thread::sleep(Duration::from_millis(2));
-            let h = hooks::acquired_after_wait(db, acq(1, Mode::Exclusive), w);
-            let r = hooks::acquired(cache, acq(1, Mode::Shared));
-            std::thread::sleep(Duration::from_millis(1));
-            hooks::released(cache, r);
-            hooks::released(db, h);
-            let t = hooks::wait_begin(db, acq(1, Mode::Exclusive), true);
-            hooks::wait_timed_out(db, t);
-            let c = hooks::wait_begin(db, acq(1, Mode::Exclusive), false);
-            hooks::wait_cancelled(db, c);
-            std::thread::sleep(Duration::from_millis(5));
+        async move {
+            let _all = pool.acquire_many(4).await.expect("open semaphore");
+            let _ = held_tx.send(());
+            stopped(stop).await;
         }
     }));
-    threads
+    held_rx.await.expect("the pool holder started");
+    tasks.push(tokio::spawn({
+        let (pool, stop) = (pool.clone(), stop.clone());
+        let ended = stop.clone();
+        async move {
+            // Queued until the end, then cancelled by the select. Both branches can be ready
+            // together at the end (the holder lets its permits go once `stop` is true, and
+            // tokio's cooperative budgeting may defer the watch), so a grant is a failure
+            // only while `stop` is still false.
+            tokio::select! {
+                biased;
+                () = stopped(stop) => {}
+                _ = pool.acquire() => {
+                    assert!(*ended.borrow(), "a permit of the pool freed up before the end");
+                }
+            }
+        }
+    }));
+    // Holds the mutex 2 ms out of every 3.
+    tasks.push(tokio::spawn({
+        let (db, stop) = (db.clone(), stop.clone());
+        async move {
+            while !*stop.borrow() {
+                let mut g = db.lock().await;
+                *g += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                drop(g);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    }));
+    // Contends for it, and gives up on it in every way there is.
+    tasks.push(tokio::spawn(async move {
+        while !*stop.borrow() {
+            {
+                let g = db.lock().await;
+                let r = cache.read().await;
+                std::hint::black_box((*g, r.len()));
+            }
+            if let Ok(g) = db.try_lock() {
+                drop(g);
+            }
+            if let Ok(g) = db.lock_timeout(Duration::from_micros(500)).await {
+                drop(g);
+            }
+            let _ = tokio::time::timeout(Duration::from_micros(500), db.lock()).await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }));
+    tasks
 }
 
 /// Every `expr` of every panel target in the dashboard, with the panel's title.
@@ -327,18 +341,12 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
     }
     let deadline = Instant::now() + DEADLINE;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    // Stops the workload however the test ends.
-    struct StopOnDrop(Arc<AtomicBool>);
-    impl Drop for StopOnDrop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-    let _stop_guard = StopOnDrop(stop.clone());
-    let threads = workload(stop.clone());
+    // The workload's tasks end with the runtime however the test ends; `stop` ends them
+    // first on success.
+    let (stop, stop_rx) = watch::channel(false);
+    let tasks = workload(stop_rx).await;
 
-    let server = lockscope_exporter::serve("127.0.0.1:0")
+    let server = lockscope::exporter::serve("127.0.0.1:0")
         .await
         .expect("exporter");
     let target = server.local_addr();
@@ -393,9 +401,9 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
             );
             let mut last = String::new();
             let outcome = poll(deadline, async || match query(prom, &expr).await {
-                Ok(QueryResult::Series(n)) if n > 0 => Some(Ok(n)),
-                Ok(QueryResult::Series(_)) => {
-                    last = "no series yet".into();
+                Ok(QueryResult::Series { series, finite }) if finite > 0 => Some(Ok(series)),
+                Ok(QueryResult::Series { series, .. }) => {
+                    last = format!("{series} series, none with a number yet");
                     None
                 }
                 Ok(QueryResult::Invalid(e)) => Some(Err(e)),
@@ -480,9 +488,9 @@ async fn dashboards_and_alerts_work_against_a_real_prometheus() {
     }
     assert_eq!(rules.len(), expected.len(), "{rules:?}");
 
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().expect("workload thread");
+    stop.send_replace(true);
+    for t in tasks {
+        t.await.expect("workload task");
     }
     drop(prom_guard);
     server.shutdown().await;
