@@ -64,7 +64,11 @@
 //! - Acquire and release: the exporter adds nothing; the detector keeps plain atomics.
 //! - Scrape: one pass over the live primitives and their holds, then the series (at most
 //!   the label cap plus `other`), on a blocking thread, two renders at most at once. 10,000
-//!   live primitives render in a few milliseconds (`cargo bench -p lockscope-exporter`).
+//!   live semaphores under 10,000 names (1,001 series, 42,000 lines, 3 MiB of text) render
+//!   in about 15 ms on a 2-core machine (`cargo bench -p lockscope-exporter --bench scrape`;
+//!   the budget is 100 ms).
+//! - Memory: the exporter keeps nothing per primitive; a scrape allocates its families and
+//!   its text (about 3 KiB of text per series) and frees them when answered.
 #![warn(missing_docs)]
 
 mod error;

@@ -2,7 +2,7 @@
 //! detector's scrape-time aggregates into Prometheus families, and the text rendering.
 //!
 //! Nothing here runs on the acquire path: the primitives keep plain atomics in the detector,
-//! and [`lockscope_detector::metrics`] adds them up when Prometheus scrapes.
+//! and [`lockscope_detector::metrics()`] adds them up when Prometheus scrapes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
@@ -178,7 +178,7 @@ fn hold_histogram(s: &SeriesMetrics) -> &HistogramSnapshot {
 }
 
 /// A [`prometheus::core::Collector`] exposing every lockscope family, computed from
-/// [`lockscope_detector::metrics`] each time it is collected.
+/// [`lockscope_detector::metrics()`] each time it is collected.
 ///
 /// `/metrics` uses one internally. Register another in your own [`prometheus::Registry`] to
 /// serve lockscope's families beside your own metrics from an endpoint you already have;

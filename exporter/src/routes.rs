@@ -42,7 +42,7 @@ const NOT_FOUND: &str =
 /// | `GET /metrics` | Prometheus text format ([`render`](crate::render)) |
 /// | `GET /debug/findings` | JSON array of [`lockscope_detector::findings`], each with `"kind"` |
 /// | `GET /debug/locks` | JSON array of [`lockscope_detector::locks`] |
-/// | `GET /debug/graph` | JSON of [`lockscope_detector::graph`]; `?format=dot` for Graphviz |
+/// | `GET /debug/graph` | JSON of [`lockscope_detector::graph()`]; `?format=dot` for Graphviz |
 ///
 /// Every route is read-only and answers `HEAD` too; other methods get `405`, other paths
 /// `404`. Each request is bounded by a 10-second timeout (`503` past it), and at most two
