@@ -67,6 +67,11 @@ fn main() {
     c.bench_function("render_10k_primitives", |b| {
         b.iter(|| black_box(lockscope_exporter::render()))
     });
+    // The detector's share of it: the walk over primitives and holds, without the families
+    // and the text.
+    c.bench_function("detector_metrics_10k_primitives", |b| {
+        b.iter(|| black_box(lockscope_detector::metrics()))
+    });
     c.final_summary();
 
     for (i, hold) in live {

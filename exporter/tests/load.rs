@@ -166,11 +166,12 @@ async fn the_server_survives_load_and_abuse() {
             &slow_head.clone().leak()[..],
             Duration::from_millis(20),
         ));
-        // 2. Slow but within the limit: a 40-byte head at 5 ms a byte is served.
+        // 2. Slow but within the limit: a 44-byte head at 2 ms a byte (90 ms, a ninth of the
+        //    limit, so that timer delays under load cannot push it over) is served.
         let slow_ok = tokio::spawn(trickle(
             addr,
             b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
-            Duration::from_millis(5),
+            Duration::from_millis(2),
         ));
         // 3. Connects and never sends a byte.
         let silent = tokio::spawn(async move {
