@@ -175,3 +175,37 @@ async fn graph_handler(Query(query): Query<HashMap<String, String>>) -> Response
         Err(r) => r,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+
+    #[tokio::test]
+    async fn a_request_past_its_timeout_is_a_503() {
+        // Take every render slot, so that /metrics waits for one past its timeout.
+        let held = RENDER
+            .clone()
+            .acquire_many_owned(RENDER_SLOTS as u32)
+            .await
+            .unwrap();
+        let app = router_with_timeout(Duration::from_millis(50));
+        let r = app
+            .clone()
+            .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let body = axum::body::to_bytes(r.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"request timed out\n");
+        // Once slots are free, the same router answers.
+        drop(held);
+        let r = app
+            .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(RENDER.available_permits(), RENDER_SLOTS);
+    }
+}
