@@ -46,6 +46,7 @@
 #![warn(missing_docs)]
 
 mod probe;
+pub mod parking_lot;
 pub mod tokio;
 
 /// The detector: findings, live state, graphs and configuration (`lockscope-detector`).

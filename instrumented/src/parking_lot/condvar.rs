@@ -1,0 +1,348 @@
+//! [`Condvar`]: a drop-in `parking_lot::Condvar` that works with lockscope's
+//! [`MutexGuard`].
+
+use std::fmt;
+use std::panic::Location;
+use std::time::{Duration, Instant};
+
+use lockscope_detector::hooks::Mode;
+use lockscope_detector::prim::Prim;
+
+use super::mutex_guard::MutexGuard;
+use super::{WaitTimeoutResult, acq};
+use crate::probe::{self, Token};
+
+/// Wrapper for [`parking_lot::Condvar`], for lockscope's [`MutexGuard`]s.
+///
+/// Waiting releases the mutex (parking_lot unlocks it while the thread sleeps), so lockscope
+/// records the release before the wait and a new hold, at the `wait` call's site, once the
+/// mutex is re-taken: the detector never sees a sleeping thread holding the mutex, and never
+/// reports the notifier as waiting for it. Waiting for the notification itself is not a wait
+/// on a lock and is not in the detector's graphs.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lockscope::parking_lot::{Condvar, Mutex};
+///
+/// let pair = Arc::new((Mutex::named("ready", false), Condvar::new()));
+/// let p = pair.clone();
+/// let t = std::thread::spawn(move || {
+///     *p.0.lock() = true;
+///     p.1.notify_one();
+/// });
+/// let (lock, cvar) = &*pair;
+/// let mut ready = lock.lock();
+/// cvar.wait_while(&mut ready, |ready| !*ready);
+/// assert!(*ready);
+/// # drop(ready);
+/// # t.join().unwrap();
+/// ```
+#[derive(Default)]
+pub struct Condvar {
+    inner: parking_lot::Condvar,
+}
+
+/// The books of a guard across a wait: released before parking_lot unlocks, recorded again
+/// once it has re-locked, also when parking_lot panics (a condvar used with two mutexes).
+struct Books<'g> {
+    prim: &'g Prim,
+    token: &'g mut Token,
+    site: &'static Location<'static>,
+    held: bool,
+}
+
+impl<'g> Books<'g> {
+    fn new(prim: &'g Prim, token: &'g mut Token, site: &'static Location<'static>) -> Self {
+        Books {
+            prim,
+            token,
+            site,
+            held: true,
+        }
+    }
+
+    /// About to wait: parking_lot unlocks the mutex next.
+    #[inline]
+    fn release(&mut self) {
+        if self.held {
+            self.token.release(self.prim);
+            self.held = false;
+        }
+    }
+
+    /// The mutex is locked again.
+    #[inline]
+    fn regrant(&mut self) {
+        if !self.held {
+            *self.token = probe::granted(self.prim, acq(self.site, Mode::Exclusive));
+            self.held = true;
+        }
+    }
+}
+
+impl Drop for Books<'_> {
+    fn drop(&mut self) {
+        self.regrant();
+    }
+}
+
+impl Condvar {
+    /// Wrapper for [`parking_lot::Condvar::new`]: `const`, usable in `static`s.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::Condvar;
+    /// static CV: Condvar = Condvar::new();
+    /// assert!(!CV.notify_one());
+    /// ```
+    #[inline]
+    pub const fn new() -> Condvar {
+        Condvar {
+            inner: parking_lot::Condvar::new(),
+        }
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::notify_one`].
+    ///
+    /// ```
+    /// let cv = lockscope::parking_lot::Condvar::new();
+    /// assert!(!cv.notify_one()); // nobody waits
+    /// ```
+    #[inline]
+    pub fn notify_one(&self) -> bool {
+        self.inner.notify_one()
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::notify_all`].
+    ///
+    /// ```
+    /// let cv = lockscope::parking_lot::Condvar::new();
+    /// assert_eq!(cv.notify_all(), 0);
+    /// ```
+    #[inline]
+    pub fn notify_all(&self) -> usize {
+        self.inner.notify_all()
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::wait`]. lockscope releases the hold before the
+    /// wait and records a new one, at this call's site, when the mutex is re-taken.
+    ///
+    /// # Panics
+    ///
+    /// As parking_lot's: when another thread waits on this condvar with a different mutex.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lockscope::parking_lot::{Condvar, Mutex};
+    /// let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    /// let p = pair.clone();
+    /// std::thread::spawn(move || {
+    ///     *p.0.lock() = true;
+    ///     p.1.notify_one();
+    /// });
+    /// let mut started = pair.0.lock();
+    /// while !*started {
+    ///     pair.1.wait(&mut started);
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
+        let site = Location::caller();
+        let prim = guard.lock.prim();
+        let mut books = Books::new(prim, &mut guard.token, site);
+        books.release();
+        self.inner.wait(&mut guard.inner);
+        books.regrant();
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::wait_until`]; see [`wait`](Condvar::wait).
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Condvar::wait).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use lockscope::parking_lot::{Condvar, Mutex};
+    /// let (m, cv) = (Mutex::new(()), Condvar::new());
+    /// let mut g = m.lock();
+    /// assert!(cv.wait_until(&mut g, Instant::now() + Duration::from_millis(1)).timed_out());
+    /// ```
+    #[track_caller]
+    pub fn wait_until<T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        timeout: Instant,
+    ) -> WaitTimeoutResult {
+        let site = Location::caller();
+        let prim = guard.lock.prim();
+        let mut books = Books::new(prim, &mut guard.token, site);
+        books.release();
+        let r = self.inner.wait_until(&mut guard.inner, timeout);
+        books.regrant();
+        r
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::wait_for`]; see [`wait`](Condvar::wait).
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Condvar::wait).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lockscope::parking_lot::{Condvar, Mutex};
+    /// let (m, cv) = (Mutex::new(()), Condvar::new());
+    /// let mut g = m.lock();
+    /// assert!(cv.wait_for(&mut g, Duration::from_millis(1)).timed_out());
+    /// ```
+    #[track_caller]
+    pub fn wait_for<T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        timeout: Duration,
+    ) -> WaitTimeoutResult {
+        let site = Location::caller();
+        let prim = guard.lock.prim();
+        let mut books = Books::new(prim, &mut guard.token, site);
+        books.release();
+        let r = self.inner.wait_for(&mut guard.inner, timeout);
+        books.regrant();
+        r
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::wait_while`]: `condition` runs with the mutex held
+    /// in the books too; each wait in between releases and re-records the hold.
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Condvar::wait).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lockscope::parking_lot::{Condvar, Mutex};
+    /// let pair = Arc::new((Mutex::new(0), Condvar::new()));
+    /// let p = pair.clone();
+    /// std::thread::spawn(move || {
+    ///     *p.0.lock() = 3;
+    ///     p.1.notify_all();
+    /// });
+    /// let mut n = pair.0.lock();
+    /// pair.1.wait_while(&mut n, |n| *n < 3);
+    /// assert_eq!(*n, 3);
+    /// ```
+    #[track_caller]
+    pub fn wait_while<T, F>(&self, guard: &mut MutexGuard<'_, T>, mut condition: F)
+    where
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        let site = Location::caller();
+        let prim = guard.lock.prim();
+        let mut books = Books::new(prim, &mut guard.token, site);
+        self.inner.wait_while(&mut guard.inner, |t| {
+            books.regrant();
+            let wait = condition(t);
+            if wait {
+                books.release();
+            }
+            wait
+        });
+        books.regrant();
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::wait_while_until`]; see
+    /// [`wait_while`](Condvar::wait_while).
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Condvar::wait).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use lockscope::parking_lot::{Condvar, Mutex};
+    /// let (m, cv) = (Mutex::new(0), Condvar::new());
+    /// let mut g = m.lock();
+    /// let deadline = Instant::now() + Duration::from_millis(1);
+    /// assert!(cv.wait_while_until(&mut g, |n| *n == 0, deadline).timed_out());
+    /// ```
+    #[track_caller]
+    pub fn wait_while_until<T, F>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        mut condition: F,
+        timeout: Instant,
+    ) -> WaitTimeoutResult
+    where
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        let site = Location::caller();
+        let prim = guard.lock.prim();
+        let mut books = Books::new(prim, &mut guard.token, site);
+        let r = self.inner.wait_while_until(
+            &mut guard.inner,
+            |t| {
+                books.regrant();
+                let wait = condition(t);
+                if wait {
+                    books.release();
+                }
+                wait
+            },
+            timeout,
+        );
+        books.regrant();
+        r
+    }
+
+    /// Wrapper for [`parking_lot::Condvar::wait_while_for`]; see
+    /// [`wait_while`](Condvar::wait_while).
+    ///
+    /// # Panics
+    ///
+    /// As [`wait`](Condvar::wait).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lockscope::parking_lot::{Condvar, Mutex};
+    /// let (m, cv) = (Mutex::new(0), Condvar::new());
+    /// let mut g = m.lock();
+    /// assert!(!cv.wait_while_for(&mut g, |n| *n != 0, Duration::from_millis(1)).timed_out());
+    /// ```
+    #[track_caller]
+    pub fn wait_while_for<T, F>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        mut condition: F,
+        timeout: Duration,
+    ) -> WaitTimeoutResult
+    where
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        let site = Location::caller();
+        let prim = guard.lock.prim();
+        let mut books = Books::new(prim, &mut guard.token, site);
+        let r = self.inner.wait_while_for(
+            &mut guard.inner,
+            |t| {
+                books.regrant();
+                let wait = condition(t);
+                if wait {
+                    books.release();
+                }
+                wait
+            },
+            timeout,
+        );
+        books.regrant();
+        r
+    }
+}
+
+impl fmt::Debug for Condvar {
+    /// As parking_lot's: `Condvar { .. }`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.inner, f)
+    }
+}

@@ -1,0 +1,196 @@
+//! Drop-in replacements for `parking_lot::{Mutex, RwLock, ReentrantMutex, Condvar}`
+//! (parking_lot 0.12).
+//!
+//! Swap `use parking_lot::{Mutex, RwLock};` for `use lockscope::parking_lot::{Mutex, RwLock};`
+//! and nothing else changes: the same methods (timed `try_*_for`/`try_*_until` forms,
+//! `read_recursive`, upgradable reads, `unlocked`, `bump`, `unlock_fair`, `map`, ...), the same
+//! guards, the same trait impls (guards stay `!Send` unless parking_lot's `send_guard` feature
+//! is on), the same `const` constructors. Each type wraps the real parking_lot primitive, so
+//! fairness, parking and timeouts are parking_lot's own.
+//!
+//! What you gain: every acquisition emits an `acquire` span on target `lockscope` with
+//! `kind = "blocking_mutex"` or `"blocking_rwlock"`, feeds per-primitive statistics, and
+//! enters the same wait-for and lock-order graphs as the `lockscope::tokio` locks, so a
+//! deadlock that crosses a thread blocked on a parking_lot mutex and a task waiting on a
+//! tokio one is found and reported as one. A contended wait on an async runtime's worker
+//! thread, and a guard held across an `.await`, are reported as `blocking-in-async`.
+//!
+//! ```
+//! use lockscope::parking_lot::{Mutex, RwLock}; // was: use parking_lot::{Mutex, RwLock};
+//!
+//! let cache = RwLock::named("cache", vec![1, 2]);
+//! let hits = Mutex::new(0u64);
+//! if cache.read().contains(&2) {
+//!     *hits.lock() += 1;
+//! }
+//! assert_eq!(*hits.lock(), 1);
+//! ```
+//!
+//! lockscope adds `named(..)` constructors and `name()`. The detector's books follow every
+//! method: a [`Condvar`] wait releases the hold while the thread sleeps and records a new one
+//! when the mutex is re-taken; [`MutexGuard::unlocked`] and friends release and re-take it;
+//! an upgrade is a wait for write access by the holder of the upgradable read; a
+//! `ReentrantMutex` re-entry by its owner thread is recorded as such and never reported.
+//!
+//! # What the books cannot see
+//!
+//! - A guard given to `std::mem::forget` keeps its hold in the books for good (a later
+//!   `force_unlock` cannot find it); use the guards' `leak` instead, which releases it.
+//! - Locking or unlocking through `raw()` bypasses the books entirely.
+//! - The waits inside `bump` and inside a [`Condvar`]'s re-lock are not recorded as waits
+//!   (the re-taken hold is).
+
+mod condvar;
+mod mutex;
+mod mutex_guard;
+mod remutex;
+mod remutex_guard;
+mod rwlock;
+mod rwlock_read_guard;
+mod rwlock_upgradable_guard;
+mod rwlock_write_guard;
+
+pub use condvar::Condvar;
+pub use mutex::{Mutex, const_mutex};
+pub use mutex_guard::{MappedMutexGuard, MutexGuard};
+pub use remutex::{ReentrantMutex, const_reentrant_mutex};
+pub use remutex_guard::{MappedReentrantMutexGuard, ReentrantMutexGuard};
+pub use rwlock::{RwLock, const_rwlock};
+pub use rwlock_read_guard::{MappedRwLockReadGuard, RwLockReadGuard};
+pub use rwlock_upgradable_guard::RwLockUpgradableReadGuard;
+pub use rwlock_write_guard::{MappedRwLockWriteGuard, RwLockWriteGuard};
+
+/// parking_lot's own types that appear in the wrappers' signatures, passed through unchanged
+/// (the raw types are not instrumented: locking through them bypasses lockscope).
+pub use parking_lot::{RawMutex, RawRwLock, RawThreadId, WaitTimeoutResult};
+
+use std::convert::Infallible;
+use std::panic::Location;
+
+use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::prim::Prim;
+use lockscope_detector::{actor, held};
+
+use crate::probe::{self, Token};
+
+/// An acquisition of one of these locks: one permit (a reader counts one, a writer is
+/// exclusive).
+#[inline]
+fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
+    Acq::new(site, 1, mode)
+}
+
+/// [`probe::blocking`] for a lock whose blocking form cannot fail.
+#[inline]
+fn blocking<P>(
+    prim: &Prim,
+    acq: Acq,
+    fast: impl FnOnce() -> Option<P>,
+    block: impl FnOnce() -> P,
+) -> (P, Token) {
+    match probe::blocking(prim, acq, fast, || Ok::<P, Infallible>(block())) {
+        Ok(granted) => granted,
+        Err(never) => match never {},
+    }
+}
+
+/// A `try_` form: records the hold, or the give-up.
+#[inline]
+fn tried<G>(prim: &Prim, acq: Acq, got: Option<G>) -> Option<(G, Token)> {
+    match got {
+        Some(g) => Some((g, probe::try_acquired(prim, acq))),
+        None => {
+            probe::try_failed(prim, acq);
+            None
+        }
+    }
+}
+
+/// Runs `f` (a user closure that takes a guard apart, as in `map`) so that, if it panics, the
+/// books are released before the inner guard unlocks on the way out: the detector never sees
+/// a hold of a lock that is free.
+#[inline]
+fn books_first<R>(prim: &Prim, token: &mut Token, f: impl FnOnce() -> R) -> R {
+    struct OnUnwind<'a> {
+        prim: &'a Prim,
+        token: &'a mut Token,
+    }
+    impl Drop for OnUnwind<'_> {
+        fn drop(&mut self) {
+            self.token.release(self.prim);
+        }
+    }
+    let armed = OnUnwind { prim, token };
+    let r = f();
+    std::mem::forget(armed);
+    r
+}
+
+/// The body of every guard's `unlocked`/`unlocked_fair`: releases the books, then the lock
+/// (`unlock`), runs `f`, and re-takes the lock with `relock` (which records the new hold) into
+/// `token`, also when `f` panics, so that the guard is whole again before it is dropped.
+fn unlocked<U>(
+    prim: &Prim,
+    token: &mut Token,
+    unlock: impl FnOnce(),
+    relock: impl FnOnce() -> Token,
+    f: impl FnOnce() -> U,
+) -> U {
+    struct Relock<'t, R: FnOnce() -> Token> {
+        token: &'t mut Token,
+        relock: Option<R>,
+    }
+    impl<R: FnOnce() -> Token> Drop for Relock<'_, R> {
+        fn drop(&mut self) {
+            if let Some(relock) = self.relock.take() {
+                *self.token = relock();
+            }
+        }
+    }
+    token.release(prim);
+    unlock();
+    let _relock = Relock {
+        token,
+        relock: Some(relock),
+    };
+    f()
+}
+
+/// The body of every guard's `bump`: releases the books, lets parking_lot yield the lock to a
+/// waiter if there is one (`bump`), and records the hold again as `regrant` says (parking_lot
+/// does not tell whether it yielded).
+#[inline]
+fn bumped(prim: &Prim, token: &mut Token, bump: impl FnOnce(), regrant: impl FnOnce() -> Acq) {
+    token.release(prim);
+    bump();
+    *token = probe::granted(prim, regrant());
+}
+
+/// Whether the current thread or task holds `prim` in a way `pred` accepts, by lockscope's
+/// books (the current thread's table).
+fn holds_here(prim: &Prim, pred: impl Fn(Mode) -> bool) -> bool {
+    if !hooks::enabled() || !held::any_here() {
+        return false;
+    }
+    let me = actor::current().as_u64();
+    let id = prim.id().0;
+    let mut found = false;
+    held::for_each_mine(me, |h| {
+        if h.prim == id && pred(h.mode) {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Whether the current thread or task already holds `prim` with shared access (a read, a
+/// recursive read or an upgradable read): then a `read_recursive` is a re-entry that cannot
+/// wait, and must not count as a nested acquisition.
+#[inline]
+fn holds_shared_here(prim: &Prim) -> bool {
+    holds_here(prim, |m| !m.is_exclusive())
+}
+
+/// parking_lot's reader limit (its state word counts readers from bit 5, `ONE_READER`): the
+/// capacity of a blocking rwlock in the detector's books.
+const MAX_READERS: u64 = (usize::MAX >> 5) as u64;
