@@ -215,7 +215,9 @@ mod tests {
 
     #[test]
     fn task_ids_match_tokio() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let h = tokio::spawn(async { (tokio::task::id(), current()) });
             let (id, actor) = h.await.unwrap();

@@ -91,6 +91,9 @@ mod tests {
         let p = precise_now();
         // The coarse clock lags by at most a tick (allow 50 ms for a loaded VM).
         assert!(p + 1_000_000 >= c, "coarse {c} ahead of precise {p}");
-        assert!(p - c < 50_000_000, "coarse {c} lags precise {p} by more than 50 ms");
+        assert!(
+            p - c < 50_000_000,
+            "coarse {c} lags precise {p} by more than 50 ms"
+        );
     }
 }

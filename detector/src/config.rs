@@ -387,6 +387,11 @@ mod tests {
     #[test]
     fn builder_rejects_zero() {
         assert!(Config::builder().stuck(Duration::ZERO).build().is_err());
-        assert!(Config::builder().tick(Duration::from_secs(5)).build().is_err());
+        assert!(
+            Config::builder()
+                .tick(Duration::from_secs(5))
+                .build()
+                .is_err()
+        );
     }
 }

@@ -104,10 +104,19 @@ impl GraphSnapshot {
         out.push_str("  subgraph cluster_wait_for {\n    label=\"wait-for\";\n");
         for n in &self.wait_for_nodes {
             let shape = if n.kind == "lock" { "box" } else { "ellipse" };
-            let _ = writeln!(out, "    {} [label={}, shape={shape}];", q(&n.id), q(&n.label));
+            let _ = writeln!(
+                out,
+                "    {} [label={}, shape={shape}];",
+                q(&n.id),
+                q(&n.label)
+            );
         }
         for e in &self.wait_for_edges {
-            let style = if e.relation == "waits" { "dashed" } else { "solid" };
+            let style = if e.relation == "waits" {
+                "dashed"
+            } else {
+                "solid"
+            };
             let _ = writeln!(
                 out,
                 "    {} -> {} [label={}, style={style}];",

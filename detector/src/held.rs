@@ -166,8 +166,10 @@ impl Entry {
     #[inline]
     fn fill(&self, prim: u64, actor: u64, site: &'static Location<'static>, since: u64, meta: u64) {
         self.actor.store(actor, Ordering::Relaxed);
-        self.site
-            .store((site as *const Location<'static>).cast_mut(), Ordering::Relaxed);
+        self.site.store(
+            (site as *const Location<'static>).cast_mut(),
+            Ordering::Relaxed,
+        );
         self.since.store(since, Ordering::Relaxed);
         self.meta.store(meta, Ordering::Relaxed);
         // Release: a reader that sees this key (Acquire) sees the fields stored above.
@@ -203,6 +205,8 @@ impl Entry {
 }
 
 struct Overflow {
+    // Boxed on purpose: entries must keep their address when the vector grows.
+    #[allow(clippy::vec_box)]
     chunks: Vec<Box<[Entry; CHUNK]>>,
     free: Vec<u32>,
     by_actor: HashMap<u64, Vec<u32>>,
@@ -310,7 +314,9 @@ fn init(l: &Local) -> Option<*const ThreadHeld> {
         orphaned: AtomicBool::new(false),
     });
     let ptr = Arc::as_ptr(&th);
-    OWNER.try_with(|o| o.set(Some(OwnerGuard(th.clone())))).ok()?;
+    OWNER
+        .try_with(|o| o.set(Some(OwnerGuard(th.clone()))))
+        .ok()?;
     THREADS.lock().push(th);
     l.held.set(ptr);
     Some(ptr)

@@ -23,9 +23,9 @@ use crate::actor::{self, ActorId};
 use crate::held::{
     self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY, FLAG_TRY,
 };
-use crate::tls::{LOCAL, Local};
 use crate::prim::Prim;
 use crate::rules;
+use crate::tls::{LOCAL, Local};
 use crate::wait::WaiterRec;
 use crate::{clock, graph};
 
@@ -350,9 +350,11 @@ pub fn try_failed(prim: &Prim) {
 pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
     prim.forgotten
         .fetch_add(u64::from(permits), Ordering::Relaxed);
-    let _ = prim.capacity.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-        Some(c.saturating_sub(u64::from(permits)))
-    });
+    let _ = prim
+        .capacity
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+            Some(c.saturating_sub(u64::from(permits)))
+        });
     prim.epoch.fetch_add(1, Ordering::Relaxed);
     released(prim, hold);
 }
@@ -360,17 +362,21 @@ pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
 /// `add_permits(n)`: capacity grows; forgotten permits are paid back first.
 pub fn added_permits(prim: &Prim, n: u64) {
     prim.capacity.fetch_add(n, Ordering::Relaxed);
-    let _ = prim.forgotten.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
-        Some(f.saturating_sub(n))
-    });
+    let _ = prim
+        .forgotten
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+            Some(f.saturating_sub(n))
+        });
     prim.epoch.fetch_add(1, Ordering::Relaxed);
 }
 
 /// `forget_permits(n)` removed `n` available permits: capacity shrinks on purpose.
 pub fn removed_permits(prim: &Prim, n: u64) {
-    let _ = prim.capacity.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-        Some(c.saturating_sub(n))
-    });
+    let _ = prim
+        .capacity
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+            Some(c.saturating_sub(n))
+        });
     prim.epoch.fetch_add(1, Ordering::Relaxed);
 }
 

@@ -30,16 +30,16 @@ pub mod config;
 pub mod finding;
 pub mod graph;
 mod graph_snapshot;
-mod tls;
-pub mod metrics;
 pub mod held;
 pub mod hooks;
+pub mod metrics;
 pub mod names;
 pub mod prim;
 pub mod rules;
 pub mod scope;
 pub mod snapshot;
 pub mod stats;
+mod tls;
 pub mod wait;
 mod watchdog;
 

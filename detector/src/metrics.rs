@@ -9,11 +9,11 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
+use crate::clock;
 use crate::finding::{self, FindingKind};
 use crate::held;
 use crate::prim::{self, PrimKind};
 use crate::stats::{HistogramSnapshot, StatsSnapshot};
-use crate::clock;
 
 /// Everything one series shows.
 #[derive(Clone, Debug)]
@@ -77,63 +77,62 @@ pub fn metrics() -> MetricsSnapshot {
         e.1 += u64::from(h.permits);
     });
     let now = clock::precise_now();
-    let (mut series, dropped_series): (Vec<SeriesMetrics>, u64) = prim::with_series(|all, dropped| {
-        (
-            all.iter()
-                .map(|s| {
-                    let st: StatsSnapshot = s.retired;
-                    SeriesMetrics {
-                        lock: s.name.clone(),
-                        kind: s.kind,
-                        acquisitions: st.hold.count(),
-                        contended: st.contended,
-                        try_failures: st.try_failures,
-                        timeouts: st.timeouts,
-                        cancelled: st.cancelled,
-                        wait: st.wait,
-                        hold: st.hold,
-                        waiters: 0,
-                        oldest_wait_seconds: 0.0,
-                        holders: 0,
-                        permits_available: s.kind.is_semaphore().then_some(0),
-                        permits_total: s.kind.is_semaphore().then_some(0),
-                    }
-                })
-                .collect(),
-            dropped,
-        )
-    });
     let mut live = 0;
-    prim::for_each(|p| {
-        live += 1;
-        let Some(m) = series.get_mut(p.series() as usize) else {
-            return;
-        };
-        let st = p.stats();
-        let (n_holds, permits_held) = holds.get(&p.id().0).copied().unwrap_or((0, 0));
-        m.acquisitions += st.hold.count() + n_holds;
-        m.contended += st.contended;
-        m.try_failures += st.try_failures;
-        m.timeouts += st.timeouts;
-        m.cancelled += st.cancelled;
-        m.wait.merge(&st.wait);
-        m.hold.merge(&st.hold);
-        m.holders += n_holds;
-        if p.waiting() > 0 {
-            let q = p.waiters.lock();
-            m.waiters += q.len() as u64;
-            if let Some(oldest) = q.oldest_since() {
-                let age = now.saturating_sub(oldest) as f64 / 1e9;
-                if age > m.oldest_wait_seconds {
-                    m.oldest_wait_seconds = age;
+    let (mut series, dropped_series) = prim::with_series(|all, dropped, walk| {
+        let mut series: Vec<SeriesMetrics> = all
+            .iter()
+            .map(|s| {
+                let st: StatsSnapshot = s.retired;
+                SeriesMetrics {
+                    lock: s.name.clone(),
+                    kind: s.kind,
+                    acquisitions: st.hold.count(),
+                    contended: st.contended,
+                    try_failures: st.try_failures,
+                    timeouts: st.timeouts,
+                    cancelled: st.cancelled,
+                    wait: st.wait,
+                    hold: st.hold,
+                    waiters: 0,
+                    oldest_wait_seconds: 0.0,
+                    holders: 0,
+                    permits_available: s.kind.is_semaphore().then_some(0),
+                    permits_total: s.kind.is_semaphore().then_some(0),
+                }
+            })
+            .collect();
+        walk(&mut |p| {
+            live += 1;
+            let Some(m) = series.get_mut(p.series() as usize) else {
+                return;
+            };
+            let st = p.stats();
+            let (n_holds, permits_held) = holds.get(&p.id().0).copied().unwrap_or((0, 0));
+            m.acquisitions += st.hold.count() + n_holds;
+            m.contended += st.contended;
+            m.try_failures += st.try_failures;
+            m.timeouts += st.timeouts;
+            m.cancelled += st.cancelled;
+            m.wait.merge(&st.wait);
+            m.hold.merge(&st.hold);
+            m.holders += n_holds;
+            if p.waiting() > 0 {
+                let q = p.waiters.lock();
+                m.waiters += q.len() as u64;
+                if let Some(oldest) = q.oldest_since() {
+                    let age = now.saturating_sub(oldest) as f64 / 1e9;
+                    if age > m.oldest_wait_seconds {
+                        m.oldest_wait_seconds = age;
+                    }
                 }
             }
-        }
-        if p.kind().is_semaphore() {
-            let cap = p.capacity();
-            *m.permits_total.get_or_insert(0) += cap;
-            *m.permits_available.get_or_insert(0) += cap.saturating_sub(permits_held);
-        }
+            if p.kind().is_semaphore() {
+                let cap = p.capacity();
+                *m.permits_total.get_or_insert(0) += cap;
+                *m.permits_available.get_or_insert(0) += cap.saturating_sub(permits_held);
+            }
+        });
+        (series, dropped)
     });
     {
         let mut last = LAST_ACQ.lock();

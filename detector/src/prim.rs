@@ -70,7 +70,10 @@ impl PrimKind {
 
     /// Whether the primitive grants waiters in strict FIFO order (tokio's batch semaphore).
     pub const fn is_fifo(self) -> bool {
-        matches!(self, PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore)
+        matches!(
+            self,
+            PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore
+        )
     }
 
     /// Whether the primitive counts permits (semaphore) rather than being a lock.
@@ -309,11 +312,14 @@ fn series_for(name: &Arc<str>, kind: PrimKind) -> (u32, Arc<str>) {
     (i, name.clone())
 }
 
-/// Calls `f` with every series (index order) and the number of primitives folded into
-/// `other` so far. Used by the exporter at scrape time.
-pub fn with_series<R>(f: impl FnOnce(&[Series], u64) -> R) -> R {
+/// Calls `f` with every series (index order), the number of primitives folded into `other`
+/// so far, and a walk over the live primitives, all under the series lock: a primitive
+/// dropped meanwhile is seen either live or retired, never neither. Used at scrape time.
+pub fn with_series<R>(
+    f: impl FnOnce(&[Series], u64, &mut dyn FnMut(&mut dyn FnMut(&Arc<Prim>))) -> R,
+) -> R {
     let t = SERIES.lock();
-    f(&t.series, t.dropped)
+    f(&t.series, t.dropped, &mut |g| for_each(g))
 }
 
 /// Registers a new primitive. `name: None` names it after `site`.
@@ -367,13 +373,22 @@ pub fn register(
 /// Removes a primitive (its wrapper was dropped): folds its statistics into its series and
 /// drops its lock-order edges.
 pub fn unregister(prim: &Prim) {
-    let removed = REGISTRY[prim.id.0 as usize % SHARDS].lock().remove(&prim.id.0);
+    // Under the series lock, so that a scrape (which holds it across its walk) sees this
+    // primitive either live or retired, never neither: counters must not go backwards.
+    let mut series = SERIES.lock();
+    let removed = REGISTRY[prim.id.0 as usize % SHARDS]
+        .lock()
+        .remove(&prim.id.0);
     if removed.is_none() {
         return;
     }
-    let stats = prim.stats.read();
-    if let Some(s) = SERIES.lock().series.get_mut(prim.series as usize) {
-        s.retired.merge(&stats);
+    if let Some(s) = series.series.get_mut(prim.series as usize) {
+        s.retired.merge(&prim.stats.read());
+    }
+    drop(series);
+    if prim.forgotten() > 0 && crate::scope::is_armed(prim.scope) {
+        // A test's semaphore dropped with permits forgotten: they can never come back now.
+        crate::rules::leaked_permit::report_dropped_forgotten(prim);
     }
     crate::graph::lockorder::remove_node(prim.id);
     crate::finding::primitive_dropped(prim.id);

@@ -113,9 +113,10 @@ impl TestScope {
         self.state.id
     }
 
-    /// A future that completes with the report when a live deadlock of this test is found.
-    /// Awaiting it acknowledges the deadlock, which stops the watchdog from ending the
-    /// process (it does so only when a deadlocked test cannot even notice).
+    /// A future that completes with the report when a live deadlock (or a stuck queue, which
+    /// in a test means it hangs) of this test is found. Awaiting it acknowledges the
+    /// deadlock, which stops the watchdog from ending the process (it does so only when a
+    /// deadlocked test cannot even notice).
     pub fn deadlock(&self) -> DeadlockFuture {
         DeadlockFuture {
             state: self.state.clone(),
@@ -192,11 +193,17 @@ pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
             }
             list.push(rec.clone());
         }
-        if rec.finding.kind == FindingKind::Deadlock {
+        // A deadlock never ends, and a stuck queue in a test means the test hangs: fail it
+        // now with the report rather than at an end that may never come.
+        if matches!(
+            rec.finding.kind,
+            FindingKind::Deadlock | FindingKind::StuckQueue
+        ) {
             let mut d = s.deadlock.lock();
             if d.report.is_none() {
                 d.report = Some(finding::render_all(&[finding::materialize(rec)]));
-                d.at = Some(Instant::now());
+                // Only a certain deadlock may end the process when the test cannot notice.
+                d.at = (rec.finding.kind == FindingKind::Deadlock).then(Instant::now);
                 if let Some(w) = d.waker.take() {
                     w.wake();
                 }
@@ -228,6 +235,11 @@ pub(crate) fn config_for(scopes: &[u32]) -> Arc<Config> {
         Some(c) => Arc::new(c),
         None => crate::config::current(),
     }
+}
+
+/// Whether test scope `id` is armed now.
+pub(crate) fn is_armed(id: u32) -> bool {
+    id != 0 && ARMED.lock().iter().any(|s| s.id == id)
 }
 
 /// Whether any test is armed now.

@@ -69,8 +69,8 @@ fn tick_once() -> usize {
     let mut deadlocks = Vec::new();
     for v in rules.deadlock.check(&state) {
         if let Verdict::Found(f) = v {
-            deadlocks.push(f.clone());
-            if finding::report(f) {
+            deadlocks.push((*f).clone());
+            if finding::report(*f) {
                 new += 1;
             }
         }
@@ -85,7 +85,7 @@ fn tick_once() -> usize {
     verdicts.extend(rules.leak.check(&state));
     for v in verdicts {
         if let Verdict::Found(f) = v
-            && finding::report(f)
+            && finding::report(*f)
         {
             new += 1;
         }
@@ -111,7 +111,10 @@ fn tick_once() -> usize {
 /// Ends the process when a deadlock can be reported no other way: a blocked test thread, or
 /// plain threads under [`watchdog`].
 fn exit_if_stuck(deadlocks: &[finding::Finding]) {
-    for (test, report) in scope::unacknowledged_deadlocks(Duration::from_secs(1)) {
+    if let Some((test, report)) = scope::unacknowledged_deadlocks(Duration::from_secs(1))
+        .into_iter()
+        .next()
+    {
         die(&format!("in test {test}:\n{report}"));
     }
     if EXIT_GUARDS.load(Ordering::Relaxed) > 0 && !deadlocks.is_empty() && !scope::any_armed() {

@@ -1,7 +1,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 fn main() {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         tokio::spawn(async {
             let it = 3_000_000u64;

@@ -45,9 +45,51 @@
 //!   the acquiring one.
 #![warn(missing_docs)]
 
-mod probe;
 pub mod parking_lot;
+mod probe;
+mod test_support;
 pub mod tokio;
+
+/// Marks an async test, like `#[tokio::test]`, with lockscope's detector armed for it.
+///
+/// It accepts everything `#[tokio::test]` does (`flavor = "current_thread" | "multi_thread"`,
+/// `worker_threads = N`, `start_paused = true`, `crate = "path"`) plus the detector's
+/// thresholds for this test: `stuck_ms`, `starvation_ms`, `leak_ms` (defaults: 1000, 1000,
+/// and "end of test"; the `LOCKSCOPE_*_MS` variables override the defaults).
+///
+/// - A live `deadlock` among the test's tasks and threads fails the test within about a
+///   second with the report, instead of hanging. If even that is impossible (the test's own
+///   thread is blocked on a parking_lot lock), the watchdog prints the report and ends the
+///   process with status 101.
+/// - Any other finding made during the test (`nested-acquire`, `lock-order-inversion`,
+///   `leaked-permit` for permits still held or forgotten when the body returns,
+///   `stuck-queue`, `starvation`, `blocking-in-async`) fails it at its end.
+/// - The panic message lists every finding, each starting `lockscope: <kind>`.
+/// - Tests run in parallel never fail on each other's findings: the test's runtime threads,
+///   tasks and the primitives they create are stamped with the test's scope. A finding that
+///   belongs to no test (say, among plain threads spawned outside any runtime) fails every
+///   test armed at the time.
+///
+/// ```no_run
+/// use lockscope::tokio::Mutex;
+///
+/// #[lockscope::test]
+/// async fn transfers_do_not_deadlock() {
+///     let a = Mutex::named("a", 0);
+///     let b = Mutex::named("b", 0);
+///     let _ga = a.lock().await;
+///     let _gb = b.lock().await; // always a then b: fine
+/// }
+///
+/// #[lockscope::test(flavor = "multi_thread", worker_threads = 2, stuck_ms = 500)]
+/// async fn busy_pool() { /* ... */ }
+/// ```
+pub use lockscope_macros::test;
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::test_support::*;
+}
 
 /// The detector: findings, live state, graphs and configuration (`lockscope-detector`).
 pub use lockscope_detector as detector;

@@ -274,6 +274,7 @@ pub(crate) fn try_failed(prim: &Prim, acq: Acq) {
 
 /// Records a blocking acquisition around `block`, which must not return before the grant.
 /// `fast` tries first without waiting; `None` from it means "must wait".
+#[inline]
 pub(crate) fn blocking<P, E>(
     prim: &Prim,
     acq: Acq,

@@ -6,7 +6,11 @@ use lockscope::tokio::{Mutex, Semaphore};
 
 #[test]
 fn abba_deadlock_is_found() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let a = Arc::new(Mutex::named("smoke_a", ()));
         let b = Arc::new(Mutex::named("smoke_b", ()));
@@ -28,17 +32,28 @@ fn abba_deadlock_is_found() {
             detector::check_now();
             let f = detector::findings();
             if f.iter().any(|f| f.kind == detector::FindingKind::Deadlock) {
-                for x in &f { println!("{x}\n"); }
+                for x in &f {
+                    println!("{x}\n");
+                }
                 break;
             }
-            assert!(std::time::Instant::now() < deadline, "no deadlock found: {f:?}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no deadlock found: {f:?}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        println!("{}", serde_json::to_string_pretty(&detector::locks()).unwrap());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&detector::locks()).unwrap()
+        );
         let sem = Semaphore::named("smoke_sem", 2);
         let _p = sem.acquire().await.unwrap();
         let _q = sem.acquire().await.unwrap();
-        for x in detector::findings() { println!("{x}\n"); }
+        for x in detector::findings() {
+            println!("{x}\n");
+        }
     });
     rt.shutdown_background();
 }
+

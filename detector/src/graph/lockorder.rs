@@ -73,8 +73,7 @@ thread_local! {
 
 #[inline]
 fn slot(a: u64, b: u64) -> usize {
-    (a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)) as usize
-        >> 3
+    (a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)) as usize >> 3
         & (TLS_CACHE - 1)
 }
 
@@ -99,8 +98,7 @@ fn remember(prim: &Prim, a: u64) {
     for c in &prim.order_cache {
         // Relaxed: the cache is a hint; a miss only costs a trip to the graph.
         if c.load(Ordering::Relaxed) == a
-            || c
-                .compare_exchange(0, a, Ordering::Relaxed, Ordering::Relaxed)
+            || c.compare_exchange(0, a, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
             return;

@@ -125,7 +125,11 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
                 actors.entry(w.actor).or_insert_with(blank);
                 continue;
             }
-            actors.entry(w.actor).or_insert_with(blank).waits.push((pi, wi));
+            actors
+                .entry(w.actor)
+                .or_insert_with(blank)
+                .waits
+                .push((pi, wi));
             if let Some(t) = w.blocks_thread {
                 *thread_blockers.entry(t).or_default() += 1;
             }
@@ -244,7 +248,11 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
 }
 
 /// Waiters of one primitive that would be granted now, in the order they would be.
-fn grantable(p: &MPrim, live: &[Option<(u64, u32, Mode)>], pending: &[Option<usize>]) -> Vec<usize> {
+fn grantable(
+    p: &MPrim,
+    live: &[Option<(u64, u32, Mode)>],
+    pending: &[Option<usize>],
+) -> Vec<usize> {
     let mut out = Vec::new();
     match p.policy {
         Policy::Fifo => {
@@ -268,7 +276,10 @@ fn grantable(p: &MPrim, live: &[Option<(u64, u32, Mode)>], pending: &[Option<usi
         Policy::FairRwLock => {
             let holders: Vec<&(u64, u32, Mode)> = live.iter().flatten().collect();
             let writer = holders.iter().any(|h| h.2 == Mode::Exclusive);
-            let upgradable = holders.iter().find(|h| h.2 == Mode::Upgradable).map(|h| h.0);
+            let upgradable = holders
+                .iter()
+                .find(|h| h.2 == Mode::Upgradable)
+                .map(|h| h.0);
             let readers = holders
                 .iter()
                 .filter(|h| matches!(h.2, Mode::Shared | Mode::SharedRecursive))
@@ -336,8 +347,18 @@ mod tests {
 
     #[test]
     fn abba_is_blocked() {
-        let a = fifo(1, 1, vec![hold(10, 1, Mode::Exclusive)], vec![wait(11, 1, Mode::Exclusive)]);
-        let b = fifo(2, 1, vec![hold(11, 1, Mode::Exclusive)], vec![wait(10, 1, Mode::Exclusive)]);
+        let a = fifo(
+            1,
+            1,
+            vec![hold(10, 1, Mode::Exclusive)],
+            vec![wait(11, 1, Mode::Exclusive)],
+        );
+        let b = fifo(
+            2,
+            1,
+            vec![hold(11, 1, Mode::Exclusive)],
+            vec![wait(10, 1, Mode::Exclusive)],
+        );
         assert_eq!(reduce(&[a, b]).blocked, BTreeSet::from([10, 11]));
     }
 
@@ -351,7 +372,12 @@ mod tests {
             vec![hold(1, 1, Mode::Permits), hold(3, 1, Mode::Permits)],
             vec![wait(2, 1, Mode::Permits)],
         );
-        let m = fifo(2, 1, vec![hold(2, 1, Mode::Exclusive)], vec![wait(1, 1, Mode::Exclusive)]);
+        let m = fifo(
+            2,
+            1,
+            vec![hold(2, 1, Mode::Exclusive)],
+            vec![wait(1, 1, Mode::Exclusive)],
+        );
         assert!(reduce(&[s, m]).blocked.is_empty());
     }
 
@@ -377,7 +403,12 @@ mod tests {
             vec![hold(9, 2, Mode::Permits)],
             vec![wait(2, 2, Mode::Permits), wait(1, 1, Mode::Permits)],
         );
-        let m = fifo(2, 1, vec![hold(1, 1, Mode::Exclusive)], vec![wait(9, 1, Mode::Exclusive)]);
+        let m = fifo(
+            2,
+            1,
+            vec![hold(1, 1, Mode::Exclusive)],
+            vec![wait(9, 1, Mode::Exclusive)],
+        );
         assert_eq!(reduce(&[s, m]).blocked, BTreeSet::from([1, 2, 9]));
     }
 
@@ -388,7 +419,10 @@ mod tests {
             1,
             max,
             vec![hold(1, 1, Mode::Shared)],
-            vec![wait(2, max as u32, Mode::Exclusive), wait(1, 1, Mode::Shared)],
+            vec![
+                wait(2, max as u32, Mode::Exclusive),
+                wait(1, 1, Mode::Shared),
+            ],
         );
         assert_eq!(reduce(&[rw]).blocked, BTreeSet::from([1, 2]));
     }
@@ -398,9 +432,19 @@ mod tests {
         let mut w = wait(11, 1, Mode::Exclusive);
         w.timed = true;
         let a = fifo(1, 1, vec![hold(10, 1, Mode::Exclusive)], vec![w]);
-        let b = fifo(2, 1, vec![hold(11, 1, Mode::Exclusive)], vec![wait(10, 1, Mode::Exclusive)]);
+        let b = fifo(
+            2,
+            1,
+            vec![hold(11, 1, Mode::Exclusive)],
+            vec![wait(10, 1, Mode::Exclusive)],
+        );
         assert!(reduce(&[a, b]).blocked.is_empty());
-        let mut s = fifo(3, 1, vec![hold(5, 1, Mode::Permits)], vec![wait(5, 1, Mode::Permits)]);
+        let mut s = fifo(
+            3,
+            1,
+            vec![hold(5, 1, Mode::Permits)],
+            vec![wait(5, 1, Mode::Permits)],
+        );
         s.closed = true;
         assert!(reduce(&[s]).blocked.is_empty());
     }

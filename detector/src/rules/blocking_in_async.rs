@@ -56,7 +56,12 @@ pub(crate) fn check_blocking_wait(prim: &Prim, actor: ActorId, acq: &Acq) {
     let r = prim_ref(prim);
     let mut f = Finding::new(
         FindingKind::BlockingInAsync,
-        format!("wait|{}|{}|{}", prim.name(), site_string(prim.site()), site_string(acq.site)),
+        format!(
+            "wait|{}|{}|{}",
+            prim.name(),
+            site_string(prim.site()),
+            site_string(acq.site)
+        ),
         format!(
             "{} waits for blocking {} at {} on an async runtime worker thread: the whole worker stalls until it is granted",
             actor.describe(),

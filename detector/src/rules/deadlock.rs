@@ -27,9 +27,7 @@ pub fn model(state: &State) -> Vec<MPrim> {
                 id: p.prim.id().0,
                 policy: match kind {
                     PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore => Policy::Fifo,
-                    PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => {
-                        Policy::Exclusive
-                    }
+                    PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => Policy::Exclusive,
                     PrimKind::BlockingRwLock => Policy::FairRwLock,
                 },
                 capacity: p.capacity,
@@ -152,11 +150,14 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
     out
 }
 
+/// `(primitive, waiter seq)` of a group's blocked waits.
+type Waits = BTreeSet<(u64, u64)>;
+
 /// The deadlock rule, with its memory of last tick's candidates.
 #[derive(Default)]
 pub(crate) struct Deadlock {
     /// Candidate groups of the last tick, keyed by waits, with the progress of their prims.
-    pending: HashMap<BTreeSet<(u64, u64)>, Vec<(u64, u64)>>,
+    pending: HashMap<Waits, Vec<(u64, u64)>>,
     /// Waits of groups confirmed this tick (other rules skip them).
     pub(crate) confirmed_waits: HashSet<(u64, u64)>,
     /// Keys of findings that still hold.
@@ -185,8 +186,9 @@ impl Rule for Deadlock {
             if confirmed {
                 self.confirmed_waits.extend(g.waits.iter().copied());
                 let f = report(state, &g);
-                self.active.insert(format!("{}:{}", FindingKind::Deadlock, f.key()));
-                out.push(Verdict::Found(f));
+                self.active
+                    .insert(format!("{}:{}", FindingKind::Deadlock, f.key()));
+                out.push(Verdict::Found(Box::new(f)));
             } else {
                 out.push(Verdict::Recheck);
             }
@@ -215,17 +217,33 @@ pub fn report(state: &State, g: &Group) -> Finding {
         for p in &state.prims {
             let r = prim_ref(&p.prim);
             for h in p.holds.iter().filter(|h| h.actor.as_u64() == a) {
-                holds.push(access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h)));
+                holds.push(access(
+                    r.clone(),
+                    h.mode,
+                    h.permits,
+                    h.site,
+                    state.hold_age(h),
+                ));
                 scopes.push(h.scope);
             }
             for w in p.waiters.iter().filter(|w| w.actor.as_u64() == a) {
-                waits.push(access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w)));
+                waits.push(access(
+                    r.clone(),
+                    w.mode,
+                    w.permits,
+                    w.site,
+                    state.wait_age(w),
+                ));
                 scopes.push(w.scope);
                 if !waited_names.contains(&noun(&r)) {
                     waited_names.push(noun(&r));
                 }
             }
-            if g.prims.contains(&p.prim.id().0) && !prim_refs.iter().any(|x: &crate::finding::PrimRef| x.id == r.id) {
+            if g.prims.contains(&p.prim.id().0)
+                && !prim_refs
+                    .iter()
+                    .any(|x: &crate::finding::PrimRef| x.id == r.id)
+            {
                 scopes.push(p.prim.scope());
                 prim_refs.push(r);
             }
@@ -240,11 +258,19 @@ pub fn report(state: &State, g: &Group) -> Finding {
     let who = match (g.actors.len(), actors.first()) {
         (1, Some(a)) => a.name.clone(),
         (n, _) => {
-            let tasks = g.actors.iter().filter(|a| ActorId::from_u64(**a).is_some_and(|x| x.is_task())).count();
+            let tasks = g
+                .actors
+                .iter()
+                .filter(|a| ActorId::from_u64(**a).is_some_and(|x| x.is_task()))
+                .count();
             match (tasks, n - tasks) {
                 (t, 0) => format!("{t} tasks"),
                 (0, th) => format!("{th} threads"),
-                (t, th) => format!("{t} task{} and {th} thread{}", if t == 1 { "" } else { "s" }, if th == 1 { "" } else { "s" }),
+                (t, th) => format!(
+                    "{t} task{} and {th} thread{}",
+                    if t == 1 { "" } else { "s" },
+                    if th == 1 { "" } else { "s" }
+                ),
             }
         }
     };

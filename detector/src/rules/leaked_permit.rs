@@ -12,35 +12,54 @@ use std::collections::{HashMap, HashSet};
 use crate::actor;
 use crate::finding::{self, ActorReport, Finding, FindingKind};
 use crate::held::HoldView;
-use crate::prim::{PrimKind, site_string};
+use crate::prim::{Prim, PrimKind, site_string};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
 use crate::snapshot::{PrimState, State};
 
 fn forgotten_finding(p: &PrimState, why: &str, end: bool) -> Finding {
-    let r = prim_ref(&p.prim);
+    forgotten_of(&p.prim, p.forgotten, p.capacity, why, end)
+}
+
+fn forgotten_of(prim: &Prim, forgotten: u64, capacity: u64, why: &str, end: bool) -> Finding {
+    let r = prim_ref(prim);
     let mut f = Finding::new(
         FindingKind::LeakedPermit,
-        format!("{}|forgotten{}", p.prim.id().0, if end { "|end" } else { "" }),
+        format!("{}|forgotten{}", prim.id().0, if end { "|end" } else { "" }),
         format!(
             "{} permit{} of {} {} forgotten and never added back {why}; the semaphore now has {} permit{}",
-            p.forgotten,
-            if p.forgotten == 1 { "" } else { "s" },
+            forgotten,
+            if forgotten == 1 { "" } else { "s" },
             noun(&r),
-            if p.forgotten == 1 { "was" } else { "were" },
-            p.capacity,
-            if p.capacity == 1 { "" } else { "s" },
+            if forgotten == 1 { "was" } else { "were" },
+            capacity,
+            if capacity == 1 { "" } else { "s" },
         ),
     );
-    f.add_scope(p.prim.scope());
+    f.add_scope(prim.scope());
     f.add_prim(r);
     f.fix = "drop the permit instead of calling forget(), or call add_permits() once the work it stood for is done".into();
     f
 }
 
+/// A test's semaphore is dropped with forgotten permits.
+pub(crate) fn report_dropped_forgotten(prim: &Prim) {
+    finding::report(forgotten_of(
+        prim,
+        prim.forgotten(),
+        prim.capacity(),
+        "before it was dropped",
+        true,
+    ));
+}
+
 fn held_finding(p: &PrimState, h: &HoldView, age_ns: u64, why: &str, end: bool) -> Finding {
     let r = prim_ref(&p.prim);
     let what = if p.prim.kind() == PrimKind::Semaphore {
-        format!("{} permit{}", h.permits, if h.permits == 1 { "" } else { "s" })
+        format!(
+            "{} permit{}",
+            h.permits,
+            if h.permits == 1 { "" } else { "s" }
+        )
     } else {
         format!("a {} guard", h.mode.verb())
     };
@@ -67,7 +86,10 @@ fn held_finding(p: &PrimState, h: &HoldView, age_ns: u64, why: &str, end: bool) 
         waits: Vec::new(),
     });
     if h.movable() {
-        f.details.push("it is an owned guard/permit: look for a struct, a collection or a task that keeps it".into());
+        f.details.push(
+            "it is an owned guard/permit: look for a struct, a collection or a task that keeps it"
+                .into(),
+        );
     }
     f.add_scope(h.scope);
     f.add_scope(p.prim.scope());
@@ -149,16 +171,21 @@ impl Rule for LeakedPermit {
                 let since = *self.forgotten_since.get(&id).unwrap_or(&state.now_precise);
                 forgotten_now.insert(id, since);
                 if state.now_precise.saturating_sub(since) >= leak {
-                    let f = forgotten_finding(p, &format!("for over {} ms", leak / 1_000_000), false);
-                    self.active.insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
-                    out.push(Verdict::Found(f));
+                    let f =
+                        forgotten_finding(p, &format!("for over {} ms", leak / 1_000_000), false);
+                    self.active
+                        .insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
+                    out.push(Verdict::Found(Box::new(f)));
                 }
             }
             for h in &p.holds {
                 let age = state.hold_age(h);
                 let a = h.actor.as_u64();
                 let quiet = !waiting.contains(&a)
-                    && state.now_coarse.saturating_sub(newest.get(&a).copied().unwrap_or(0)) >= leak;
+                    && state
+                        .now_coarse
+                        .saturating_sub(newest.get(&a).copied().unwrap_or(0))
+                        >= leak;
                 if age >= leak && (quiet || h.movable()) {
                     let f = held_finding(
                         p,
@@ -167,8 +194,9 @@ impl Rule for LeakedPermit {
                         "has been held past the leak threshold by a holder that has gone quiet",
                         false,
                     );
-                    self.active.insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
-                    out.push(Verdict::Found(f));
+                    self.active
+                        .insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
+                    out.push(Verdict::Found(Box::new(f)));
                 }
             }
         }

@@ -64,7 +64,11 @@ pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
             chain.join(" -> ")
         )
     };
-    let mut f = Finding::new(FindingKind::LockOrderInversion, key_parts.join("|"), summary);
+    let mut f = Finding::new(
+        FindingKind::LockOrderInversion,
+        key_parts.join("|"),
+        summary,
+    );
     for r in &refs {
         f.add_prim(r.clone());
     }
@@ -107,10 +111,18 @@ fn scenario(edges: &[(u64, u64, EdgeInfo)], name: &dyn Fn(u64) -> String) -> Vec
         let mut t = String::new();
         let _ = writeln!(t, "possible unsafe locking scenario:");
         let _ = writeln!(t, "      {c1:<w$}  {c2}");
-        let _ = writeln!(t, "      {:<w$}  {}", "----", "----");
-        let _ = writeln!(t, "      {:<w$}", format!("{}({})", e1.from_mode.verb(), name(*a)));
+        let _ = writeln!(t, "      {:<w$}  ----", "----");
+        let _ = writeln!(
+            t,
+            "      {:<w$}",
+            format!("{}({})", e1.from_mode.verb(), name(*a))
+        );
         let _ = writeln!(t, "      {:<w$}  {}({})", "", e2.from_mode.verb(), name(*b));
-        let _ = writeln!(t, "      {:<w$}", format!("{}({})", e1.to_mode.verb(), name(*b)));
+        let _ = writeln!(
+            t,
+            "      {:<w$}",
+            format!("{}({})", e1.to_mode.verb(), name(*b))
+        );
         let _ = writeln!(t, "      {:<w$}  {}({})", "", e2.to_mode.verb(), name(*a));
         let _ = write!(t, "      *** DEADLOCK ***");
         out.extend(t.lines().map(str::to_owned));

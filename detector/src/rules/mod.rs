@@ -25,7 +25,7 @@ pub enum Verdict {
     /// Nothing wrong.
     Clean,
     /// A finding to report.
-    Found(crate::finding::Finding),
+    Found(Box<crate::finding::Finding>),
     /// Suspicious; look again next tick before reporting (confirmation).
     Recheck,
 }

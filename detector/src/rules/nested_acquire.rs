@@ -16,7 +16,13 @@ use crate::prim::{Prim, PrimKind, site_string};
 use crate::rules::{access, noun, prim_ref};
 use crate::{clock, finding};
 
-fn build(prim: &Prim, actor: ActorId, acq: &Acq, held: Option<&HoldView>, waiting: bool) -> Finding {
+fn build(
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+    held: Option<&HoldView>,
+    waiting: bool,
+) -> Finding {
     let p = prim_ref(prim);
     let certain = match (prim.kind(), held.map(|h| h.mode)) {
         (PrimKind::Semaphore, _) => false,
@@ -53,7 +59,15 @@ fn build(prim: &Prim, actor: ActorId, acq: &Acq, held: Option<&HoldView>, waitin
     );
     let now = clock::coarse_now();
     let holds = held
-        .map(|h| vec![access(p.clone(), h.mode, h.permits, h.site, now.saturating_sub(h.since))])
+        .map(|h| {
+            vec![access(
+                p.clone(),
+                h.mode,
+                h.permits,
+                h.site,
+                now.saturating_sub(h.since),
+            )]
+        })
         .unwrap_or_default();
     f.actors.push(ActorReport {
         id: actor.as_u64(),
@@ -90,6 +104,12 @@ pub(crate) fn report_exclusive(prim: &Prim, actor: ActorId, acq: &Acq) {
 
 /// `actor` holds `prim` (`held`) and acquires it again.
 #[cold]
-pub(crate) fn report_shared(prim: &Prim, actor: ActorId, acq: &Acq, held: &HoldView, waiting: bool) {
+pub(crate) fn report_shared(
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+    held: &HoldView,
+    waiting: bool,
+) {
     finding::report(build(prim, actor, acq, Some(held), waiting));
 }

@@ -61,14 +61,21 @@ impl Rule for Starvation {
                     id: w.actor.as_u64(),
                     name: w.actor.describe(),
                     holds: Vec::new(),
-                    waits: vec![access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w))],
+                    waits: vec![access(
+                        r.clone(),
+                        w.mode,
+                        w.permits,
+                        w.site,
+                        state.wait_age(w),
+                    )],
                 });
                 f.add_scope(w.scope);
                 f.add_scope(p.prim.scope());
                 f.add_prim(r.clone());
                 f.fix = "shorten the critical sections of the other holders, use a fair primitive (tokio's are FIFO), or split the primitive so that this waiter does not compete with them".into();
-                self.active.insert(format!("{}:{}", FindingKind::Starvation, f.key()));
-                out.push(Verdict::Found(f));
+                self.active
+                    .insert(format!("{}:{}", FindingKind::Starvation, f.key()));
+                out.push(Verdict::Found(Box::new(f)));
             }
             // Holders keeping a contended primitive.
             for h in &p.holds {
@@ -91,7 +98,13 @@ impl Rule for Starvation {
                 f.actors.push(ActorReport {
                     id: h.actor.as_u64(),
                     name: h.actor.describe(),
-                    holds: vec![access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h))],
+                    holds: vec![access(
+                        r.clone(),
+                        h.mode,
+                        h.permits,
+                        h.site,
+                        state.hold_age(h),
+                    )],
                     waits: Vec::new(),
                 });
                 for w in &p.waiters {
@@ -99,7 +112,13 @@ impl Rule for Starvation {
                         id: w.actor.as_u64(),
                         name: w.actor.describe(),
                         holds: Vec::new(),
-                        waits: vec![access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w))],
+                        waits: vec![access(
+                            r.clone(),
+                            w.mode,
+                            w.permits,
+                            w.site,
+                            state.wait_age(w),
+                        )],
                     });
                     f.add_scope(w.scope);
                 }
@@ -107,8 +126,9 @@ impl Rule for Starvation {
                 f.add_scope(p.prim.scope());
                 f.add_prim(r.clone());
                 f.fix = "do not hold the guard across slow work (I/O, sleeps, long awaits): copy what you need and release it first".into();
-                self.active.insert(format!("{}:{}", FindingKind::Starvation, f.key()));
-                out.push(Verdict::Found(f));
+                self.active
+                    .insert(format!("{}:{}", FindingKind::Starvation, f.key()));
+                out.push(Verdict::Found(Box::new(f)));
             }
         }
         out

@@ -33,7 +33,12 @@ impl Rule for StuckQueue {
                 continue;
             }
             // Since when has progress been at its current value?
-            let oldest = p.waiters.iter().map(|w| w.since_ns).min().unwrap_or(state.now_precise);
+            let oldest = p
+                .waiters
+                .iter()
+                .map(|w| w.since_ns)
+                .min()
+                .unwrap_or(state.now_precise);
             let since = match self.last.get(&id) {
                 Some(&(v, t)) if v == p.progress => t,
                 Some(_) => state.now_precise,
@@ -80,7 +85,13 @@ impl Rule for StuckQueue {
                 actors.push(ActorReport {
                     id: h.actor.as_u64(),
                     name: h.actor.describe(),
-                    holds: vec![access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h))],
+                    holds: vec![access(
+                        r.clone(),
+                        h.mode,
+                        h.permits,
+                        h.site,
+                        state.hold_age(h),
+                    )],
                     waits: Vec::new(),
                 });
                 f.add_scope(h.scope);
@@ -90,7 +101,13 @@ impl Rule for StuckQueue {
                     id: w.actor.as_u64(),
                     name: w.actor.describe(),
                     holds: Vec::new(),
-                    waits: vec![access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w))],
+                    waits: vec![access(
+                        r.clone(),
+                        w.mode,
+                        w.permits,
+                        w.site,
+                        state.wait_age(w),
+                    )],
                 });
                 f.add_scope(w.scope);
             }
@@ -107,8 +124,9 @@ impl Rule for StuckQueue {
             f.add_scope(p.prim.scope());
             f.add_prim(r);
             f.fix = "find who holds it (see holders above) and why they never release: a guard stored in a long-lived struct, a permit moved into a task that never ends, or a holder waiting for something that needs this primitive".into();
-            self.active.insert(format!("{}:{}", FindingKind::StuckQueue, f.key()));
-            out.push(Verdict::Found(f));
+            self.active
+                .insert(format!("{}:{}", FindingKind::StuckQueue, f.key()));
+            out.push(Verdict::Found(Box::new(f)));
         }
         self.last = seen;
         out

@@ -1,1 +1,228 @@
-//! The `#[lockscope::test]` attribute (filled in by the instrumented crate).
+//! `#[lockscope::test]`: `#[tokio::test]` with lockscope's detector armed for the test.
+//!
+//! Use it through the `lockscope` crate (`#[lockscope::test]`); see its documentation.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{quote, quote_spanned};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, ItemFn, Lit, MetaNameValue, Token};
+
+struct Args {
+    multi_thread: bool,
+    worker_threads: Option<usize>,
+    start_paused: Option<bool>,
+    stuck_ms: Option<u64>,
+    starvation_ms: Option<u64>,
+    leak_ms: Option<u64>,
+    krate: Option<syn::Path>,
+}
+
+fn lit_str(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+fn lit_int<T: std::str::FromStr>(e: &Expr, key: &str) -> syn::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    match e {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<T>(),
+        _ => Err(syn::Error::new_spanned(
+            e,
+            format!("`{key}` expects an integer literal"),
+        )),
+    }
+}
+
+fn lit_bool(e: &Expr, key: &str) -> syn::Result<bool> {
+    match e {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Ok(b.value),
+        _ => Err(syn::Error::new_spanned(
+            e,
+            format!("`{key}` expects `true` or `false`"),
+        )),
+    }
+}
+
+fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
+    let parsed = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(attr)?;
+    let mut a = Args {
+        multi_thread: false,
+        worker_threads: None,
+        start_paused: None,
+        stuck_ms: None,
+        starvation_ms: None,
+        leak_ms: None,
+        krate: None,
+    };
+    let mut flavor_span = None;
+    for nv in parsed {
+        let key = nv
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            "flavor" => {
+                flavor_span = Some(nv.value.clone());
+                match lit_str(&nv.value).as_deref() {
+                    Some("current_thread") => a.multi_thread = false,
+                    Some("multi_thread") => a.multi_thread = true,
+                    _ => {
+                        return Err(syn::Error::new_spanned(
+                            &nv.value,
+                            "`flavor` must be \"current_thread\" or \"multi_thread\"",
+                        ));
+                    }
+                }
+            }
+            "worker_threads" => {
+                let n: usize = lit_int(&nv.value, "worker_threads")?;
+                if n == 0 {
+                    return Err(syn::Error::new_spanned(
+                        &nv.value,
+                        "`worker_threads` may not be 0",
+                    ));
+                }
+                a.worker_threads = Some(n);
+            }
+            "start_paused" => a.start_paused = Some(lit_bool(&nv.value, "start_paused")?),
+            "stuck_ms" => a.stuck_ms = Some(positive(&nv.value, "stuck_ms")?),
+            "starvation_ms" => a.starvation_ms = Some(positive(&nv.value, "starvation_ms")?),
+            "leak_ms" => a.leak_ms = Some(positive(&nv.value, "leak_ms")?),
+            "crate" => {
+                let s = lit_str(&nv.value).ok_or_else(|| {
+                    syn::Error::new_spanned(&nv.value, "`crate` expects a string path")
+                })?;
+                a.krate = Some(syn::parse_str(&s)?);
+            }
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    &nv.path,
+                    "unknown argument; expected one of `flavor`, `worker_threads`, \
+                     `start_paused`, `crate`, `stuck_ms`, `starvation_ms`, `leak_ms`",
+                ));
+            }
+        }
+    }
+    if a.worker_threads.is_some() && !a.multi_thread {
+        let span = flavor_span
+            .map(|e| syn::Error::new_spanned(e, ""))
+            .map(|e| e.span())
+            .unwrap_or_else(Span::call_site);
+        return Err(syn::Error::new(
+            span,
+            "`worker_threads` needs `flavor = \"multi_thread\"` (as with #[tokio::test])",
+        ));
+    }
+    Ok(a)
+}
+
+fn positive(e: &Expr, key: &str) -> syn::Result<u64> {
+    let n: u64 = lit_int(e, key)?;
+    if n == 0 {
+        return Err(syn::Error::new_spanned(
+            e,
+            format!("`{key}` must be at least 1"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Marks an async test: a `#[tokio::test]` whose runtime and threads are watched by
+/// lockscope's detector. See `lockscope::test` for the full documentation.
+#[proc_macro_attribute]
+pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match expand(attr.into(), item.into()) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let args = parse_args(attr)?;
+    let mut f: ItemFn = syn::parse2(item)?;
+    if f.sig.asyncness.take().is_none() {
+        return Err(syn::Error::new_spanned(
+            f.sig.fn_token,
+            "the `async` keyword is missing from the function declaration",
+        ));
+    }
+    if !f.sig.inputs.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &f.sig.inputs,
+            "the test function cannot accept arguments",
+        ));
+    }
+    let krate = args
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::lockscope));
+    let name = f.sig.ident.to_string();
+    let builder = if args.multi_thread {
+        quote!(#krate::__private::tokio::runtime::Builder::new_multi_thread())
+    } else {
+        quote!(#krate::__private::tokio::runtime::Builder::new_current_thread())
+    };
+    let workers = args
+        .worker_threads
+        .map(|n| quote!(__builder.worker_threads(#n);));
+    let paused = match args.start_paused {
+        Some(p) => quote!(__builder.start_paused(#p);),
+        None => quote!(),
+    };
+    let opt = |v: Option<u64>| match v {
+        Some(n) => quote!(::core::option::Option::Some(#n)),
+        None => quote!(::core::option::Option::None),
+    };
+    let (stuck, starvation, leak) = (
+        opt(args.stuck_ms),
+        opt(args.starvation_ms),
+        opt(args.leak_ms),
+    );
+    let body = &f.block;
+    let output = match &f.sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, t) => quote!(#t),
+    };
+    let span = body.brace_token.span.join();
+    let new_body = quote_spanned! {span=>
+        {
+            let __options = #krate::__private::ScopeOptions {
+                stuck_ms: #stuck,
+                starvation_ms: #starvation,
+                leak_ms: #leak,
+            };
+            let mut __builder = #builder;
+            __builder.enable_all();
+            #workers
+            #paused
+            let __body = async #body;
+            let __out: #output = #krate::__private::run_test(
+                ::core::concat!(::core::module_path!(), "::", #name),
+                __options,
+                __builder,
+                __body,
+            );
+            __out
+        }
+    };
+    f.block = syn::parse2(new_body)?;
+    let attrs = std::mem::take(&mut f.attrs);
+    Ok(quote! {
+        #[::core::prelude::v1::test]
+        #(#attrs)*
+        #f
+    })
+}

@@ -345,7 +345,10 @@ impl<T: ?Sized> Mutex<T> {
         match self.sem.try_acquire() {
             Ok(permit) => {
                 permit.forget();
-                Ok(MutexGuard::new(self, probe::try_acquired(self.cell.get(), acq(site))))
+                Ok(MutexGuard::new(
+                    self,
+                    probe::try_acquired(self.cell.get(), acq(site)),
+                ))
             }
             Err(_) => {
                 probe::try_failed(self.cell.get(), acq(site));
@@ -415,8 +418,11 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Queues for the permit (forgotten: the guard gives it back).
-    fn queue(&self) -> impl Future<Output = Result<(), tokio::sync::AcquireError>> + '_ {
-        async move { self.sem.acquire().await.map(tokio::sync::SemaphorePermit::forget) }
+    async fn queue(&self) -> Result<(), tokio::sync::AcquireError> {
+        self.sem
+            .acquire()
+            .await
+            .map(tokio::sync::SemaphorePermit::forget)
     }
 
     /// Locks without any bookkeeping (Debug).

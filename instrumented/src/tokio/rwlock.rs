@@ -190,13 +190,11 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     /// Queues for `n` permits (forgotten: the guard gives them back).
-    fn queue(&self, n: u32) -> impl Future<Output = Result<(), tokio::sync::AcquireError>> + '_ {
-        async move {
-            self.s
-                .acquire_many(n)
-                .await
-                .map(tokio::sync::SemaphorePermit::forget)
-        }
+    async fn queue(&self, n: u32) -> Result<(), tokio::sync::AcquireError> {
+        self.s
+            .acquire_many(n)
+            .await
+            .map(tokio::sync::SemaphorePermit::forget)
     }
 
     fn read_guard(&self, token: Token) -> RwLockReadGuard<'_, T> {
@@ -319,10 +317,11 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-            let token = match probe::acquire(self.prim(), acq, || self.take(1), || self.queue(1)).await {
-                Ok(token) => token,
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            };
+            let token =
+                match probe::acquire(self.prim(), acq, || self.take(1), || self.queue(1)).await {
+                    Ok(token) => token,
+                    Err(_) => unreachable!("an RwLock's semaphore is never closed"),
+                };
             let data = self.c.get().cast_const();
             OwnedRwLockReadGuard::new(self, data, token)
         }
@@ -539,10 +538,11 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let (acq, mr) = (self.write_acq(site).with_flags(hooks::MOVABLE), self.mr);
-            let token = match probe::acquire(self.prim(), acq, || self.take(mr), || self.queue(mr)).await {
-                Ok(token) => token,
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            };
+            let token =
+                match probe::acquire(self.prim(), acq, || self.take(mr), || self.queue(mr)).await {
+                    Ok(token) => token,
+                    Err(_) => unreachable!("an RwLock's semaphore is never closed"),
+                };
             let (mr, data) = (self.mr, self.c.get());
             OwnedRwLockWriteGuard::new(mr, self, data, token)
         }

@@ -69,7 +69,12 @@ impl Semaphore {
     pub fn new(permits: usize) -> Self {
         let ll = tokio::sync::Semaphore::new(permits);
         Semaphore {
-            cell: PrimCell::new(None, PrimKind::Semaphore, Location::caller(), permits as u64),
+            cell: PrimCell::new(
+                None,
+                PrimKind::Semaphore,
+                Location::caller(),
+                permits as u64,
+            ),
             ll,
         }
     }
@@ -175,13 +180,11 @@ impl Semaphore {
     }
 
     /// Queues for `n` permits (forgotten: the permit object gives them back).
-    fn queue(&self, n: u32) -> impl Future<Output = Result<(), AcquireError>> + '_ {
-        async move {
-            self.ll
-                .acquire_many(n)
-                .await
-                .map(tokio::sync::SemaphorePermit::forget)
-        }
+    async fn queue(&self, n: u32) -> Result<(), AcquireError> {
+        self.ll
+            .acquire_many(n)
+            .await
+            .map(tokio::sync::SemaphorePermit::forget)
     }
 
     fn permit(&self, permits: u32, token: Token) -> SemaphorePermit<'_> {
@@ -238,16 +241,14 @@ impl Semaphore {
         self.acquire_n(Location::caller(), n)
     }
 
-    fn acquire_n(
+    async fn acquire_n(
         &self,
         site: &'static Location<'static>,
         n: u32,
-    ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> + '_ {
-        async move {
-            let acq = Self::acq(site, n);
-            let token = probe::acquire(self.prim(), acq, || self.take(n), || self.queue(n)).await?;
-            Ok(self.permit(n, token))
-        }
+    ) -> Result<SemaphorePermit<'_>, AcquireError> {
+        let acq = Self::acq(site, n);
+        let token = probe::acquire(self.prim(), acq, || self.take(n), || self.queue(n)).await?;
+        Ok(self.permit(n, token))
     }
 
     /// Like [`acquire`](Semaphore::acquire), but gives up after `timeout` (lockscope
@@ -314,7 +315,12 @@ impl Semaphore {
         n: u32,
         timeout: Duration,
     ) -> impl Future<Output = Result<SemaphorePermit<'_>, TimeoutError>> + '_ {
-        let timed = Timed::new(self.prim(), Self::acq(site, n), timeout, self.ll.acquire_many(n));
+        let timed = Timed::new(
+            self.prim(),
+            Self::acq(site, n),
+            timeout,
+            self.ll.acquire_many(n),
+        );
         async move {
             match timed.await {
                 Ok((p, token)) => {
@@ -489,18 +495,14 @@ impl Semaphore {
         Self::acquire_n_owned(self, Location::caller(), n)
     }
 
-    fn acquire_n_owned(
+    async fn acquire_n_owned(
         this: Arc<Self>,
         site: &'static Location<'static>,
         n: u32,
-    ) -> impl Future<Output = Result<OwnedSemaphorePermit, AcquireError>> {
-        async move {
-            let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-            let token = {
-                probe::acquire(this.prim(), acq, || this.take(n), || this.queue(n)).await?
-            };
-            Ok(OwnedSemaphorePermit::new(this, n, token))
-        }
+    ) -> Result<OwnedSemaphorePermit, AcquireError> {
+        let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
+        let token = { probe::acquire(this.prim(), acq, || this.take(n), || this.queue(n)).await? };
+        Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
     /// Like [`acquire_owned`](Semaphore::acquire_owned) with a deadline (lockscope addition).
@@ -558,29 +560,27 @@ impl Semaphore {
         Self::acquire_n_owned_timeout(self, Location::caller(), n, timeout)
     }
 
-    fn acquire_n_owned_timeout(
+    async fn acquire_n_owned_timeout(
         this: Arc<Self>,
         site: &'static Location<'static>,
         n: u32,
         timeout: Duration,
-    ) -> impl Future<Output = Result<OwnedSemaphorePermit, TimeoutError>> {
-        async move {
-            let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-            let token = {
-                let timed = Timed::new(this.prim(), acq, timeout, this.ll.acquire_many(n));
-                match timed.await {
-                    Ok((p, token)) => {
-                        p.forget();
-                        token
-                    }
-                    Err(TimedError::Elapsed(w)) => {
-                        return Err(TimeoutError::elapsed(this.prim(), w));
-                    }
-                    Err(TimedError::Inner(_)) => return Err(TimeoutError::closed(this.prim())),
+    ) -> Result<OwnedSemaphorePermit, TimeoutError> {
+        let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
+        let token = {
+            let timed = Timed::new(this.prim(), acq, timeout, this.ll.acquire_many(n));
+            match timed.await {
+                Ok((p, token)) => {
+                    p.forget();
+                    token
                 }
-            };
-            Ok(OwnedSemaphorePermit::new(this, n, token))
-        }
+                Err(TimedError::Elapsed(w)) => {
+                    return Err(TimeoutError::elapsed(this.prim(), w));
+                }
+                Err(TimedError::Inner(_)) => return Err(TimeoutError::closed(this.prim())),
+            }
+        };
+        Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
     /// Wrapper for [`tokio::sync::Semaphore::try_acquire_owned`].

@@ -84,7 +84,9 @@ impl fmt::Display for TimeoutError {
             self.waited, self.kind, self.lock
         )?;
         if self.holders.is_empty() {
-            return f.write_str("; no holder is recorded (held by an uninstrumented path or just released)");
+            return f.write_str(
+                "; no holder is recorded (held by an uninstrumented path or just released)",
+            );
         }
         f.write_str("; held by ")?;
         for (i, (who, site, for_)) in self.holders.iter().enumerate() {

@@ -1,0 +1,93 @@
+//! `#[lockscope::test]` itself: what it accepts, what it fails on, and that it never fails
+//! on another test's findings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockscope::tokio::{Mutex, Semaphore};
+
+#[lockscope::test]
+async fn clean_current_thread_test_passes() {
+    let m = Mutex::named("attr_clean", 0);
+    *m.lock().await += 1;
+    assert_eq!(*m.lock().await, 1);
+}
+
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clean_multi_thread_test_passes() {
+    let m = Arc::new(Mutex::named("attr_clean_mt", 0));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let m = m.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..100 {
+                *m.lock().await += 1;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*m.lock().await, 800);
+}
+
+#[lockscope::test(start_paused = true)]
+async fn start_paused_is_passed_through() {
+    let before = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert!(before.elapsed() >= Duration::from_secs(3600));
+}
+
+#[lockscope::test]
+async fn result_returning_test() -> Result<(), String> {
+    let s = Semaphore::named("attr_result", 1);
+    let _p = s.acquire().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[lockscope::test]
+#[should_panic(expected = "lockscope: nested-acquire")]
+async fn nested_acquire_fails_the_test_at_its_end() {
+    let s = Semaphore::named("attr_nested", 2);
+    let _a = s.acquire().await.unwrap();
+    let _b = s.acquire().await.unwrap();
+}
+
+#[lockscope::test]
+#[should_panic(expected = "lockscope: leaked-permit")]
+async fn forgotten_permit_fails_the_test() {
+    let s = Semaphore::named("attr_forgotten", 2);
+    s.acquire().await.unwrap().forget();
+}
+
+#[lockscope::test]
+#[should_panic(expected = "lockscope: deadlock")]
+async fn live_deadlock_fails_within_a_second_instead_of_hanging() {
+    let started = std::time::Instant::now();
+    let a = Arc::new(Mutex::named("attr_dl_a", ()));
+    let b = Arc::new(Mutex::named("attr_dl_b", ()));
+    let ga = a.lock().await;
+    let (b2, a2) = (b.clone(), a.clone());
+    let other = tokio::spawn(async move {
+        let _gb = b2.lock().await;
+        let _ga = a2.lock().await;
+    });
+    // Let the other task take b and queue for a.
+    while b.try_lock().is_ok() {
+        tokio::task::yield_now().await;
+    }
+    let _gb = b.lock().await; // waits forever: deadlock
+    drop(ga);
+    other.await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[lockscope::test(stuck_ms = 300)]
+#[should_panic(expected = "lockscope: stuck-queue")]
+async fn owned_guard_self_wait_fails_as_a_stuck_queue_instead_of_hanging() {
+    // An owned guard may have moved to another task, so a wait for it is no proof of a
+    // deadlock; but nothing is granted for `stuck_ms`, and the test fails then.
+    let m = Arc::new(Mutex::named("attr_owned_stuck", ()));
+    let _g = m.clone().lock_owned().await;
+    let _again = m.lock().await;
+}
