@@ -64,8 +64,18 @@ impl Token {
     }
 
     /// Records the release. Call before releasing the inner primitive.
+    ///
+    /// A token that recorded nothing (detector off) returns at once: the recording half is
+    /// out of line, so that a guard's `Drop` with the detector off stays a test and a branch.
     #[inline]
     pub(crate) fn release(&mut self, prim: &Prim) {
+        if self.hold.is_recorded() || self.span.is_some() {
+            self.release_recorded(prim);
+        }
+    }
+
+    #[inline(never)]
+    fn release_recorded(&mut self, prim: &Prim) {
         let hold = std::mem::take(&mut self.hold);
         if let Some(span) = self.span.take() {
             emit_released(take_span(span), &hold);
