@@ -1,0 +1,399 @@
+//! `lockscope::parking_lot` against raw parking_lot (and std), measured in the same run.
+//!
+//! Issue 7's budgets: an uncontended parking_lot Mutex lock+unlock within 2.5x of raw
+//! parking_lot; two nested locks with a known lock-order edge within 2.5x; two threads
+//! contending on one mutex at 0.8x raw throughput or better.
+//!
+//! Run with `cargo bench -p lockscope --bench parking_lot`. It first prints one table from a
+//! plain interleaved measurement (rounds of raw / lockscope back to back, median of the
+//! rounds, so that machine noise hits both sides alike), then criterion's own report of the
+//! same cases. `-- --table` prints only the table.
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+
+/// One timed batch: `n` iterations of `f`, ns per iteration.
+fn batch(n: u64, mut f: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Per-round samples of several cases (ns per iteration), measured back to back in every
+/// round so that drift and noise hit all of them alike.
+struct Samples(Vec<Vec<f64>>);
+
+impl Samples {
+    /// Median ns of case `i`.
+    fn ns(&self, i: usize) -> f64 {
+        median(self.0[i].clone())
+    }
+
+    /// Median over the rounds of `case i / case j`, each ratio within one round.
+    fn ratio(&self, i: usize, j: usize) -> f64 {
+        median(
+            self.0[i]
+                .iter()
+                .zip(&self.0[j])
+                .map(|(a, b)| a / b)
+                .collect(),
+        )
+    }
+}
+
+/// `rounds` rounds of `n` iterations of each closure (monomorphized: no indirect call inside
+/// the timed loop).
+macro_rules! interleaved {
+    ($rounds:expr, $n:expr, [$($f:expr),+ $(,)?]) => {{
+        let mut fs = ($($f,)+);
+        let mut samples: Vec<Vec<f64>> = Vec::new();
+        for _ in 0..$rounds {
+            let mut i = 0;
+            interleaved!(@each fs, samples, i, $n, [$($f),+]);
+            let _ = i;
+        }
+        Samples(samples)
+    }};
+    (@each $fs:ident, $samples:ident, $i:ident, $n:expr, [$f0:expr, $f1:expr]) => {
+        interleaved!(@one $fs.0, $samples, $i, $n);
+        interleaved!(@one $fs.1, $samples, $i, $n);
+    };
+    (@each $fs:ident, $samples:ident, $i:ident, $n:expr, [$f0:expr, $f1:expr, $f2:expr]) => {
+        interleaved!(@one $fs.0, $samples, $i, $n);
+        interleaved!(@one $fs.1, $samples, $i, $n);
+        interleaved!(@one $fs.2, $samples, $i, $n);
+    };
+    (@one $f:expr, $samples:ident, $i:ident, $n:expr) => {
+        let t = batch($n, &mut $f);
+        if $samples.len() <= $i {
+            $samples.push(Vec::new());
+        }
+        $samples[$i].push(t);
+        $i += 1;
+    };
+}
+
+/// Two threads each taking the mutex `per_thread` times (a tiny critical section); total ns
+/// per acquisition.
+fn contended<M: Send + Sync + 'static>(m: Arc<M>, per_thread: u64, op: fn(&M)) -> f64 {
+    let barrier = Arc::new(Barrier::new(3));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (m, barrier) = (m.clone(), barrier.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..per_thread {
+                    op(&m);
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    for t in threads {
+        t.join().unwrap();
+    }
+    start.elapsed().as_nanos() as f64 / (2 * per_thread) as f64
+}
+
+struct Row {
+    case: &'static str,
+    raw: f64,
+    ours: f64,
+    /// Median per-round `ours / raw` (time); for throughput rows, `raw / ours`.
+    ratio: f64,
+    /// Budget on the ratio: at most (time) or at least (throughput).
+    budget: f64,
+    throughput: bool,
+}
+
+fn table(rows: &[Row]) {
+    println!(
+        "{:<52} {:>9} {:>11} {:>7} {:>8}  verdict",
+        "case", "raw ns", "lockscope", "ratio", "budget"
+    );
+    for r in rows {
+        let (ratio, ok, budget) = if r.throughput {
+            (r.ratio, r.ratio >= r.budget, format!(">={:.1}x", r.budget))
+        } else {
+            (r.ratio, r.ratio <= r.budget, format!("<={:.1}x", r.budget))
+        };
+        println!(
+            "{:<52} {:>9.2} {:>11.2} {:>6.2}x {:>8}  {}",
+            r.case,
+            r.raw,
+            r.ours,
+            ratio,
+            budget,
+            if ok { "within" } else { "OVER" }
+        );
+    }
+}
+
+fn plain_table() {
+    const ROUNDS: usize = 41;
+    const N: u64 = 200_000;
+
+    let raw = parking_lot::Mutex::new(0u64);
+    let std_m = std::sync::Mutex::new(0u64);
+    let ours = lockscope::parking_lot::Mutex::named("bench_mutex", 0u64);
+    let single = interleaved!(
+        ROUNDS,
+        N,
+        [
+            || *black_box(&raw).lock() += 1,
+            || *black_box(&ours).lock() += 1,
+            || *black_box(&std_m).lock().unwrap() += 1,
+        ]
+    );
+
+    let (ra, rb) = (parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64));
+    let (oa, ob) = (
+        lockscope::parking_lot::Mutex::named("bench_nested_a", 0u64),
+        lockscope::parking_lot::Mutex::named("bench_nested_b", 0u64),
+    );
+    let nested = interleaved!(
+        ROUNDS,
+        N / 2,
+        [
+            || {
+                let mut a = black_box(&ra).lock();
+                *black_box(&rb).lock() += 1;
+                *a += 1;
+            },
+            || {
+                let mut a = black_box(&oa).lock();
+                *black_box(&ob).lock() += 1;
+                *a += 1;
+            },
+        ]
+    );
+
+    let rr = parking_lot::RwLock::new(0u64);
+    let or = lockscope::parking_lot::RwLock::named("bench_rwlock", 0u64);
+    let read = interleaved!(
+        ROUNDS,
+        N,
+        [
+            || {
+                black_box(*black_box(&rr).read());
+            },
+            || {
+                black_box(*black_box(&or).read());
+            },
+        ]
+    );
+
+    let mut pairs = vec![Vec::new(), Vec::new()];
+    for _ in 0..15 {
+        pairs[0].push(contended(
+            Arc::new(parking_lot::Mutex::new(0u64)),
+            100_000,
+            |m| *m.lock() += 1,
+        ));
+        pairs[1].push(contended(
+            Arc::new(lockscope::parking_lot::Mutex::named(
+                "bench_contended",
+                0u64,
+            )),
+            100_000,
+            |m| *m.lock() += 1,
+        ));
+    }
+    let contention = Samples(pairs);
+
+    // Last: the runtime switch off (global), then back on.
+    lockscope::detector::set_enabled(false);
+    let off = interleaved!(
+        ROUNDS,
+        N,
+        [
+            || *black_box(&raw).lock() += 1,
+            || *black_box(&ours).lock() += 1,
+        ]
+    );
+    lockscope::detector::set_enabled(true);
+
+    println!(
+        "\nlockscope::parking_lot vs parking_lot 0.12: medians of {ROUNDS} rounds, each case back \
+         to back in every round; ratio = median of the per-round ratios.\n\
+         std::sync::Mutex lock+unlock: {:.2} ns; lockscope / std = {:.2}x\n",
+        single.ns(2),
+        single.ratio(1, 2)
+    );
+    let row = |case, s: &Samples, budget| Row {
+        case,
+        raw: s.ns(0),
+        ours: s.ns(1),
+        ratio: s.ratio(1, 0),
+        budget,
+        throughput: false,
+    };
+    table(&[
+        row("Mutex lock+unlock, uncontended", &single, 2.5),
+        row(
+            "two nested Mutex locks (known lock-order edge)",
+            &nested,
+            2.5,
+        ),
+        row("RwLock read+unlock, uncontended", &read, 2.5),
+        Row {
+            case: "2 threads on one Mutex (ns/acquire; throughput)",
+            raw: contention.ns(0),
+            ours: contention.ns(1),
+            ratio: contention.ratio(0, 1),
+            budget: 0.8,
+            throughput: true,
+        },
+        row(
+            "Mutex lock+unlock, detector off (runtime switch)",
+            &off,
+            1.1,
+        ),
+    ]);
+    println!();
+}
+
+fn criterion_report() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+
+    let raw = parking_lot::Mutex::new(0u64);
+    let std_m = std::sync::Mutex::new(0u64);
+    let ours = lockscope::parking_lot::Mutex::named("bench_mutex", 0u64);
+    let mut g = c.benchmark_group("mutex_uncontended");
+    g.bench_function("parking_lot", |b| b.iter(|| *black_box(&raw).lock() += 1));
+    g.bench_function("std", |b| {
+        b.iter(|| *black_box(&std_m).lock().unwrap() += 1)
+    });
+    g.bench_function("lockscope", |b| b.iter(|| *black_box(&ours).lock() += 1));
+    g.finish();
+
+    let (ra, rb) = (parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64));
+    let (oa, ob) = (
+        lockscope::parking_lot::Mutex::named("bench_nested_a", 0u64),
+        lockscope::parking_lot::Mutex::named("bench_nested_b", 0u64),
+    );
+    let mut g = c.benchmark_group("two_nested");
+    g.bench_function("parking_lot", |b| {
+        b.iter(|| {
+            let _a = black_box(&ra).lock();
+            *black_box(&rb).lock() += 1;
+        })
+    });
+    g.bench_function("lockscope", |b| {
+        b.iter(|| {
+            let _a = black_box(&oa).lock();
+            *black_box(&ob).lock() += 1;
+        })
+    });
+    g.finish();
+
+    let rr = parking_lot::RwLock::new(0u64);
+    let or = lockscope::parking_lot::RwLock::named("bench_rwlock", 0u64);
+    let mut g = c.benchmark_group("rwlock_read_uncontended");
+    g.bench_function("parking_lot", |b| {
+        b.iter(|| black_box(*black_box(&rr).read()))
+    });
+    g.bench_function("lockscope", |b| {
+        b.iter(|| black_box(*black_box(&or).read()))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("two_threads_contended");
+    g.bench_function("parking_lot", |b| {
+        b.iter_custom(|iters| {
+            let ns = contended(Arc::new(parking_lot::Mutex::new(0u64)), iters, |m| {
+                *m.lock() += 1
+            });
+            Duration::from_nanos((ns * 2.0 * iters as f64) as u64)
+        })
+    });
+    g.bench_function("lockscope", |b| {
+        b.iter_custom(|iters| {
+            let m = Arc::new(lockscope::parking_lot::Mutex::named(
+                "bench_contended",
+                0u64,
+            ));
+            let ns = contended(m, iters, |m| *m.lock() += 1);
+            Duration::from_nanos((ns * 2.0 * iters as f64) as u64)
+        })
+    });
+    g.finish();
+
+    c.final_summary();
+}
+
+/// `-- --profile <case>`: only a loop of one case, for a profiler
+/// (`valgrind --tool=callgrind <bench binary> --profile mutex`).
+fn profile(case: &str) {
+    const N: u64 = 1_000_000;
+    let ours = lockscope::parking_lot::Mutex::named("bench_profile", 0u64);
+    let other = lockscope::parking_lot::Mutex::named("bench_profile_b", 0u64);
+    let raw = parking_lot::Mutex::new(0u64);
+    let raw_b = parking_lot::Mutex::new(0u64);
+    let ns = match case {
+        "raw" => batch(N, || *black_box(&raw).lock() += 1),
+        "mutex" => batch(N, || *black_box(&ours).lock() += 1),
+        "off" => {
+            lockscope::detector::set_enabled(false);
+            batch(N, || *black_box(&ours).lock() += 1)
+        }
+        "raw_nested" => batch(N, || {
+            let _a = black_box(&raw).lock();
+            *black_box(&raw_b).lock() += 1;
+        }),
+        "nested" => batch(N, || {
+            let _a = black_box(&ours).lock();
+            *black_box(&other).lock() += 1;
+        }),
+        "contended" => contended(
+            Arc::new(lockscope::parking_lot::Mutex::named(
+                "bench_profile_c",
+                0u64,
+            )),
+            N,
+            |m| *m.lock() += 1,
+        ),
+        "raw_contended" => contended(Arc::new(parking_lot::Mutex::new(0u64)), N, |m| {
+            *m.lock() += 1
+        }),
+        _ => panic!("cases: raw, mutex, off, raw_nested, nested, raw_contended, contended"),
+    };
+    println!("{case}: {ns:.2} ns/op over {N} iterations");
+    for m in lockscope::detector::metrics().series {
+        if m.lock.starts_with("bench_profile") && m.acquisitions > 0 {
+            println!(
+                "  {}: {} acquisitions, {} waited ({:.1}%)",
+                m.lock,
+                m.acquisitions,
+                m.contended,
+                100.0 * m.contended as f64 / m.acquisitions as f64
+            );
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        return profile(args.get(i + 1).map_or("mutex", String::as_str));
+    }
+    plain_table();
+    if !std::env::args().any(|a| a == "--table") {
+        criterion_report();
+    }
+}
