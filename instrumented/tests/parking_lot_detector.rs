@@ -276,8 +276,11 @@ fn read_inside_a_read_is_nested_but_read_recursive_is_not() {
         let _e = ok.try_read_recursive_until(Instant::now()).unwrap();
     }
     {
+        // An upgradable read keeps writers from claiming the lock: reads inside it never wait.
         let _u = ok.upgradable_read();
         let _b = ok.read_recursive();
+        let _c = ok.read();
+        let _d = ok.try_read_for(Duration::from_millis(1)).unwrap();
     }
     assert_silent(&["pl_recursive_ok"]);
 

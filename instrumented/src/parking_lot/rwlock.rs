@@ -10,7 +10,7 @@ use lockscope_detector::prim::Prim;
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
-use super::{MAX_READERS, RawRwLock, acq, blocking, holds_shared_here, tried};
+use super::{MAX_READERS, RawRwLock, acq, blocking, holds_here, tried};
 use crate::probe;
 
 /// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
@@ -171,7 +171,8 @@ impl<T: ?Sized> RwLock<T> {
     /// Wrapper for [`parking_lot::RwLock::read`]. A `read` by a thread that already holds a
     /// read of this lock is reported as `nested-acquire`: with parking_lot's task-fair policy
     /// it deadlocks as soon as a writer queues in between (use
-    /// [`read_recursive`](RwLock::read_recursive) there).
+    /// [`read_recursive`](RwLock::read_recursive) there). Inside an upgradable read of the
+    /// same thread it cannot wait, and is not reported.
     ///
     /// ```
     /// let r = lockscope::parking_lot::RwLock::new(1);
@@ -184,7 +185,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         let (inner, token) = blocking(
             self.prim(),
-            shared(site),
+            self.read_acq(site, Mode::Shared),
             || self.inner.try_read(),
             || self.inner.read(),
         );
@@ -223,7 +224,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         let (inner, token) = probe::blocking_timed(
             self.prim(),
-            shared(site),
+            self.read_acq(site, Mode::Shared),
             || self.inner.try_read(),
             || self.inner.try_read_for(timeout),
         )?;
@@ -243,7 +244,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         let (inner, token) = probe::blocking_timed(
             self.prim(),
-            shared(site),
+            self.read_acq(site, Mode::Shared),
             || self.inner.try_read(),
             || self.inner.try_read_until(timeout),
         )?;
@@ -329,12 +330,20 @@ impl<T: ?Sized> RwLock<T> {
         Some(RwLockWriteGuard::new(self, inner, token))
     }
 
-    /// The acquisition of a `read_recursive` at `site`: a re-entry (it cannot wait, and is no
-    /// nested acquisition) when this thread already holds a read of the lock.
+    /// The acquisition of a read (`mode`: `Shared` or `SharedRecursive`) at `site`. It is a
+    /// re-entry (it cannot wait, so it is neither a nested acquisition nor a lock-order edge)
+    /// when this thread already holds the lock in a way that lets it through: an upgradable
+    /// read lets any read through (parking_lot's writers cannot claim the lock while it is
+    /// held, so no writer can queue in between), and a read lets a recursive read through.
     #[inline]
-    fn recursive(&self, site: &'static Location<'static>) -> Acq {
-        let a = acq(site, Mode::SharedRecursive);
-        if holds_shared_here(self.prim()) {
+    pub(super) fn read_acq(&self, site: &'static Location<'static>, mode: Mode) -> Acq {
+        let a = acq(site, mode);
+        let lets_through = |held: Mode| match held {
+            Mode::Upgradable => true,
+            Mode::Shared | Mode::SharedRecursive => mode == Mode::SharedRecursive,
+            Mode::Exclusive | Mode::Permits => false,
+        };
+        if holds_here(self.prim(), lets_through) {
             a.with_flags(hooks::REENTRY)
         } else {
             a
@@ -357,7 +366,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         let (inner, token) = blocking(
             self.prim(),
-            self.recursive(site),
+            self.read_acq(site, Mode::SharedRecursive),
             || self.inner.try_read_recursive(),
             || self.inner.read_recursive(),
         );
@@ -397,7 +406,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         let (inner, token) = probe::blocking_timed(
             self.prim(),
-            self.recursive(site),
+            self.read_acq(site, Mode::SharedRecursive),
             || self.inner.try_read_recursive(),
             || self.inner.try_read_recursive_for(timeout),
         )?;
@@ -417,7 +426,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         let (inner, token) = probe::blocking_timed(
             self.prim(),
-            self.recursive(site),
+            self.read_acq(site, Mode::SharedRecursive),
             || self.inner.try_read_recursive(),
             || self.inner.try_read_recursive_until(timeout),
         )?;

@@ -5,7 +5,7 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::panic::Location;
 
-use lockscope_detector::hooks;
+use lockscope_detector::hooks::{self, Mode};
 use lockscope_detector::prim::Prim;
 
 use super::rwlock::{RwLock, shared};
@@ -258,7 +258,7 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
 fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Token {
     let (inner, token) = blocking(
         lock.prim(),
-        shared(site),
+        lock.read_acq(site, Mode::Shared),
         || lock.inner.try_read(),
         || lock.inner.read(),
     );
