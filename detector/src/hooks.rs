@@ -294,7 +294,7 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
     let waited = clock::precise_now().saturating_sub(w.since_ns);
     let exclusive = acq.mode.is_exclusive();
     // An exclusive holder is alone, so it may update these without an atomic RMW.
-    prim.stats.wait.observe(waited, exclusive);
+    prim.stats.observe_wait(waited, exclusive);
     if exclusive {
         prim.stats.contended.store(
             prim.stats.contended.load(Ordering::Relaxed) + 1,

@@ -534,3 +534,33 @@ impl std::fmt::Debug for PrimCell {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_per_primitive_stays_within_budget() {
+        // The performance budget: <= 512 bytes per live primitive beyond the raw one
+        // (registry + statistics). Prim lives in an Arc (16 bytes of counts), the registry
+        // map holds (u64, Arc) plus a control byte, the wrapper a PrimCell.
+        let total = std::mem::size_of::<Prim>()
+            + 16
+            + std::mem::size_of::<(u64, Arc<Prim>)>()
+            + 1
+            + std::mem::size_of::<PrimCell>();
+        println!("Prim {} bytes, total {total}", std::mem::size_of::<Prim>());
+        assert!(total <= 512, "{total} bytes per primitive");
+    }
+
+    #[test]
+    fn names_are_validated_and_cleaned() {
+        assert!(validate_name("pool").is_ok());
+        assert!(validate_name("").is_err());
+        assert!(validate_name("a\nb").is_err());
+        assert!(validate_name(&"x".repeat(201)).is_err());
+        assert_eq!(clean_name("a\nb"), "a?b");
+        assert_eq!(clean_name(""), "unnamed");
+        assert_eq!(clean_name(&"é".repeat(150)).len(), 200);
+    }
+}

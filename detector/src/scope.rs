@@ -33,6 +33,9 @@ struct DeadlockSignal {
     report: Option<String>,
     at: Option<Instant>,
     acknowledged: bool,
+    /// Someone awaits [`TestScope::deadlock`] (the test attribute does): only then may an
+    /// unanswered deadlock end the process.
+    listening: bool,
     waker: Option<Waker>,
 }
 
@@ -165,6 +168,7 @@ impl Future for DeadlockFuture {
                 Poll::Ready(r)
             }
             None => {
+                d.listening = true;
                 d.waker = Some(cx.waker().clone());
                 Poll::Pending
             }
@@ -255,6 +259,7 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
     for s in armed {
         let d = s.deadlock.lock();
         if let (Some(r), Some(at)) = (&d.report, d.at)
+            && d.listening
             && !d.acknowledged
             && at.elapsed() >= grace
         {

@@ -7,6 +7,7 @@
 //! `acquisitions` is not a counter of its own: it is every completed hold plus the holds alive
 //! now, which the exporter adds up at scrape time.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Upper bounds (seconds) of the wait and hold histogram buckets; `+Inf` is implied.
@@ -101,17 +102,25 @@ impl HistogramSnapshot {
 }
 
 /// The statistics kept on every primitive.
+///
+/// The wait histogram is allocated the first time the primitive is contended: most
+/// primitives never are, and it saves 120 bytes each.
 #[derive(Default)]
 pub struct Stats {
     pub(crate) contended: AtomicU64,
     pub(crate) try_failures: AtomicU64,
     pub(crate) timeouts: AtomicU64,
     pub(crate) cancelled: AtomicU64,
-    pub(crate) wait: Histogram,
+    wait: OnceLock<Box<Histogram>>,
     pub(crate) hold: Histogram,
 }
 
 impl Stats {
+    /// Records a wait (the slow path: allocates the wait histogram on first use).
+    pub(crate) fn observe_wait(&self, ns: u64, exclusive: bool) {
+        self.wait.get_or_init(Box::default).observe(ns, exclusive);
+    }
+
     /// A copy of every counter.
     pub fn read(&self) -> StatsSnapshot {
         StatsSnapshot {
@@ -119,7 +128,7 @@ impl Stats {
             try_failures: self.try_failures.load(Relaxed),
             timeouts: self.timeouts.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
-            wait: self.wait.read(),
+            wait: self.wait.get().map(|h| h.read()).unwrap_or_default(),
             hold: self.hold.read(),
         }
     }

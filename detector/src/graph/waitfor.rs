@@ -260,10 +260,14 @@ fn grantable(
             // grantee finishes and returns its permits, and the caller runs us again.
             let held: u64 = live.iter().flatten().map(|h| u64::from(h.1)).sum();
             let avail = p.capacity.saturating_sub(held);
-            if let Some(wi) = pending.iter().flatten().next()
-                && u64::from(p.waiters[*wi].permits) <= avail
-            {
-                out.push(*wi);
+            // A head asking for more permits than exist can only be granted by a future
+            // `add_permits` the model cannot foresee: count it as grantable (no deadlock claim;
+            // the stuck-queue rule reports it if it never happens).
+            if let Some(wi) = pending.iter().flatten().next() {
+                let want = u64::from(p.waiters[*wi].permits);
+                if want <= avail || want > p.capacity {
+                    out.push(*wi);
+                }
             }
         }
         Policy::Exclusive => {
@@ -379,6 +383,13 @@ mod tests {
             vec![wait(1, 1, Mode::Exclusive)],
         );
         assert!(reduce(&[s, m]).blocked.is_empty());
+    }
+
+    #[test]
+    fn request_beyond_capacity_is_not_claimed_a_deadlock() {
+        // Only add_permits could ever grant it: the model does not claim a deadlock.
+        let s = fifo(1, 1, vec![], vec![wait(1, 2, Mode::Permits), wait(2, 1, Mode::Permits)]);
+        assert!(reduce(&[s]).blocked.is_empty());
     }
 
     #[test]

@@ -45,11 +45,12 @@ pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
         .map(|(a, _, _)| name(*a))
         .chain(std::iter::once(name(edges[edges.len() - 1].0)))
         .collect();
+    // edges[0] is the new edge, edges[1..] the older path it closes: tell them oldest first.
     let summary = if edges.len() == 2 {
         format!(
             "{} and {} are taken in opposite orders ({} then {} at {}, {} then {} at {}): a possible deadlock",
-            name(edges[0].0),
-            name(edges[0].1),
+            name(edges[1].0),
+            name(edges[1].1),
             name(edges[1].0),
             name(edges[1].1),
             site_string(edges[1].2.to_site),
@@ -105,9 +106,13 @@ fn scenario(edges: &[(u64, u64, EdgeInfo)], name: &dyn Fn(u64) -> String) -> Vec
     if edges.len() == 2 {
         let (a, b, e1) = &edges[1];
         let (_, _, e2) = &edges[0];
-        let c1 = format!("{} ({})", e1.actor.describe(), site_string(e1.to_site));
-        let c2 = format!("{} ({})", e2.actor.describe(), site_string(e2.to_site));
-        let w = c1.len().max(28);
+        let (c1, c2) = if e1.actor == e2.actor {
+            // One actor did both orders, one after the other: two copies of it could deadlock.
+            ("one run".to_string(), "a concurrent run".to_string())
+        } else {
+            (e1.actor.describe(), e2.actor.describe())
+        };
+        let w = c1.len().max(24);
         let mut t = String::new();
         let _ = writeln!(t, "possible unsafe locking scenario:");
         let _ = writeln!(t, "      {c1:<w$}  {c2}");

@@ -111,7 +111,14 @@ impl Rule for StuckQueue {
                 });
                 f.add_scope(w.scope);
             }
-            if p.holds.is_empty() && p.forgotten > 0 {
+            if let Some(w) = p.waiters.iter().find(|w| u64::from(w.permits) > p.capacity) {
+                f.details.push(format!(
+                    "{} asks for {} permits but only {} exist: only add_permits can ever grant it, and everyone queued behind it waits too",
+                    w.actor.describe(),
+                    w.permits,
+                    p.capacity
+                ));
+            } else if p.holds.is_empty() && p.forgotten > 0 {
                 f.details.push(format!(
                     "no live holder: {} permit{} were forgotten and never added back",
                     p.forgotten,
