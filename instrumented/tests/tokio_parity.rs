@@ -656,7 +656,7 @@ parity! {
         log.push(format!("{sem:?}"));
         drop((p, op));
         log.push(format!("try_acquire_many_owned(2): {:?}", sem.clone().try_acquire_many_owned(2).map(|p| p.num_permits())));
-        log.push(format!("equal errors: {}", s::TryAcquireError::NoPermits == s::TryAcquireError::NoPermits));
+        log.push(format!("errors compare: {}", sem.try_acquire_many(3).unwrap_err() == s::TryAcquireError::NoPermits));
         log
     }
 }

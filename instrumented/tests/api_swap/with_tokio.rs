@@ -1,0 +1,14 @@
+//! `app.rs` compiled against `tokio::sync`.
+
+/// The one line that picks the implementation.
+pub mod sync_impl {
+    pub use tokio::sync::{
+        AcquireError, MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard,
+        OwnedRwLockMappedWriteGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard,
+        OwnedSemaphorePermit, RwLock, RwLockMappedWriteGuard, RwLockReadGuard, RwLockWriteGuard,
+        Semaphore, SemaphorePermit, TryAcquireError, TryLockError,
+    };
+}
+
+#[path = "app.rs"]
+pub mod app;
