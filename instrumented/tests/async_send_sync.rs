@@ -1,0 +1,316 @@
+//! The Send/Sync/Unpin matrix of tokio's `tests/async_send_sync.rs`, for every public type of
+//! `tokio::sync`'s Mutex, RwLock and Semaphore family and for the futures of every async
+//! method, checked with the same expectations against `tokio::sync` (module `raw`) and
+//! `lockscope::tokio` (module `wrapped`): swapping the import must not change what may cross
+//! threads or be pinned.
+//!
+//! Everything here is checked at compile time. Positive checks call `require_send(&v)`;
+//! negative ones use tokio's trick: `AmbiguousIfSend::some_item(&v)` has two candidate impls
+//! when `v` is `Send` (so it fails to compile), and one when it is not.
+//!
+//! `T` comes in three flavours, as in tokio's file: `YY` (Send + Sync), `YN` (Send, not Sync)
+//! and `NN` (neither). The same file also pins `UnwindSafe`/`RefUnwindSafe` (the bounds of
+//! `catch_unwind`): code that needed `AssertUnwindSafe` around a tokio lock still needs it,
+//! and code that did not, still does not.
+#![allow(clippy::type_complexity, clippy::diverging_sub_expression)]
+#![allow(dead_code, unused_variables, unreachable_code)]
+
+use std::cell::Cell;
+use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::rc::Rc;
+
+/// Send: yes, Sync: yes.
+#[derive(Clone)]
+struct YY {}
+
+/// Send: yes, Sync: no.
+#[derive(Clone)]
+struct YN {
+    _value: Cell<u8>,
+}
+
+/// Send: no, Sync: no.
+#[derive(Clone)]
+struct NN {
+    _value: Rc<u8>,
+}
+
+fn require_send<T: Send>(_t: &T) {}
+fn require_sync<T: Sync>(_t: &T) {}
+fn require_unpin<T: Unpin>(_t: &T) {}
+fn require_unwind_safe<T: UnwindSafe>(_t: &T) {}
+fn require_ref_unwind_safe<T: RefUnwindSafe>(_t: &T) {}
+
+struct Invalid;
+
+trait AmbiguousIfSend<A> {
+    fn some_item(&self) {}
+}
+impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+impl<T: ?Sized + Send> AmbiguousIfSend<Invalid> for T {}
+
+trait AmbiguousIfSync<A> {
+    fn some_item(&self) {}
+}
+impl<T: ?Sized> AmbiguousIfSync<()> for T {}
+impl<T: ?Sized + Sync> AmbiguousIfSync<Invalid> for T {}
+
+trait AmbiguousIfUnpin<A> {
+    fn some_item(&self) {}
+}
+impl<T: ?Sized> AmbiguousIfUnpin<()> for T {}
+impl<T: ?Sized + Unpin> AmbiguousIfUnpin<Invalid> for T {}
+
+trait AmbiguousIfUnwindSafe<A> {
+    fn some_item(&self) {}
+}
+impl<T: ?Sized> AmbiguousIfUnwindSafe<()> for T {}
+impl<T: ?Sized + UnwindSafe> AmbiguousIfUnwindSafe<Invalid> for T {}
+
+trait AmbiguousIfRefUnwindSafe<A> {
+    fn some_item(&self) {}
+}
+impl<T: ?Sized> AmbiguousIfRefUnwindSafe<()> for T {}
+impl<T: ?Sized + RefUnwindSafe> AmbiguousIfRefUnwindSafe<Invalid> for T {}
+
+macro_rules! into_todo {
+    ($typ:ty) => {{
+        let x: $typ = todo!();
+        x
+    }};
+}
+
+macro_rules! async_assert_fn_send {
+    (Send & $(!)?Sync & $(!)?Unpin, $value:expr) => {
+        require_send(&$value);
+    };
+    (!Send & $(!)?Sync & $(!)?Unpin, $value:expr) => {
+        AmbiguousIfSend::some_item(&$value);
+    };
+}
+macro_rules! async_assert_fn_sync {
+    ($(!)?Send & Sync & $(!)?Unpin, $value:expr) => {
+        require_sync(&$value);
+    };
+    ($(!)?Send & !Sync & $(!)?Unpin, $value:expr) => {
+        AmbiguousIfSync::some_item(&$value);
+    };
+}
+macro_rules! async_assert_fn_unpin {
+    ($(!)?Send & $(!)?Sync & Unpin, $value:expr) => {
+        require_unpin(&$value);
+    };
+    ($(!)?Send & $(!)?Sync & !Unpin, $value:expr) => {
+        AmbiguousIfUnpin::some_item(&$value);
+    };
+}
+
+/// The future returned by a call (arguments made up with `todo!()`) has these traits.
+macro_rules! async_assert_fn {
+    ($($f:ident $(< $($generic:ty),* > )? )::+($($arg:ty),*): $($tok:tt)*) => {
+        const _: fn() = || {
+            let f = $($f $(::<$($generic),*>)? )::+( $( into_todo!($arg) ),* );
+            async_assert_fn_send!($($tok)*, f);
+            async_assert_fn_sync!($($tok)*, f);
+            async_assert_fn_unpin!($($tok)*, f);
+        };
+    };
+}
+
+/// A value of this type has these traits.
+macro_rules! assert_value {
+    ($type:ty: $($tok:tt)*) => {
+        const _: fn() = || {
+            let f: $type = todo!();
+            async_assert_fn_send!($($tok)*, f);
+            async_assert_fn_sync!($($tok)*, f);
+            async_assert_fn_unpin!($($tok)*, f);
+        };
+    };
+}
+
+macro_rules! unwind_check {
+    (UnwindSafe, $v:expr) => {
+        require_unwind_safe(&$v);
+    };
+    (!UnwindSafe, $v:expr) => {
+        AmbiguousIfUnwindSafe::some_item(&$v);
+    };
+    (RefUnwindSafe, $v:expr) => {
+        require_ref_unwind_safe(&$v);
+    };
+    (!RefUnwindSafe, $v:expr) => {
+        AmbiguousIfRefUnwindSafe::some_item(&$v);
+    };
+}
+
+/// A value of this type is (or is not) `UnwindSafe` and `RefUnwindSafe`.
+macro_rules! assert_unwind {
+    ($type:ty: $($a:ident)? $(!$na:ident)? & $($b:ident)? $(!$nb:ident)?) => {
+        const _: fn() = || {
+            let f: $type = todo!();
+            unwind_check!($($a)? $(!$na)?, f);
+            unwind_check!($($b)? $(!$nb)?, f);
+        };
+    };
+}
+
+/// The whole matrix, for the module `$s` (`tokio::sync` or `lockscope::tokio`).
+macro_rules! matrix {
+    ($s:ident) => {
+        // ----- Mutex and its guards -----
+        assert_value!($s::Mutex<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::Mutex<YN>: Send & Sync & Unpin);
+        assert_value!($s::Mutex<YY>: Send & Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, YN>: Send & !Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedMutexGuard<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedMutexGuard<YN>: Send & !Sync & Unpin);
+        assert_value!($s::OwnedMutexGuard<YY>: Send & Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, YN>: Send & !Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<NN, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<NN, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<NN, YY>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<YN, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<YN, YN>: Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<YN, YY>: Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<YY, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<YY, YN>: Send & !Sync & Unpin);
+        assert_value!($s::OwnedMappedMutexGuard<YY, YY>: Send & Sync & Unpin);
+
+        // ----- RwLock and its guards -----
+        assert_value!($s::RwLock<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLock<YN>: Send & !Sync & Unpin);
+        assert_value!($s::RwLock<YY>: Send & Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<YY, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<YY, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<YN, YY>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockReadGuard<NN, YY>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedRwLockWriteGuard<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockWriteGuard<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockWriteGuard<YY>: Send & Sync & Unpin);
+        assert_value!($s::RwLockMappedWriteGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockMappedWriteGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockMappedWriteGuard<'_, YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<YY>: Send & Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<YY, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<YY, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<YN, YY>: !Send & !Sync & Unpin);
+        assert_value!($s::OwnedRwLockMappedWriteGuard<NN, YY>: !Send & !Sync & Unpin);
+
+        // ----- Semaphore, permits, errors -----
+        assert_value!($s::Semaphore: Send & Sync & Unpin);
+        assert_value!($s::SemaphorePermit<'_>: Send & Sync & Unpin);
+        assert_value!($s::OwnedSemaphorePermit: Send & Sync & Unpin);
+        assert_value!($s::TryLockError: Send & Sync & Unpin);
+        assert_value!($s::AcquireError: Send & Sync & Unpin);
+        assert_value!($s::TryAcquireError: Send & Sync & Unpin);
+
+        // ----- Futures of the async methods -----
+        async_assert_fn!($s::Mutex<NN>::lock(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::Mutex<NN>::lock_owned(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::Mutex<YN>::lock(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::Mutex<YN>::lock_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::Mutex<YY>::lock(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::Mutex<YY>::lock_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::RwLock<NN>::read(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<NN>::write(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<NN>::read_owned(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<NN>::write_owned(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YN>::read(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YN>::write(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YN>::read_owned(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YN>::write_owned(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YY>::read(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YY>::write(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YY>::read_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::RwLock<YY>::write_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::Semaphore::acquire(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::Semaphore::acquire_many(_, u32): Send & Sync & !Unpin);
+        async_assert_fn!($s::Semaphore::acquire_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::Semaphore::acquire_many_owned(_, u32): Send & Sync & !Unpin);
+
+        // ----- Unwind safety (tokio's primitives hold wait lists in `UnsafeCell`s) -----
+        assert_unwind!($s::Mutex<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::RwLock<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::Semaphore: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::MutexGuard<'_, YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::OwnedMutexGuard<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::MappedMutexGuard<'_, YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::OwnedMappedMutexGuard<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::RwLockReadGuard<'_, YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::OwnedRwLockReadGuard<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::RwLockWriteGuard<'_, YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::OwnedRwLockWriteGuard<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::RwLockMappedWriteGuard<'_, YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::OwnedRwLockMappedWriteGuard<YY>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::SemaphorePermit<'_>: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::OwnedSemaphorePermit: !UnwindSafe & !RefUnwindSafe);
+        assert_unwind!($s::TryLockError: UnwindSafe & RefUnwindSafe);
+        assert_unwind!($s::AcquireError: UnwindSafe & RefUnwindSafe);
+        assert_unwind!($s::TryAcquireError: UnwindSafe & RefUnwindSafe);
+    };
+}
+
+/// The matrix against tokio itself: proves the expectations are tokio's.
+mod raw {
+    use super::*;
+    use tokio::sync as s;
+    matrix!(s);
+}
+
+/// The same matrix against the drop-in replacements.
+mod wrapped {
+    use super::*;
+    use lockscope::tokio as s;
+    matrix!(s);
+}
+
+/// lockscope's own additions follow the same rules as the forms they extend.
+mod lockscope_additions {
+    use super::*;
+    use lockscope::tokio as s;
+    use std::time::Duration;
+
+    async_assert_fn!(s::Mutex<NN>::lock_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::Mutex<YN>::lock_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::Mutex<YY>::lock_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::Mutex<NN>::lock_owned_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::Mutex<YN>::lock_owned_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::Mutex<YY>::lock_owned_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::RwLock<NN>::read_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YN>::read_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YY>::read_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::RwLock<NN>::write_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YN>::write_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YY>::write_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YN>::read_owned_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YY>::read_owned_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YN>::write_owned_timeout(_, Duration): !Send & !Sync & !Unpin);
+    async_assert_fn!(s::RwLock<YY>::write_owned_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::Semaphore::acquire_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::Semaphore::acquire_many_timeout(_, u32, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(s::Semaphore::acquire_owned_timeout(_, Duration): Send & Sync & !Unpin);
+    async_assert_fn!(
+        s::Semaphore::acquire_many_owned_timeout(_, u32, Duration): Send & Sync & !Unpin
+    );
+    assert_value!(s::TimeoutError: Send & Sync & Unpin);
+}
+
+/// The checks above are compile-time; this test only makes the file show up in the test run.
+#[test]
+fn the_matrix_compiles() {}
