@@ -71,7 +71,16 @@ impl Mode {
         matches!(self, Mode::Exclusive)
     }
 
-    /// A word for reports: `lock`, `read`, `write`, ...
+    /// A word for reports on a primitive of kind `kind` (a kind string): an exclusive hold is a
+    /// `write` on an rwlock and a `lock` elsewhere.
+    pub fn verb_in(self, kind: &str) -> &'static str {
+        match self {
+            Mode::Exclusive if kind.ends_with("rwlock") => "write",
+            m => m.verb(),
+        }
+    }
+
+    /// A word for reports: `lock`, `read`, `acquire`, ...
     pub fn verb(self) -> &'static str {
         match self {
             Mode::Exclusive => "lock",
@@ -514,6 +523,51 @@ pub(crate) fn for_each_mine_in(l: &Local, actor: u64, f: &mut dyn FnMut(HoldView
             }
         }
     }
+}
+
+/// The primitive ids and flags of `actor`'s inline holds on the current thread, cheaply (no
+/// full views); `overflow` says whether overflow entries exist too (then use
+/// [`for_each_mine`]). Returns how many were written into `out`.
+#[inline]
+pub(crate) fn mine_inline(
+    l: &Local,
+    actor: u64,
+    out: &mut [(u64, u8, *const Entry); 8],
+) -> (usize, bool) {
+    let h = l.held.get();
+    if h.is_null() {
+        return (0, false);
+    }
+    // SAFETY: as in `push_in`.
+    let th = unsafe { &*h };
+    let mut n = 0;
+    let mut mask = l.mask.get();
+    while mask != 0 && n < out.len() {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let e = &th.inline[i];
+        if e.actor.load(Ordering::Relaxed) == actor {
+            let prim = e.key.load(Ordering::Acquire);
+            if prim != 0 {
+                let flags = (e.meta.load(Ordering::Relaxed) >> 40) as u8;
+                out[n] = (prim, flags, e);
+                n += 1;
+            }
+        }
+    }
+    let more = mask != 0 || th.overflow_len.load(Ordering::Acquire) != 0;
+    (n, more)
+}
+
+/// A full view of an entry from [`mine_inline`] (on the current thread).
+pub(crate) fn view_of(l: &Local, e: *const Entry) -> Option<HoldView> {
+    let h = l.held.get();
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: `e` points into this thread's live table (from `mine_inline`, same thread).
+    let (th, e) = unsafe { (&*h, &*e) };
+    e.view(th.thread)
 }
 
 /// Whether any hold at all is recorded on the current thread: one thread-local read, so the

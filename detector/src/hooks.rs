@@ -117,6 +117,14 @@ impl Hold {
         if self.exclusive() && !mode.is_exclusive() {
             prim.exclusive_holder.store(0, Ordering::Relaxed);
             self.since &= !EXCLUSIVE;
+        } else if !self.exclusive()
+            && mode.is_exclusive()
+            && let Some(view) = self.entry.as_ref().and_then(EntryRef::view)
+        {
+            // An upgrade: the holder now excludes everyone.
+            prim.exclusive_holder
+                .store(holder_word(view.actor, view.flags), Ordering::Relaxed);
+            self.since |= EXCLUSIVE;
         }
     }
 
@@ -220,23 +228,47 @@ fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
 
 #[inline(never)]
 fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
+    let _ = LOCAL.try_with(|l| {
+        let mut mine = [(0u64, 0u8, std::ptr::null::<held::Entry>()); 8];
+        let (n, more) = held::mine_inline(l, actor.as_u64(), &mut mine);
+        if more {
+            return check_held_all(prim, actor, acq, waiting);
+        }
+        let mut nested = None;
+        for &(id, flags, e) in &mine[..n] {
+            if flags & FLAG_MOVABLE != 0 {
+                continue;
+            }
+            if id == prim.id.0 {
+                nested = nested.or_else(|| held::view_of(l, e));
+            } else if !graph::lockorder::known(prim, id)
+                && let Some(h) = held::view_of(l, e)
+            {
+                graph::lockorder::note_edge(&h, prim, actor, acq);
+            }
+        }
+        if let Some(h) = nested {
+            rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting);
+        }
+    });
+}
+
+/// The general case (more holds than fit the quick scan): full views.
+#[cold]
+fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
     let mut nested = None;
-    let mut edges: [Option<held::HoldView>; 8] = [None; 8];
-    let mut n = 0;
+    let mut others = Vec::new();
     held::for_each_mine(actor.as_u64(), |h| {
         if h.movable() {
             return;
         }
         if h.prim == prim.id.0 {
             nested.get_or_insert(h);
-        } else if n < edges.len() {
-            edges[n] = Some(h);
-            n += 1;
         } else {
-            graph::lockorder::note_edge(&h, prim, actor, acq);
+            others.push(h);
         }
     });
-    for h in edges.iter().take(n).flatten() {
+    for h in &others {
         graph::lockorder::note_edge(h, prim, actor, acq);
     }
     if let Some(h) = nested {

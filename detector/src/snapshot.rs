@@ -219,7 +219,7 @@ pub fn locks() -> Vec<LockSnapshot> {
                         site: prim::site_string(h.site),
                         held_ms: state.hold_age(h) / 1_000_000,
                         permits: h.permits,
-                        mode: h.mode.verb(),
+                        mode: h.mode.verb_in(kind.as_str()),
                         owned: h.movable(),
                     })
                     .collect(),
@@ -232,7 +232,7 @@ pub fn locks() -> Vec<LockSnapshot> {
                         site: prim::site_string(w.site),
                         waiting_ms: state.wait_age(w) / 1_000_000,
                         permits: w.permits,
-                        mode: w.mode.verb(),
+                        mode: w.mode.verb_in(kind.as_str()),
                         timed: w.timed,
                     })
                     .collect(),

@@ -46,8 +46,6 @@ pub(crate) struct Token {
     span: Option<SpanPtr>,
 }
 
-
-
 impl Default for Token {
     fn default() -> Token {
         Token::none()
@@ -197,9 +195,15 @@ fn emit(span: &Option<SpanPtr>, what: &'static str, waited_ms: f64) {
     let Some(span) = span else { return };
     let span = span.as_ref();
     match what {
-        "cancelled" => tracing::event!(name: "cancelled", target: "lockscope", parent: span, Level::TRACE, wait_ms = waited_ms, "cancelled"),
-        "timed_out" => tracing::event!(name: "timed_out", target: "lockscope", parent: span, Level::TRACE, wait_ms = waited_ms, "timed_out"),
-        _ => tracing::event!(name: "gave_up", target: "lockscope", parent: span, Level::TRACE, "gave_up"),
+        "cancelled" => {
+            tracing::event!(name: "cancelled", target: "lockscope", parent: span, Level::TRACE, wait_ms = waited_ms, "cancelled")
+        }
+        "timed_out" => {
+            tracing::event!(name: "timed_out", target: "lockscope", parent: span, Level::TRACE, wait_ms = waited_ms, "timed_out")
+        }
+        _ => {
+            tracing::event!(name: "gave_up", target: "lockscope", parent: span, Level::TRACE, "gave_up")
+        }
     }
 }
 
@@ -218,28 +222,42 @@ pub(crate) fn poll_fast(
     let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
     if try_take() {
         coop.made_progress();
-        Poll::Ready(Some(granted(prim, acq)))
+        let token = if hooks::enabled() {
+            granted(prim, acq)
+        } else {
+            Token::none()
+        };
+        Poll::Ready(Some(token))
     } else {
         Poll::Ready(None)
     }
 }
 
-/// An async acquisition: the fast path of [`poll_fast`] with `try_take`, else `slow` (tokio's
-/// acquire future, its permit forgotten) under [`Acquire`].
-#[inline]
-pub(crate) async fn acquire<E, F>(
-    prim: &Prim,
-    acq: Acq,
-    mut try_take: impl FnMut() -> bool,
-    slow: impl FnOnce() -> F,
-) -> Result<Token, E>
-where
-    F: Future<Output = Result<(), E>>,
-{
-    if let Some(token) = std::future::poll_fn(|cx| poll_fast(cx, prim, acq, &mut try_take)).await {
-        return Ok(token);
-    }
-    Acquire::new(prim, acq, slow()).await.map(|((), token)| token)
+/// An async acquisition, written inside the wrapper's own `async` block (a macro rather than
+/// an `async fn`, so that no second state machine wraps the first): the fast path of
+/// [`poll_fast`] with `$take`, else `$queue` (tokio's acquire future, its permit forgotten)
+/// boxed under [`Acquire`]. Evaluates to `Result<Token, E>`.
+///
+/// The slow path is boxed: it allocates once per contended acquisition (which parks the task
+/// anyway), and in exchange the future every `lock().await` builds and moves stays a few
+/// words instead of carrying tokio's acquire future inline.
+macro_rules! acquire {
+    ($prim:expr, $acq:expr, $take:expr, $queue:expr) => {{
+        let (prim, acq) = ($prim, $acq);
+        match ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, prim, acq, || $take)).await {
+            Some(token) => Ok(token),
+            None => $crate::probe::queued(prim, acq, $queue)
+                .await
+                .map(|((), token)| token),
+        }
+    }};
+}
+pub(crate) use acquire;
+
+/// The boxed slow path (a concrete type, so the future's `Send` follows the inner one's).
+#[inline(never)]
+pub(crate) fn queued<'p, F>(prim: &'p Prim, acq: Acq, slow: F) -> Pin<Box<Acquire<'p, F>>> {
+    Box::pin(Acquire::new(prim, acq, slow))
 }
 
 /// Records an acquisition granted without waiting (also: a lock re-taken after a condvar wait).

@@ -13,7 +13,14 @@ use common::{arm, until};
 
 const FILE: &str = "instrumented/tests/findings_tokio.rs";
 
-fn has_site(f: &lockscope::detector::Finding, line: u32) -> bool {
+/// Whether `f` names the call site marked `// site:<mark>` in this file.
+fn has_site(f: &lockscope::detector::Finding, mark: &str) -> bool {
+    let tag = format!("// site:{mark}");
+    let line = include_str!("findings_tokio.rs")
+        .lines()
+        .position(|l| l.trim_end().ends_with(&tag))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("no marker {tag}"));
     let want = format!("{FILE}:{line}:");
     f.sites.iter().any(|s| s.starts_with(&want))
 }
@@ -26,19 +33,22 @@ async fn deadlock_between_two_mutexes_names_both_tasks_locks_and_sites() {
     let ready = Arc::new(tokio::sync::Barrier::new(2));
     let (a1, b1, r1) = (a.clone(), b.clone(), ready.clone());
     let t1 = tokio::spawn(async move {
-        let _a = a1.lock().await; // line 29
+        let _a = a1.lock().await; // site:m29
         r1.wait().await;
-        let _b = b1.lock().await; // line 31
+        let _b = b1.lock().await; // site:m31
     });
     let (a2, b2, r2) = (a.clone(), b.clone(), ready.clone());
     let t2 = tokio::spawn(async move {
-        let _b = b2.lock().await; // line 35
+        let _b = b2.lock().await; // site:m35
         r2.wait().await;
-        let _a = a2.lock().await; // line 37
+        let _a = a2.lock().await; // site:m37
     });
     let f = until(&scope, FindingKind::Deadlock, "dl_abba_a").await;
     let text = f.to_string();
-    assert!(text.starts_with("lockscope: deadlock: 2 tasks can never proceed"), "{text}");
+    assert!(
+        text.starts_with("lockscope: deadlock: 2 tasks can never proceed"),
+        "{text}"
+    );
     assert!(f.involves("dl_abba_b"));
     assert_eq!(f.actors.len(), 2, "{text}");
     for actor in &f.actors {
@@ -47,8 +57,8 @@ async fn deadlock_between_two_mutexes_names_both_tasks_locks_and_sites() {
         assert_eq!(actor.waits.len(), 1, "{text}");
         assert_ne!(actor.holds[0].primitive.name, actor.waits[0].primitive.name);
     }
-    for line in [29, 31, 35, 37] {
-        assert!(has_site(&f, line), "site line {line} missing: {text}");
+    for mark in ["m29", "m31", "m35", "m37"] {
+        assert!(has_site(&f, mark), "site {mark} missing: {text}");
     }
     assert!(f.primitives.iter().all(|p| p.kind == "mutex"));
     assert!(text.contains("fix:"), "{text}");
@@ -71,13 +81,13 @@ async fn semaphore_knot_of_nested_acquires_is_a_deadlock_and_a_nested_acquire() 
         tasks.push(tokio::spawn(async move {
             let _first = sem.acquire().await.unwrap();
             ready.wait().await;
-            let _second = sem.acquire().await.unwrap(); // line 74
+            let _second = sem.acquire().await.unwrap(); // site:m74
         }));
     }
     let f = until(&scope, FindingKind::Deadlock, "knot_pool").await;
     assert_eq!(f.actors.len(), 3, "{f}");
     assert!(f.to_string().contains("a knot, not just a cycle"), "{f}");
-    assert!(has_site(&f, 74), "{f}");
+    assert!(has_site(&f, "m74"), "{f}");
     let n = until(&scope, FindingKind::NestedAcquire, "knot_pool").await;
     assert!(n.to_string().contains("latent deadlock"), "{n}");
     tasks.into_iter().for_each(|t| t.abort());
@@ -104,7 +114,10 @@ async fn semaphore_with_a_free_permit_holder_is_not_a_deadlock() {
     }
     until(&scope, FindingKind::NestedAcquire, "no_knot_pool").await;
     assert!(
-        !scope.findings().iter().any(|f| f.kind == FindingKind::Deadlock),
+        !scope
+            .findings()
+            .iter()
+            .any(|f| f.kind == FindingKind::Deadlock),
         "{:#?}",
         scope.findings()
     );
@@ -118,24 +131,28 @@ async fn read_inside_read_with_a_queued_writer_deadlocks_tokio_rwlock() {
     let (l2, reader_ready) = (lock.clone(), Arc::new(tokio::sync::Notify::new()));
     let rr = reader_ready.clone();
     let reader = tokio::spawn(async move {
-        let _a = l2.read().await; // line 121
+        let _a = l2.read().await; // site:m121
         rr.notify_one();
         // The writer queues now; this second read waits behind it.
         tokio::task::yield_now().await;
         tokio::task::yield_now().await;
-        let _b = l2.read().await; // line 126
+        let _b = l2.read().await; // site:m126
     });
     reader_ready.notified().await;
     let l3 = lock.clone();
     let writer = tokio::spawn(async move {
-        *l3.write().await += 1; // line 131
+        *l3.write().await += 1; // site:m131
     });
     drop(first);
     let f = until(&scope, FindingKind::Deadlock, "rr_lock").await;
     assert_eq!(f.actors.len(), 2, "{f}");
-    assert!(has_site(&f, 126) && has_site(&f, 131), "{f}");
+    assert!(has_site(&f, "m126") && has_site(&f, "m131"), "{f}");
     let n = until(&scope, FindingKind::NestedAcquire, "rr_lock").await;
-    assert!(n.to_string().contains("writer queued between the two reads"), "{n}");
+    assert!(
+        n.to_string()
+            .contains("writer queued between the two reads"),
+        "{n}"
+    );
     reader.abort();
     writer.abort();
 }
@@ -146,14 +163,17 @@ async fn relocking_a_held_mutex_is_a_nested_acquire_reported_before_the_wait() {
     let m = Arc::new(Mutex::named("relock_m", 0));
     let m2 = m.clone();
     let t = tokio::spawn(async move {
-        let _g = m2.lock().await; // line 149
-        let _again = m2.lock().await; // line 150
+        let _g = m2.lock().await; // site:m149
+        let _again = m2.lock().await; // site:m150
     });
     let n = until(&scope, FindingKind::NestedAcquire, "relock_m").await;
     let text = n.to_string();
-    assert!(text.contains("waits for mutex \"relock_m\" it already holds"), "{text}");
+    assert!(
+        text.contains("waits for mutex \"relock_m\" it already holds"),
+        "{text}"
+    );
     assert!(text.contains("certain self-deadlock"), "{text}");
-    assert!(has_site(&n, 149) && has_site(&n, 150), "{text}");
+    assert!(has_site(&n, "m149") && has_site(&n, "m150"), "{text}");
     let d = until(&scope, FindingKind::Deadlock, "relock_m").await;
     assert_eq!(d.actors.len(), 1, "{d}");
     assert!(d.to_string().contains("held by itself"), "{d}");
@@ -182,18 +202,26 @@ async fn opposite_orders_are_an_inversion_even_without_a_deadlock() {
     let b = Mutex::named("inv_b", ());
     {
         let _a = a.lock().await;
-        let _b = b.lock().await; // line 185
+        let _b = b.lock().await; // site:m185
     }
     {
         let _b = b.lock().await;
-        let _a = a.lock().await; // line 189
+        let _a = a.lock().await; // site:m189
     }
     let f = until(&scope, FindingKind::LockOrderInversion, "inv_a").await;
     let text = f.to_string();
-    assert!(text.starts_with("lockscope: lock-order-inversion: \"inv_a\" and \"inv_b\""), "{text}");
-    assert!(has_site(&f, 185) && has_site(&f, 189), "{text}");
+    assert!(
+        text.starts_with("lockscope: lock-order-inversion: \"inv_a\" and \"inv_b\""),
+        "{text}"
+    );
+    assert!(has_site(&f, "m185") && has_site(&f, "m189"), "{text}");
     assert!(text.contains("possible unsafe locking scenario"), "{text}");
-    assert!(!scope.findings().iter().any(|f| f.kind == FindingKind::Deadlock));
+    assert!(
+        !scope
+            .findings()
+            .iter()
+            .any(|f| f.kind == FindingKind::Deadlock)
+    );
 }
 
 #[tokio::test]
@@ -240,7 +268,11 @@ async fn forgotten_permit_not_added_back_leaks_at_the_end() {
         .iter()
         .find(|f| f.kind == FindingKind::LeakedPermit && f.involves("forget_pool"))
         .unwrap_or_else(|| panic!("{findings:#?}"));
-    assert!(f.to_string().contains("1 permit of semaphore \"forget_pool\" was forgotten"), "{f}");
+    assert!(
+        f.to_string()
+            .contains("1 permit of semaphore \"forget_pool\" was forgotten"),
+        "{f}"
+    );
     drop(sem);
 }
 
@@ -267,17 +299,20 @@ async fn owned_permit_kept_in_a_long_lived_struct_leaks_and_sticks_the_queue() {
     let pool = Arc::new(Semaphore::named("owned_leak_pool", 1));
     // The permit moves into a struct that lives on (here: forever).
     let kept = Box::leak(Box::new(Connection {
-        _permit: pool.clone().acquire_owned().await.unwrap(), // line 270
+        _permit: pool.clone().acquire_owned().await.unwrap(), // site:m270
     }));
     let p = pool.clone();
     let waiter = tokio::spawn(async move {
-        let _p = p.acquire().await.unwrap(); // line 274
+        let _p = p.acquire().await.unwrap(); // site:m274
     });
     let stuck = until(&scope, FindingKind::StuckQueue, "owned_leak_pool").await;
     let text = stuck.to_string();
     assert!(text.contains("granted nothing"), "{text}");
     assert!(text.contains("owned guard"), "{text}");
-    assert!(has_site(&stuck, 270) && has_site(&stuck, 274), "{text}");
+    assert!(
+        has_site(&stuck, "m270") && has_site(&stuck, "m274"),
+        "{text}"
+    );
     waiter.abort();
     let findings = scope.finish();
     assert!(
@@ -308,7 +343,12 @@ async fn waiter_queued_while_others_keep_acquiring_is_starvation() {
     for t in tasks {
         t.await.unwrap();
     }
-    assert!(!scope.findings().iter().any(|f| f.kind == FindingKind::Deadlock));
+    assert!(
+        !scope
+            .findings()
+            .iter()
+            .any(|f| f.kind == FindingKind::Deadlock)
+    );
 }
 
 #[tokio::test]
@@ -320,8 +360,17 @@ async fn request_for_more_permits_than_exist_is_a_stuck_queue_not_a_deadlock() {
         let _p = s.acquire_many(2).await.unwrap();
     });
     let f = until(&scope, FindingKind::StuckQueue, "overask_pool").await;
-    assert!(f.to_string().contains("asks for 2 permits but only 1 exist"), "{f}");
-    assert!(!scope.findings().iter().any(|f| f.kind == FindingKind::Deadlock));
+    assert!(
+        f.to_string()
+            .contains("asks for 2 permits but only 1 exist"),
+        "{f}"
+    );
+    assert!(
+        !scope
+            .findings()
+            .iter()
+            .any(|f| f.kind == FindingKind::Deadlock)
+    );
     sem.add_permits(1);
     big.await.unwrap();
 }

@@ -229,7 +229,7 @@ fn upgrade_waiting_for_a_reader_is_a_wait_not_a_finding() {
     wait_for_waiters("pl_upgrade_wait", 1);
     let snapshot = lock_named("pl_upgrade_wait").unwrap();
     assert_eq!(
-        snapshot.waiters[0].mode, "lock",
+        snapshot.waiters[0].mode, "write",
         "an upgrade waits for write access"
     );
     assert_eq!(

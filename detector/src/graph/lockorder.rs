@@ -77,6 +77,21 @@ fn slot(a: u64, b: u64) -> usize {
         & (TLS_CACHE - 1)
 }
 
+/// Whether the edge `held -> prim` is known to the caches (no graph lock).
+#[inline]
+pub(crate) fn known(prim: &Prim, held: u64) -> bool {
+    if prim
+        .order_cache
+        .iter()
+        .any(|c| c.load(Ordering::Relaxed) == held)
+    {
+        return true;
+    }
+    let b = prim.id.0;
+    SEEN.try_with(|s| s[slot(held, b)].get() == (held, b))
+        .unwrap_or(false)
+}
+
 /// Records that `held` is held while `prim` is acquired (the hot part: cache lookups).
 #[inline]
 pub(crate) fn note_edge(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {

@@ -388,7 +388,12 @@ mod tests {
     #[test]
     fn request_beyond_capacity_is_not_claimed_a_deadlock() {
         // Only add_permits could ever grant it: the model does not claim a deadlock.
-        let s = fifo(1, 1, vec![], vec![wait(1, 2, Mode::Permits), wait(2, 1, Mode::Permits)]);
+        let s = fifo(
+            1,
+            1,
+            vec![],
+            vec![wait(1, 2, Mode::Permits), wait(2, 1, Mode::Permits)],
+        );
         assert!(reduce(&[s]).blocked.is_empty());
     }
 

@@ -35,16 +35,29 @@ impl Wake for Flag {
     }
 }
 
-/// Whether this thread is an async worker now (see module docs).
+thread_local! {
+    /// This thread's probe waker, made once (no allocation per contended wait).
+    static PROBE: (Arc<Flag>, Waker) = {
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        (flag.clone(), Waker::from(flag))
+    };
+}
+
+/// Whether this thread is an async worker now (see module docs). A wake deferred by an
+/// earlier probe that lands during this one can only make it answer "no": a miss, never a
+/// false report.
 pub fn on_async_worker() -> bool {
-    let flag = Arc::new(Flag(AtomicBool::new(false)));
-    let waker = Waker::from(flag.clone());
-    let mut cx = Context::from_waker(&waker);
-    let fut = pin!(tokio::task::yield_now());
-    match fut.poll(&mut cx) {
-        Poll::Ready(()) => false,
-        Poll::Pending => !flag.0.load(Ordering::Relaxed),
-    }
+    PROBE
+        .try_with(|(flag, waker)| {
+            flag.0.store(false, Ordering::Relaxed);
+            let mut cx = Context::from_waker(waker);
+            let fut = pin!(tokio::task::yield_now());
+            match fut.poll(&mut cx) {
+                Poll::Ready(()) => false,
+                Poll::Pending => !flag.0.load(Ordering::Relaxed),
+            }
+        })
+        .unwrap_or(false)
 }
 
 /// A blocking lock is about to wait.
@@ -63,7 +76,7 @@ pub(crate) fn check_blocking_wait(prim: &Prim, actor: ActorId, acq: &Acq) {
             site_string(acq.site)
         ),
         format!(
-            "{} waits for blocking {} at {} on an async runtime worker thread: the whole worker stalls until it is granted",
+            "{} waits for {} at {} on an async runtime worker thread: the whole worker stalls until it is granted",
             actor.describe(),
             noun(&r),
             site_string(acq.site)
@@ -88,7 +101,7 @@ fn held_across_await(h: &HoldView, evidence: String) -> Finding {
         FindingKind::BlockingInAsync,
         format!("held|{}|{}|{}", r.name, r.created_at, site_string(h.site)),
         format!(
-            "{} holds blocking {} (acquired at {}) across an .await: {evidence}",
+            "{} holds {} (acquired at {}) across an .await: {evidence}",
             h.actor.describe(),
             noun(&r),
             site_string(h.site),

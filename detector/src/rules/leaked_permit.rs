@@ -61,7 +61,7 @@ fn held_finding(p: &PrimState, h: &HoldView, age_ns: u64, why: &str, end: bool) 
             if h.permits == 1 { "" } else { "s" }
         )
     } else {
-        format!("a {} guard", h.mode.verb())
+        format!("a {} guard", h.mode.verb_in(r.kind))
     };
     let mut f = Finding::new(
         FindingKind::LeakedPermit,

@@ -67,8 +67,8 @@ pub(crate) fn access(
     for_ns: u64,
 ) -> Access {
     Access {
+        mode: mode.verb_in(p.kind),
         primitive: p,
-        mode: mode.verb(),
         permits,
         site: prim::site_string(site),
         for_ms: for_ns / 1_000_000,

@@ -24,12 +24,18 @@ fn build(
     waiting: bool,
 ) -> Finding {
     let p = prim_ref(prim);
-    let certain = match (prim.kind(), held.map(|h| h.mode)) {
-        (PrimKind::Semaphore, _) => false,
-        (_, Some(Mode::Shared | Mode::SharedRecursive | Mode::Upgradable)) => {
-            acq.mode.is_exclusive()
+    // Certain when the two accesses exclude each other outright (or a semaphore has too few
+    // permits for both); latent when they only collide once others hold or queue.
+    let held_mode = held.map(|h| h.mode);
+    let certain = match prim.kind() {
+        PrimKind::Semaphore => {
+            held.map_or(0, |h| u64::from(h.permits)) + u64::from(acq.permits) > prim.capacity()
         }
-        _ => true,
+        _ => {
+            acq.mode.is_exclusive()
+                || held_mode.is_none_or(Mode::is_exclusive)
+                || (held_mode == Some(Mode::Upgradable) && acq.mode == Mode::Upgradable)
+        }
     };
     let what = if certain {
         "a certain self-deadlock: it waits for itself to release it"

@@ -143,7 +143,7 @@ impl<T: ?Sized> Mutex<T> {
         let site = Location::caller();
         async move {
             let prim = self.cell.get();
-            match probe::acquire(prim, acq(site), || self.take(), || self.queue()).await {
+            match probe::acquire!(prim, acq(site), self.take(), self.queue()) {
                 Ok(token) => MutexGuard::new(self, token),
                 Err(_) => unreachable!("a Mutex's semaphore is never closed"),
             }
@@ -277,7 +277,7 @@ impl<T: ?Sized> Mutex<T> {
         async move {
             let prim = self.cell.get();
             let acq = acq(site).with_flags(hooks::MOVABLE);
-            let token = match probe::acquire(prim, acq, || self.take(), || self.queue()).await {
+            let token = match probe::acquire!(prim, acq, self.take(), self.queue()) {
                 Ok(token) => token,
                 Err(_) => unreachable!("a Mutex's semaphore is never closed"),
             };

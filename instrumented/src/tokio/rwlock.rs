@@ -224,7 +224,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let acq = Self::read_acq(site);
-            match probe::acquire(self.prim(), acq, || self.take(1), || self.queue(1)).await {
+            match probe::acquire!(self.prim(), acq, self.take(1), self.queue(1)) {
                 Ok(token) => self.read_guard(token),
                 Err(_) => unreachable!("an RwLock's semaphore is never closed"),
             }
@@ -317,11 +317,10 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-            let token =
-                match probe::acquire(self.prim(), acq, || self.take(1), || self.queue(1)).await {
-                    Ok(token) => token,
-                    Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-                };
+            let token = match probe::acquire!(self.prim(), acq, self.take(1), self.queue(1)) {
+                Ok(token) => token,
+                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
+            };
             let data = self.c.get().cast_const();
             OwnedRwLockReadGuard::new(self, data, token)
         }
@@ -438,7 +437,7 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let (acq, mr) = (self.write_acq(site), self.mr);
-            match probe::acquire(self.prim(), acq, || self.take(mr), || self.queue(mr)).await {
+            match probe::acquire!(self.prim(), acq, self.take(mr), self.queue(mr)) {
                 Ok(token) => self.write_guard(token),
                 Err(_) => unreachable!("an RwLock's semaphore is never closed"),
             }
@@ -538,11 +537,10 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let (acq, mr) = (self.write_acq(site).with_flags(hooks::MOVABLE), self.mr);
-            let token =
-                match probe::acquire(self.prim(), acq, || self.take(mr), || self.queue(mr)).await {
-                    Ok(token) => token,
-                    Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-                };
+            let token = match probe::acquire!(self.prim(), acq, self.take(mr), self.queue(mr)) {
+                Ok(token) => token,
+                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
+            };
             let (mr, data) = (self.mr, self.c.get());
             OwnedRwLockWriteGuard::new(mr, self, data, token)
         }

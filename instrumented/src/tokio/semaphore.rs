@@ -247,7 +247,7 @@ impl Semaphore {
         n: u32,
     ) -> Result<SemaphorePermit<'_>, AcquireError> {
         let acq = Self::acq(site, n);
-        let token = probe::acquire(self.prim(), acq, || self.take(n), || self.queue(n)).await?;
+        let token = probe::acquire!(self.prim(), acq, self.take(n), self.queue(n))?;
         Ok(self.permit(n, token))
     }
 
@@ -501,7 +501,7 @@ impl Semaphore {
         n: u32,
     ) -> Result<OwnedSemaphorePermit, AcquireError> {
         let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-        let token = { probe::acquire(this.prim(), acq, || this.take(n), || this.queue(n)).await? };
+        let token = { probe::acquire!(this.prim(), acq, this.take(n), this.queue(n))? };
         Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
