@@ -696,3 +696,65 @@ fn a_split_permit_counts_as_one_acquisition() {
         series(NAME)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Attribution
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn holders_and_waiters_are_attributed_to_their_task_or_thread_and_site() {
+    const NAME: &str = "books_attribution";
+    let rt = paused_runtime();
+    rt.block_on(async {
+        let m = Arc::new(Mutex::named(NAME, ()));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (go, release) = tokio::sync::oneshot::channel::<()>();
+        let m2 = m.clone();
+        let holder = tokio::spawn(async move {
+            let line = line!() + 1;
+            let g = m2.lock().await;
+            tx.send((tokio::task::id(), line)).unwrap();
+            release.await.unwrap();
+            drop(g);
+        });
+        let (holder_id, holder_line) = rx.await.unwrap();
+        let m3 = m.clone();
+        let waiter_line = line!() + 1;
+        let waiter = tokio::spawn(async move { drop(m3.lock().await) });
+        until_waiters(NAME, 1).await;
+        let l = snap(NAME);
+        assert_eq!(l.holders.len(), 1);
+        assert_eq!(l.holders[0].actor, format!("task {holder_id}"), "{l:#?}");
+        let holder_site = format!("{}:{holder_line}:", file!());
+        assert!(l.holders[0].site.starts_with(&holder_site), "{l:#?}");
+        assert_eq!(
+            l.waiters[0].actor,
+            format!("task {}", waiter.id()),
+            "{l:#?}"
+        );
+        let waiter_site = format!("{}:{waiter_line}:", file!());
+        assert!(l.waiters[0].site.starts_with(&waiter_site), "{l:#?}");
+        assert_eq!((l.waiters[0].mode, l.waiters[0].permits), ("lock", 1));
+        go.send(()).unwrap();
+        holder.await.unwrap();
+        waiter.await.unwrap();
+        assert_eq!(books(NAME), (0, 0, 1, 1));
+    });
+    // A plain thread, by name.
+    let m = Mutex::named("books_attribution_thread", ());
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("books-attr".into())
+            .spawn_scoped(scope, || {
+                let _g = m.blocking_lock();
+                let l = snap("books_attribution_thread");
+                assert!(
+                    l.holders[0].actor.starts_with("thread 'books-attr'"),
+                    "{l:#?}"
+                );
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    });
+}

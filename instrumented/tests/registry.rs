@@ -208,3 +208,30 @@ fn invalid_names_are_cleaned_never_a_panic() {
         assert_eq!(named(expected).len(), 3, "{given:?} listed as {expected:?}");
     }
 }
+
+#[test]
+fn racing_first_uses_of_const_new_register_each_primitive_once() {
+    let _serial = serial();
+    let baseline = prim::live_count();
+    const K: usize = 2_000;
+    let consts: Vec<Box<Semaphore>> = (0..K).map(|_| Box::new(Semaphore::const_new(1))).collect();
+    let barrier = std::sync::Barrier::new(2);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                barrier.wait();
+                for s in &consts {
+                    // Both threads race to register each one on first use.
+                    let _ = s.name();
+                }
+            });
+        }
+    });
+    assert_eq!(
+        prim::live_count(),
+        baseline + K,
+        "one registration per primitive"
+    );
+    drop(consts);
+    assert_eq!(prim::live_count(), baseline);
+}
