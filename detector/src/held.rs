@@ -103,6 +103,8 @@ pub const FLAG_BLOCKING_IN_TASK: u8 = 4;
 pub const FLAG_REENTRY: u8 = 8;
 /// Flag: acquired by a task of a current-thread runtime, which can only resume on this thread.
 pub const FLAG_PINNED_THREAD: u8 = 16;
+/// Flag: split off another hold (`SemaphorePermit::split`): not an acquisition of its own.
+pub const FLAG_SPLIT: u8 = 32;
 
 /// Packs the descriptive half of an entry into one word.
 #[inline]

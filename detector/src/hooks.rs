@@ -21,7 +21,8 @@ use std::sync::atomic::Ordering;
 
 use crate::actor::{self, ActorId};
 use crate::held::{
-    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY, FLAG_TRY,
+    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY,
+    FLAG_SPLIT, FLAG_TRY,
 };
 use crate::prim::Prim;
 use crate::rules;
@@ -32,9 +33,6 @@ use crate::{clock, graph};
 pub use crate::config::enabled;
 pub use crate::held::{FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode};
 pub use crate::prim::{PrimCell, PrimKind};
-
-/// Marks `exclusive_holder` values whose guard may have moved to another task.
-const HOLDER_MOVABLE: u64 = 1 << 62;
 
 /// One acquisition as the wrapper describes it.
 #[derive(Clone, Copy, Debug)]
@@ -81,7 +79,9 @@ pub struct Hold {
 
 const EXCLUSIVE: u64 = 1;
 const BLOCKING_IN_TASK: u64 = 2;
-const TIME: u64 = !3;
+/// A hold split off another: its release is not an acquisition's end (no hold observation).
+const SPLIT: u64 = 4;
+const TIME: u64 = !7;
 
 impl Hold {
     /// A hold that recorded nothing (detector off).
@@ -114,17 +114,11 @@ impl Hold {
         if let Some(e) = &self.entry {
             e.update(permits, mode);
         }
-        if self.exclusive() && !mode.is_exclusive() {
-            prim.exclusive_holder.store(0, Ordering::Relaxed);
-            self.since &= !EXCLUSIVE;
-        } else if !self.exclusive()
-            && mode.is_exclusive()
-            && let Some(view) = self.entry.as_ref().and_then(EntryRef::view)
-        {
-            // An upgrade: the holder now excludes everyone.
-            prim.exclusive_holder
-                .store(holder_word(view.actor, view.flags), Ordering::Relaxed);
+        let _ = prim;
+        if mode.is_exclusive() {
             self.since |= EXCLUSIVE;
+        } else {
+            self.since &= !EXCLUSIVE;
         }
     }
 
@@ -133,10 +127,10 @@ impl Hold {
         let Some(view) = self.entry.as_ref().and_then(EntryRef::view) else {
             return Hold::none();
         };
-        let meta = held::pack_meta(permits, view.mode, view.flags, view.scope);
+        let meta = held::pack_meta(permits, view.mode, view.flags | FLAG_SPLIT, view.scope);
         Hold {
             entry: held::push(prim.id.0, view.actor.as_u64(), view.site, view.since, meta),
-            since: self.since & TIME,
+            since: (self.since & TIME) | SPLIT,
         }
     }
 }
@@ -147,36 +141,37 @@ pub struct Waiting {
     since_ns: u64,
 }
 
+/// The current coarse time, for [`acquired_at`].
 #[inline]
-fn holder_word(actor: ActorId, flags: u8) -> u64 {
-    actor.as_u64()
-        | if flags & FLAG_MOVABLE != 0 {
-            HOLDER_MOVABLE
-        } else {
-            0
-        }
+pub fn now() -> u64 {
+    clock::coarse_now()
 }
 
 /// The primitive was granted without waiting.
 #[inline]
 pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
+    acquired_at(prim, acq, clock::coarse_now())
+}
+
+/// As [`acquired`], with the grant time read by the caller from [`now`] before taking the
+/// lock, which keeps the clock read out of a blocking lock's critical section.
+#[inline]
+pub fn acquired_at(prim: &Prim, acq: Acq, since: u64) -> Hold {
     LOCAL
         .try_with(|l| {
             let actor = actor::current_in(l);
             if acq.flags & (FLAG_TRY | FLAG_REENTRY) == 0 && held::any_in(l) {
                 check_held_slow(prim, actor, &acq, false);
             }
-            record_hold(l, prim, actor, acq)
+            record_hold(l, prim, actor, acq, since)
         })
         .unwrap_or_default()
 }
 
 #[inline]
-fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq) -> Hold {
-    let mut since = clock::coarse_now() & TIME;
+fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64) -> Hold {
+    let mut since = since & TIME;
     if acq.mode.is_exclusive() {
-        prim.exclusive_holder
-            .store(holder_word(actor, acq.flags), Ordering::Relaxed);
         since |= EXCLUSIVE;
     }
     if actor.is_task() {
@@ -192,17 +187,33 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq) -> Hold {
     Hold { entry, since }
 }
 
-/// The guard or permit was dropped (or forgotten: see [`forgot`]).
+/// The guard or permit was dropped (or forgotten: see [`forgot`]). Call before releasing the
+/// inner primitive: an exclusive holder updates the statistics without an atomic RMW.
 #[inline]
 pub fn released(prim: &Prim, hold: Hold) {
     if hold.since == 0 {
         return;
     }
-    let ns = clock::coarse_now().saturating_sub(hold.since & TIME);
-    let exclusive = hold.exclusive();
-    prim.stats.hold.observe(ns, exclusive);
-    if exclusive {
-        prim.exclusive_holder.store(0, Ordering::Relaxed);
+    if hold.since & SPLIT == 0 {
+        let ns = (clock::coarse_now() & TIME).saturating_sub(hold.since & TIME);
+        prim.stats.hold.observe(ns, hold.exclusive());
+    }
+    release_books(prim, hold);
+}
+
+/// What [`release_books`] leaves for [`release_stats`]: the hold's start.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Released {
+    since: u64,
+}
+
+/// The first half of a release, for blocking locks with tiny critical sections: clears the
+/// hold from the books (call before the inner unlock). [`release_stats`] (after the unlock)
+/// does the clock read and the statistics, so they stay out of the critical section.
+#[inline]
+pub fn release_books(prim: &Prim, hold: Hold) -> Released {
+    if hold.since == 0 {
+        return Released::default();
     }
     if hold.since & BLOCKING_IN_TASK != 0 {
         blocking_released(prim, &hold);
@@ -210,17 +221,29 @@ pub fn released(prim: &Prim, hold: Hold) {
     if let Some(e) = hold.entry {
         e.release();
     }
+    Released {
+        since: if hold.since & SPLIT == 0 {
+            hold.since & TIME
+        } else {
+            0
+        },
+    }
+}
+
+/// The second half of a release: the hold time into the statistics (an atomic RMW: the
+/// primitive is no longer held).
+#[inline]
+pub fn release_stats(prim: &Prim, r: Released) {
+    if r.since != 0 {
+        let ns = (clock::coarse_now() & TIME).saturating_sub(r.since);
+        prim.stats.hold.observe(ns, false);
+    }
 }
 
 /// Whether `actor` already holds `prim` (acquire-time check, current thread's table and the
 /// exclusive holder word); and lock-order edges from everything it holds to `prim`.
 #[inline]
 fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
-    let h = prim.exclusive_holder.load(Ordering::Relaxed);
-    if waiting && h == actor.as_u64() {
-        rules::nested_acquire::report_exclusive(prim, actor, acq);
-        return;
-    }
     if held::any_here() {
         check_held_slow(prim, actor, acq, waiting);
     }
@@ -336,7 +359,7 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
         prim.stats.contended.fetch_add(1, Ordering::Relaxed);
     }
     LOCAL
-        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq))
+        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq, clock::coarse_now()))
         .unwrap_or_default()
 }
 
@@ -382,11 +405,10 @@ pub fn try_failed(prim: &Prim) {
 pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
     prim.forgotten
         .fetch_add(u64::from(permits), Ordering::Relaxed);
-    let _ = prim
-        .capacity
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-            Some(c.saturating_sub(u64::from(permits)))
-        });
+    // Wrapping (two's complement): racing changes land in any order and must sum exactly; a
+    // saturating update would lose one that raced ahead of its counterpart.
+    prim.capacity
+        .fetch_sub(u64::from(permits), Ordering::Relaxed);
     prim.epoch.fetch_add(1, Ordering::Relaxed);
     released(prim, hold);
 }
@@ -404,11 +426,8 @@ pub fn added_permits(prim: &Prim, n: u64) {
 
 /// `forget_permits(n)` removed `n` available permits: capacity shrinks on purpose.
 pub fn removed_permits(prim: &Prim, n: u64) {
-    let _ = prim
-        .capacity
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-            Some(c.saturating_sub(n))
-        });
+    // Wrapping, as in `forgot`.
+    prim.capacity.fetch_sub(n, Ordering::Relaxed);
     prim.epoch.fetch_add(1, Ordering::Relaxed);
 }
 

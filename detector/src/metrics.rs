@@ -73,7 +73,8 @@ pub fn metrics() -> MetricsSnapshot {
     let mut holds: HashMap<u64, (u64, u64)> = HashMap::new();
     held::for_each_all(|h| {
         let e = holds.entry(h.prim).or_default();
-        e.0 += 1;
+        // A split-off part is not an acquisition of its own, but holds its permits.
+        e.0 += u64::from(h.flags & held::FLAG_SPLIT == 0);
         e.1 += u64::from(h.permits);
     });
     let now = clock::precise_now();

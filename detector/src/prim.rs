@@ -179,9 +179,6 @@ pub struct Prim {
     pub(crate) waiting: AtomicU32,
     /// The actor that created it (raw id).
     pub(crate) creator: u64,
-    /// Actor holding it exclusively (mutex, write, blocking exclusive), 0 when none. Written
-    /// only by the holder; read by the contended path to spot a self-wait at once.
-    pub(crate) exclusive_holder: AtomicU64,
     pub(crate) stats: Stats,
     pub(crate) waiters: Mutex<WaitQueue>,
     /// Predecessors `A` for which the lock-order edge `A -> self` is already known.
@@ -209,9 +206,11 @@ impl Prim {
     pub fn series(&self) -> u32 {
         self.series
     }
-    /// Permits in existence now.
+    /// Permits in existence now. (Stored wrapping, so that racing changes always sum exactly;
+    /// a transiently negative value reads as 0.)
     pub fn capacity(&self) -> u64 {
-        self.capacity.load(Ordering::Relaxed)
+        let c = self.capacity.load(Ordering::Relaxed) as i64;
+        c.max(0) as u64
     }
     /// Whether a semaphore was closed.
     pub fn is_closed(&self) -> bool {
@@ -359,7 +358,6 @@ pub fn register(
         epoch: AtomicU64::new(0),
         waiting: AtomicU32::new(0),
         creator: actor::current().as_u64(),
-        exclusive_holder: AtomicU64::new(0),
         stats: Stats::default(),
         waiters: Mutex::new(WaitQueue::default()),
         order_cache: Default::default(),

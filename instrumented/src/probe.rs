@@ -27,7 +27,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use lockscope_detector::hooks::{self, Acq, Hold, Waiting};
+use lockscope_detector::hooks::{self, Acq, Hold, Released, Waiting};
 use lockscope_detector::names;
 use lockscope_detector::prim::{Prim, site_string};
 use pin_project_lite::pin_project;
@@ -36,14 +36,34 @@ use tracing::{Level, Span};
 /// What a guard or permit keeps of its acquisition: the detector's hold and the span.
 /// Field order is drop order: nothing here releases the inner primitive.
 ///
-/// A token has no drop glue (dropping one is free): every guard consumes its token with
-/// [`Token::release`] or [`Token::forget`] in its `Drop`, and a token dropped any other way
-/// would only leave a hold in the books (and leak its span).
+/// Every guard consumes its token with [`Token::release`], [`Token::release_books`] or
+/// [`Token::forget`] in its `Drop`; a token dropped any other way leaves its hold in the books.
 pub(crate) struct Token {
     hold: Hold,
-    /// Boxed (as a raw pointer, so the token has no drop glue) so that a token stays two
-    /// words plus one when nobody listens, the common case.
+    /// Boxed (as a raw pointer) so that a token stays small when nobody listens, the common
+    /// case.
     span: Option<SpanPtr>,
+    /// Statistics left for the token's own drop by [`Token::release_books`].
+    pending: Option<(PrimPtr, Released)>,
+}
+
+/// The primitive whose statistics a token still owes (see [`Token::release_books`]).
+struct PrimPtr(NonNull<Prim>);
+
+// SAFETY: `Prim` is Sync; the pointer is only read while the guard's primitive is alive.
+unsafe impl Send for PrimPtr {}
+// SAFETY: as above.
+unsafe impl Sync for PrimPtr {}
+
+impl Drop for Token {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some((prim, r)) = self.pending.take() {
+            // SAFETY: set by `release_books` from the guard's primitive, which outlives the
+            // guard, and the token drops as one of the guard's fields.
+            hooks::release_stats(unsafe { prim.0.as_ref() }, r);
+        }
+    }
 }
 
 impl Default for Token {
@@ -58,6 +78,7 @@ impl Token {
         Token {
             hold: Hold::none(),
             span: None,
+            pending: None,
         }
     }
 
@@ -69,6 +90,23 @@ impl Token {
     pub(crate) fn release(&mut self, prim: &Prim) {
         if self.hold.is_recorded() || self.span.is_some() {
             self.release_recorded(prim);
+        }
+    }
+
+    /// Releases the hold in the books only (call before the inner unlock); the clock read and
+    /// the statistics wait for the token's own drop, which a blocking guard arranges to come
+    /// after its inner guard unlocks: the lock's critical section stays as short as it can.
+    #[inline]
+    pub(crate) fn release_books(&mut self, prim: &Prim) {
+        if self.hold.is_recorded() || self.span.is_some() {
+            let hold = std::mem::take(&mut self.hold);
+            if let Some(span) = self.span.take() {
+                emit_released(take_span(span), &hold);
+            }
+            self.pending = Some((
+                PrimPtr(NonNull::from(prim)),
+                hooks::release_books(prim, hold),
+            ));
         }
     }
 
@@ -91,6 +129,7 @@ impl Token {
         Token {
             hold: self.hold.split(prim, permits),
             span: self.span.map(|s| box_span(s.as_ref().clone())),
+            pending: None,
         }
     }
 
@@ -271,7 +310,11 @@ pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
     if span.is_some() {
         emit_acquired(&span, 0.0);
     }
-    Token { hold, span }
+    Token {
+        hold,
+        span,
+        pending: None,
+    }
 }
 
 /// A `try_` form succeeded.
@@ -285,7 +328,11 @@ pub(crate) fn try_acquired(prim: &Prim, acq: Acq) -> Token {
     if span.is_some() {
         emit_acquired(&span, 0.0);
     }
-    Token { hold, span }
+    Token {
+        hold,
+        span,
+        pending: None,
+    }
 }
 
 /// A `try_` form gave up.
@@ -313,12 +360,21 @@ pub(crate) fn blocking<P, E>(
         return block().map(|p| (p, Token::none()));
     }
     let span = span(prim, &acq);
+    // Read before taking the lock, so the clock stays out of a blocking critical section.
+    let since = hooks::now();
     if let Some(p) = fast() {
-        let hold = hooks::acquired(prim, acq);
+        let hold = hooks::acquired_at(prim, acq, since);
         if span.is_some() {
             emit_acquired(&span, 0.0);
         }
-        return Ok((p, Token { hold, span }));
+        return Ok((
+            p,
+            Token {
+                hold,
+                span,
+                pending: None,
+            },
+        ));
     }
     struct Unwind<'p> {
         prim: &'p Prim,
@@ -345,7 +401,14 @@ pub(crate) fn blocking<P, E>(
             if span.is_some() {
                 emit_acquired(&span, waited);
             }
-            Ok((p, Token { hold, span }))
+            Ok((
+                p,
+                Token {
+                    hold,
+                    span,
+                    pending: None,
+                },
+            ))
         }
         Err(e) => {
             free(span);
@@ -367,12 +430,20 @@ pub(crate) fn blocking_timed<P>(
         return block().map(|p| (p, Token::none()));
     }
     let span = span(prim, &acq);
+    let since = hooks::now();
     if let Some(p) = fast() {
-        let hold = hooks::acquired(prim, acq);
+        let hold = hooks::acquired_at(prim, acq, since);
         if span.is_some() {
             emit_acquired(&span, 0.0);
         }
-        return Some((p, Token { hold, span }));
+        return Some((
+            p,
+            Token {
+                hold,
+                span,
+                pending: None,
+            },
+        ));
     }
     struct Unwind<'p> {
         prim: &'p Prim,
@@ -399,7 +470,14 @@ pub(crate) fn blocking_timed<P>(
             if span.is_some() {
                 emit_acquired(&span, waited);
             }
-            Some((p, Token { hold, span }))
+            Some((
+                p,
+                Token {
+                    hold,
+                    span,
+                    pending: None,
+                },
+            ))
         }
         None => {
             if span.is_some() {
@@ -507,7 +585,11 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
                         if span.is_some() {
                             emit_acquired(&span, waited);
                         }
-                        Token { hold, span }
+                        Token {
+                            hold,
+                            span,
+                            pending: None,
+                        }
                     }
                     _ => {
                         let span = span(this.prim, this.acq);
@@ -515,7 +597,11 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
                         if span.is_some() {
                             emit_acquired(&span, 0.0);
                         }
-                        Token { hold, span }
+                        Token {
+                            hold,
+                            span,
+                            pending: None,
+                        }
                     }
                 };
                 Poll::Ready(Ok((p, token)))

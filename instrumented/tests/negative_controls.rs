@@ -47,7 +47,11 @@ async fn transfers_ordered_by_account_id_across_64_tasks() {
                 let (lo, hi) = (from.min(to), from.max(to));
                 let mut a = accounts[lo].lock().await;
                 let mut b = accounts[hi].lock().await;
-                let (src, dst) = if from == lo { (&mut *a, &mut *b) } else { (&mut *b, &mut *a) };
+                let (src, dst) = if from == lo {
+                    (&mut *a, &mut *b)
+                } else {
+                    (&mut *b, &mut *a)
+                };
                 *src -= 1;
                 *dst += 1;
             }

@@ -56,4 +56,3 @@ fn abba_deadlock_is_found() {
     });
     rt.shutdown_background();
 }
-

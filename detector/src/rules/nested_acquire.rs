@@ -95,19 +95,6 @@ fn build(
     f
 }
 
-/// The exclusive holder of `prim` is `actor` itself and it is about to wait.
-#[cold]
-pub(crate) fn report_exclusive(prim: &Prim, actor: ActorId, acq: &Acq) {
-    // Recover the hold for its site, if it is on this thread.
-    let mut held = None;
-    crate::held::for_each_mine(actor.as_u64(), |h| {
-        if h.prim == prim.id().0 {
-            held.get_or_insert(h);
-        }
-    });
-    finding::report(build(prim, actor, acq, held.as_ref(), true));
-}
-
 /// `actor` holds `prim` (`held`) and acquires it again.
 #[cold]
 pub(crate) fn report_shared(

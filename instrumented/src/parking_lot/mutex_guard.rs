@@ -27,11 +27,12 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MutexGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases `token` (the books) first; `inner` drops after it and
-    // unlocks. Never two holders in the books.
+    // Drop order: `Drop::drop` releases the books (`token.release_books`) first; `inner`
+    // drops after it and unlocks; `token` drops last and records the hold time, outside the
+    // critical section. Never two holders in the books.
     pub(super) lock: &'a Mutex<T>,
-    pub(super) token: Token,
     pub(super) inner: parking_lot::MutexGuard<'a, T>,
+    pub(super) token: Token,
 }
 
 // SAFETY: as parking_lot's `MutexGuard`, which is `Sync` when `T: Sync`: a shared guard gives
@@ -52,8 +53,8 @@ unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 pub struct MappedMutexGuard<'a, T: ?Sized> {
     // Drop order as in `MutexGuard`.
     prim: &'a Prim,
-    token: Token,
     inner: parking_lot::MappedMutexGuard<'a, T>,
+    token: Token,
 }
 
 #[inline]
@@ -295,7 +296,7 @@ impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.lock.prim());
+        self.token.release_books(self.lock.prim());
     }
 }
 
@@ -432,7 +433,7 @@ impl<T: ?Sized> Drop for MappedMutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.prim);
+        self.token.release_books(self.prim);
     }
 }
 

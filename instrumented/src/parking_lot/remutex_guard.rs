@@ -24,10 +24,11 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the ReentrantMutex will immediately unlock"]
 pub struct ReentrantMutexGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases `token` (the books) first; `inner` drops after it.
+    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
+    // `token` drops last and records the hold time, outside the critical section.
     lock: &'a ReentrantMutex<T>,
-    token: Token,
     inner: parking_lot::ReentrantMutexGuard<'a, T>,
+    token: Token,
 }
 
 // SAFETY: as parking_lot's `ReentrantMutexGuard`, which is `Sync` when `T: Sync`: a shared
@@ -48,8 +49,8 @@ unsafe impl<T: ?Sized + Sync> Sync for ReentrantMutexGuard<'_, T> {}
 pub struct MappedReentrantMutexGuard<'a, T: ?Sized> {
     // Drop order as in `ReentrantMutexGuard`.
     prim: &'a Prim,
-    token: Token,
     inner: parking_lot::MappedReentrantMutexGuard<'a, T>,
+    token: Token,
 }
 
 impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
@@ -281,7 +282,7 @@ impl<T: ?Sized> Drop for ReentrantMutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.lock.prim());
+        self.token.release_books(self.lock.prim());
     }
 }
 
@@ -416,7 +417,7 @@ impl<T: ?Sized> Drop for MappedReentrantMutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.prim);
+        self.token.release_books(self.prim);
     }
 }
 

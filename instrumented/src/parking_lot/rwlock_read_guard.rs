@@ -23,10 +23,11 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockReadGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases `token` (the books) first; `inner` drops after it.
+    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
+    // `token` drops last and records the hold time, outside the critical section.
     lock: &'a RwLock<T>,
-    token: Token,
     inner: parking_lot::RwLockReadGuard<'a, T>,
+    token: Token,
 }
 
 // SAFETY: as parking_lot's `RwLockReadGuard`, which is `Sync` when `T: Sync`: a shared guard
@@ -45,8 +46,8 @@ unsafe impl<T: ?Sized + Sync> Sync for RwLockReadGuard<'_, T> {}
 pub struct MappedRwLockReadGuard<'a, T: ?Sized> {
     // Drop order as in `RwLockReadGuard`.
     prim: &'a Prim,
-    token: Token,
     inner: parking_lot::MappedRwLockReadGuard<'a, T>,
+    token: Token,
 }
 
 impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
@@ -270,7 +271,7 @@ impl<T: ?Sized> Drop for RwLockReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.lock.prim());
+        self.token.release_books(self.lock.prim());
     }
 }
 
@@ -400,7 +401,7 @@ impl<T: ?Sized> Drop for MappedRwLockReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.prim);
+        self.token.release_books(self.prim);
     }
 }
 

@@ -40,10 +40,11 @@ use crate::probe::{self, Token};
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockUpgradableReadGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases `token` (the books) first; `inner` drops after it.
+    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
+    // `token` drops last and records the hold time, outside the critical section.
     lock: &'a RwLock<T>,
-    token: Token,
     inner: parking_lot::RwLockUpgradableReadGuard<'a, T>,
+    token: Token,
 }
 
 // SAFETY: as parking_lot's `RwLockUpgradableReadGuard`, which is `Sync` when `T: Sync`: a
@@ -530,7 +531,7 @@ impl<T: ?Sized> Drop for RwLockUpgradableReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.lock.prim());
+        self.token.release_books(self.lock.prim());
     }
 }
 

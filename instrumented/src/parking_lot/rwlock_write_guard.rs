@@ -25,10 +25,11 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockWriteGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases `token` (the books) first; `inner` drops after it.
+    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
+    // `token` drops last and records the hold time, outside the critical section.
     lock: &'a RwLock<T>,
-    token: Token,
     inner: parking_lot::RwLockWriteGuard<'a, T>,
+    token: Token,
 }
 
 // SAFETY: as parking_lot's `RwLockWriteGuard`, which is `Sync` when `T: Sync`: a shared guard
@@ -48,8 +49,8 @@ unsafe impl<T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, T> {}
 pub struct MappedRwLockWriteGuard<'a, T: ?Sized> {
     // Drop order as in `RwLockWriteGuard`.
     prim: &'a Prim,
-    token: Token,
     inner: parking_lot::MappedRwLockWriteGuard<'a, T>,
+    token: Token,
 }
 
 impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
@@ -303,7 +304,7 @@ impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.lock.prim());
+        self.token.release_books(self.lock.prim());
     }
 }
 
@@ -440,7 +441,7 @@ impl<T: ?Sized> Drop for MappedRwLockWriteGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release(self.prim);
+        self.token.release_books(self.prim);
     }
 }
 
