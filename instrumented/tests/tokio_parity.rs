@@ -9,6 +9,7 @@
 //! the `lockscope` test checks they hold for lockscope too and that both transcripts are
 //! identical.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -659,4 +660,153 @@ parity! {
         log.push(format!("errors compare: {}", sem.try_acquire_many(3).unwrap_err() == s::TryAcquireError::NoPermits));
         log
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// lockscope's timed forms behave as `tokio::time::timeout` around tokio's own acquire
+// ---------------------------------------------------------------------------------------------
+
+fn paused() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+const MS: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A timed waiter keeps its FIFO place; granted before its deadline it gets the lock; past
+/// its deadline it leaves the queue and the next waiter is served. `$timed(m, d)` is the
+/// timed acquire under test.
+macro_rules! timed_mutex_scenario {
+    ($m:expr, $timed:expr) => {{
+        paused().block_on(async {
+            let mut log = Vec::new();
+            let m = $m;
+            let g = m.try_lock().unwrap();
+            let mut t1 = spawn($timed(&m, 10 * MS));
+            let mut w2 = spawn(m.lock());
+            assert_pending!(t1.poll());
+            assert_pending!(w2.poll());
+            tokio::time::advance(5 * MS).await;
+            assert_pending!(t1.poll());
+            drop(g);
+            log.push(format!("woken t1 {} w2 {}", t1.is_woken(), w2.is_woken()));
+            let g1 = assert_ready_ok!(t1.poll());
+            assert_pending!(w2.poll());
+            drop(g1);
+            let g2 = assert_ready!(w2.poll());
+            let mut t3 = spawn($timed(&m, 10 * MS));
+            let mut w4 = spawn(m.lock());
+            assert_pending!(t3.poll());
+            assert_pending!(w4.poll());
+            tokio::time::advance(9 * MS).await;
+            assert_pending!(t3.poll());
+            tokio::time::advance(MS).await;
+            log.push(format!("deadline: t3 woken {}", t3.is_woken()));
+            let _ = assert_ready_err!(t3.poll());
+            // As after `.await`, the finished future is dropped. (`tokio::time::timeout` keeps
+            // its inner acquire queued until then; `lock_timeout` leaves the queue as it
+            // returns the error.)
+            drop(t3);
+            assert_pending!(w4.poll());
+            drop(g2);
+            log.push(format!("w4 woken {}", w4.is_woken()));
+            drop(assert_ready!(w4.poll()));
+            // A zero timeout on a free lock still succeeds (the acquire is polled first).
+            log.push(format!(
+                "zero timeout, free: {}",
+                $timed(&m, 0 * MS).await.is_ok()
+            ));
+            log
+        })
+    }};
+}
+
+fn raw_timed(
+    m: &tokio::sync::Mutex<i32>,
+    d: std::time::Duration,
+) -> impl Future<Output = Result<tokio::sync::MutexGuard<'_, i32>, tokio::time::error::Elapsed>> + '_
+{
+    tokio::time::timeout(d, m.lock())
+}
+
+fn wrapped_timed(
+    m: &lockscope::tokio::Mutex<i32>,
+    d: std::time::Duration,
+) -> impl Future<Output = Result<lockscope::tokio::MutexGuard<'_, i32>, lockscope::tokio::TimeoutError>>
++ '_ {
+    m.lock_timeout(d)
+}
+
+#[test]
+fn lock_timeout_behaves_as_tokio_time_timeout() {
+    let raw = timed_mutex_scenario!(tokio::sync::Mutex::new(0), raw_timed);
+    let wrapped = timed_mutex_scenario!(lockscope::tokio::Mutex::new(0), wrapped_timed);
+    println!("{raw:#?}");
+    assert_eq!(wrapped, raw);
+}
+
+/// A large timed request at the head gathers the free permits while it waits; when it times
+/// out they go to the next waiter.
+macro_rules! timed_semaphore_scenario {
+    ($s:expr, $timed:expr) => {{
+        paused().block_on(async {
+            let mut log = Vec::new();
+            let sem = $s;
+            let p = sem.try_acquire_many(2).unwrap();
+            let mut t1 = spawn($timed(&sem, 3, 10 * MS));
+            assert_pending!(t1.poll());
+            let mut w2 = spawn(sem.acquire());
+            assert_pending!(w2.poll());
+            log.push(format!(
+                "available while t1 waits {}",
+                sem.available_permits()
+            ));
+            tokio::time::advance(10 * MS).await;
+            let _ = assert_ready_err!(t1.poll());
+            drop(t1);
+            log.push(format!("w2 woken by the timeout {}", w2.is_woken()));
+            let q = assert_ready_ok!(w2.poll());
+            log.push(format!("available {}", sem.available_permits()));
+            drop((p, q));
+            let got = $timed(&sem, 3, 0 * MS).await.map(|p| p.num_permits()).ok();
+            log.push(format!("zero timeout, free: {got:?}"));
+            log.push(format!("available at the end {}", sem.available_permits()));
+            log
+        })
+    }};
+}
+
+fn raw_sem_timed(
+    s: &tokio::sync::Semaphore,
+    n: u32,
+    d: std::time::Duration,
+) -> impl Future<
+    Output = Result<
+        Result<tokio::sync::SemaphorePermit<'_>, tokio::sync::AcquireError>,
+        tokio::time::error::Elapsed,
+    >,
+> + '_ {
+    tokio::time::timeout(d, s.acquire_many(n))
+}
+
+fn wrapped_sem_timed(
+    s: &lockscope::tokio::Semaphore,
+    n: u32,
+    d: std::time::Duration,
+) -> impl Future<Output = Result<lockscope::tokio::SemaphorePermit<'_>, lockscope::tokio::TimeoutError>>
++ '_ {
+    s.acquire_many_timeout(n, d)
+}
+
+#[test]
+fn acquire_many_timeout_behaves_as_tokio_time_timeout() {
+    let raw = timed_semaphore_scenario!(tokio::sync::Semaphore::new(3), |s, n, d| async move {
+        raw_sem_timed(s, n, d).await.map(|r| r.unwrap())
+    });
+    let wrapped = timed_semaphore_scenario!(lockscope::tokio::Semaphore::new(3), wrapped_sem_timed);
+    println!("{raw:#?}");
+    assert_eq!(wrapped, raw);
 }
