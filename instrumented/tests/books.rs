@@ -758,3 +758,69 @@ fn holders_and_waiters_are_attributed_to_their_task_or_thread_and_site() {
             .unwrap();
     });
 }
+
+/// Waits (bounded, 10 s) on this thread until the books of `name` satisfy `pred`.
+fn until_blocking(name: &str, pred: impl Fn(&LockSnapshot) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !pred(&snap(name)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never got there: {:#?}",
+            snap(name)
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn blocking_waiters_are_in_the_books_until_granted() {
+    const NAME: &str = "books_blocking";
+    let m = Mutex::named(NAME, 0);
+    let s = Semaphore::named("books_blocking_s", 1);
+    let g = m.try_lock().unwrap();
+    let p = s.try_acquire().unwrap();
+    std::thread::scope(|scope| {
+        let t = scope.spawn(|| {
+            *m.blocking_lock() += 1;
+            drop(s.blocking_acquire().unwrap());
+        });
+        until_blocking(NAME, |l| l.waiters.len() == 1);
+        let w = &snap(NAME).waiters[0];
+        assert!(w.actor.starts_with("thread"), "{w:#?}");
+        drop(g);
+        until_blocking("books_blocking_s", |l| l.waiters.len() == 1);
+        drop(p);
+        t.join().unwrap();
+    });
+    assert_eq!(books(NAME), (0, 0, 1, 1));
+    assert_eq!(books("books_blocking_s"), (0, 0, 1, 1));
+    // [acquisitions, contended, try_failures, timeouts, cancelled]
+    assert_eq!(counters(NAME), [2, 1, 0, 0, 0]);
+    assert_eq!(counters("books_blocking_s"), [2, 1, 0, 0, 0]);
+}
+
+#[test]
+fn a_timeout_error_names_the_holder() {
+    let rt = paused_runtime();
+    rt.block_on(async {
+        let m = Arc::new(Mutex::named("books_timeout_holder", ()));
+        let line = line!() + 1;
+        let g = m.clone().lock_owned().await;
+        let m2 = m.clone();
+        let err =
+            tokio::spawn(async move { m2.lock_timeout(Duration::from_millis(20)).await.err() })
+                .await
+                .unwrap()
+                .expect("timed out");
+        assert_eq!(err.lock(), "books_timeout_holder");
+        assert_eq!(err.holders().len(), 1, "{err}");
+        let (_who, site, _for) = &err.holders()[0];
+        assert!(site.starts_with(&format!("{}:{line}:", file!())), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("\"books_timeout_holder\"") && text.contains(site.as_str()),
+            "{text}"
+        );
+        drop(g);
+    });
+}
