@@ -73,7 +73,7 @@ struct Tally {
     try_failed: [AtomicU64; 3],
     /// Timed forms that gave up.
     timed_out: [AtomicU64; 3],
-    /// Split-off permit parts (each is a hold of its own in the books).
+    /// Split-off permit parts (a hold of their own in the books, not an acquisition).
     splits: AtomicU64,
     /// Cancellations attempted (the future may have been granted first).
     cancel_attempts: AtomicU64,
@@ -531,9 +531,15 @@ fn run(seed: u64) -> [u64; 3] {
     }
     assert_eq!(series(mutex).acquisitions, t.granted[0].load(Relaxed) + 2);
     assert_eq!(series(rwlock).acquisitions, t.granted[1].load(Relaxed) + 1);
+    // Split-off parts are not acquisitions; merged-away and forgotten permits were.
+    assert_eq!(
+        series(semaphore).acquisitions,
+        t.granted[2].load(Relaxed) + 1
+    );
     println!(
-        "granted {:?}, try failures {:?}, timeouts {:?}, cancel attempts {}, cancelled {:?}, contended {:?}",
+        "granted {:?} (splits {}), try failures {:?}, timeouts {:?}, cancel attempts {}, cancelled {:?}, contended {:?}",
         t.granted.each_ref().map(|a| a.load(Relaxed)),
+        t.splits.load(Relaxed),
         t.try_failed.each_ref().map(|a| a.load(Relaxed)),
         t.timed_out.each_ref().map(|a| a.load(Relaxed)),
         t.cancel_attempts.load(Relaxed),
