@@ -1,11 +1,16 @@
-//! The demo service (placeholder until the examples issue fills it): serves the exporter.
-#[tokio::main]
-async fn main() {
-    let server = lockscope::exporter::serve(lockscope::exporter::DEFAULT_ADDR)
-        .await
-        .expect("bind");
-    println!("lockscope demo: metrics on http://{}/metrics", server.local_addr());
-    let m = lockscope::tokio::Mutex::named("demo", 0u64);
-    *m.lock().await += 1;
-    tokio::signal::ctrl_c().await.ok();
+//! The demo: a small bank service on axum whose every lock is a lockscope primitive, under a
+//! built-in load, with the exporter on http://127.0.0.1:9464. It starts healthy, then injects
+//! one pathology at a time; the detector reports each in the log, on `/debug/findings` and
+//! in `lockscope_findings_total` on `/metrics`.
+//!
+//! ```text
+//! cargo run --example demo                                  # the tour, until Ctrl-C
+//! cargo run --example demo -- --pathology deadlock          # one pathology
+//! cargo run --example demo -- --addr 127.0.0.1:0 --duration 30
+//! cargo run --example demo -- --help
+//! ```
+//!
+//! The service lives in `examples/src/demo/`.
+fn main() -> std::process::ExitCode {
+    lockscope_examples::demo::main()
 }
