@@ -476,7 +476,7 @@ fn mapped_and_downgraded_rwlock_guards_keep_mode_and_permits() {
     let l = Arc::new(RwLock::named("books_rw", (1u8, 2u8)));
     let w = l.try_write().unwrap();
     let write_mode = snap("books_rw").holders[0].mode;
-    assert_ne!(write_mode, "read");
+    assert_eq!(write_mode, "write", "an rwlock write shows as a write");
     assert_eq!(holds("books_rw"), [(write_mode, MAX_READS as u32)]);
     assert_eq!(books("books_rw"), (1, 0, 0, MAX_READS));
     let w = RwLockWriteGuard::try_downgrade_map(w, |_| None::<&u8>).unwrap_err();
