@@ -226,3 +226,7 @@ mod tests {
         });
     }
 }
+
+pub(crate) fn names_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    THREAD_NAMES.lock()
+}

@@ -395,3 +395,7 @@ mod tests {
         );
     }
 }
+
+pub(crate) fn config_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
+    CONFIG.read()
+}

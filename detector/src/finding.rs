@@ -460,3 +460,7 @@ pub fn render_all(all: &[Finding]) -> String {
     }
     out
 }
+
+pub(crate) fn store_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    STORE.lock()
+}

@@ -665,3 +665,7 @@ mod tests {
         assert!(!seen);
     }
 }
+
+pub(crate) fn threads_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    THREADS.lock()
+}

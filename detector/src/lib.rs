@@ -39,6 +39,8 @@ pub mod rules;
 pub mod scope;
 pub mod snapshot;
 pub mod stats;
+#[doc(hidden)]
+pub mod testing;
 mod tls;
 pub mod wait;
 mod watchdog;

@@ -152,3 +152,7 @@ pub fn metrics() -> MetricsSnapshot {
         live_primitives: live,
     }
 }
+
+pub(crate) fn last_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    LAST_ACQ.lock()
+}

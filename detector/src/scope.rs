@@ -268,3 +268,7 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
     }
     out
 }
+
+pub(crate) fn armed_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    ARMED.lock()
+}

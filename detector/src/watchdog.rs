@@ -158,3 +158,7 @@ impl Drop for WatchdogGuard {
         EXIT_GUARDS.fetch_sub(1, Ordering::Relaxed);
     }
 }
+
+pub(crate) fn rules_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    RULES.lock()
+}

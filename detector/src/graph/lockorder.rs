@@ -369,3 +369,7 @@ mod tests {
         assert!(g.edges.is_empty());
     }
 }
+
+pub(crate) fn graph_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    GRAPH.lock()
+}

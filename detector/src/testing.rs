@@ -1,0 +1,38 @@
+//! Hooks for lockscope's own tests. Not a public API.
+
+use parking_lot::{MutexGuard, RwLockReadGuard};
+
+/// Every global lock of the detector, held (see [`hold_global_locks`]).
+pub struct GlobalLocks {
+    _guards: Vec<Box<dyn std::any::Any>>,
+}
+
+/// Takes every global lock of the detector, in the detector's own nesting order, and keeps
+/// them until the returned value drops. A test holds them on one thread while it runs the
+/// hot path on another: a hot path that touched any of them would block.
+pub fn hold_global_locks() -> GlobalLocks {
+    fn boxed<T: 'static>(g: T) -> Box<dyn std::any::Any> {
+        Box::new(g)
+    }
+    // The guards borrow statics, so they are 'static and can be boxed as `Any`.
+    let mut guards: Vec<Box<dyn std::any::Any>> = Vec::new();
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::watchdog::rules_lock(),
+    ));
+    guards.push(boxed::<MutexGuard<'static, _>>(crate::prim::series_lock()));
+    for g in crate::prim::registry_locks() {
+        guards.push(boxed::<MutexGuard<'static, _>>(g));
+    }
+    guards.push(boxed::<MutexGuard<'static, _>>(crate::held::threads_lock()));
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::graph::lockorder::graph_lock(),
+    ));
+    guards.push(boxed::<MutexGuard<'static, _>>(crate::finding::store_lock()));
+    guards.push(boxed::<MutexGuard<'static, _>>(crate::scope::armed_lock()));
+    guards.push(boxed::<MutexGuard<'static, _>>(crate::metrics::last_lock()));
+    guards.push(boxed::<MutexGuard<'static, _>>(crate::actor::names_lock()));
+    guards.push(boxed::<RwLockReadGuard<'static, _>>(
+        crate::config::config_lock(),
+    ));
+    GlobalLocks { _guards: guards }
+}
