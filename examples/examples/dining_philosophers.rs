@@ -31,13 +31,24 @@ fn table(name: &str) -> (Arc<Vec<Mutex<u32>>>, Vec<String>) {
     (Arc::new(forks), names)
 }
 
-/// One philosopher: `meals` times, think, take `first`, then `second`, eat.
-fn dine(forks: &[Mutex<u32>], first: usize, second: usize, meals: u32, start: &Barrier) {
-    start.wait();
+/// One philosopher: `meals` times, take `first`, think a little, take `second`, eat. With
+/// `all_hold_first`, everyone waits until all have their first fork before reaching for the
+/// second: the unlucky interleaving, forced, so that the deadlock happens on every run.
+fn dine(
+    forks: &[Mutex<u32>],
+    first: usize,
+    second: usize,
+    meals: u32,
+    all_hold_first: Option<&Barrier>,
+) {
     for _ in 0..meals {
         let mut a = forks[first].lock();
-        // Thinking with a fork in hand: time for the neighbours to take theirs.
-        std::thread::sleep(Duration::from_millis(20));
+        match all_hold_first {
+            Some(b) => {
+                b.wait();
+            }
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
         let mut b = forks[second].lock();
         *a += 1;
         *b += 1;
@@ -50,7 +61,7 @@ fn seat(
     i: usize,
     ordered: bool,
     meals: u32,
-    start: &Arc<Barrier>,
+    all_hold_first: Option<&Arc<Barrier>>,
 ) -> std::thread::JoinHandle<()> {
     let (left, right) = (i, (i + 1) % SEATS);
     let (first, second) = if ordered {
@@ -58,10 +69,10 @@ fn seat(
     } else {
         (left, right)
     };
-    let (forks, start) = (forks.clone(), start.clone());
+    let (forks, barrier) = (forks.clone(), all_hold_first.cloned());
     std::thread::Builder::new()
         .name(format!("philosopher {i}"))
-        .spawn(move || dine(&forks, first, second, meals, &start))
+        .spawn(move || dine(&forks, first, second, meals, barrier.as_deref()))
         .expect("spawn a philosopher thread")
 }
 
@@ -71,10 +82,10 @@ fn main() {
     step("1. five philosophers, each takes the left fork, then the right one");
     let (forks, names) = table("round");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let start = Arc::new(Barrier::new(SEATS));
+    let all_hold_left = Arc::new(Barrier::new(SEATS));
     for i in 0..SEATS {
         // Never joined: these threads will deadlock.
-        let _ = seat(&forks, i, false, 1, &start);
+        let _ = seat(&forks, i, false, 1, Some(&all_hold_left));
     }
     print_finding(&expect_finding_blocking(
         FindingKind::LockOrderInversion,
@@ -85,10 +96,7 @@ fn main() {
     step("2. the fix: each takes the lower-numbered fork first (3 meals each)");
     let (forks, names) = table("ordered");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let start = Arc::new(Barrier::new(SEATS));
-    let diners: Vec<_> = (0..SEATS)
-        .map(|i| seat(&forks, i, true, 3, &start))
-        .collect();
+    let diners: Vec<_> = (0..SEATS).map(|i| seat(&forks, i, true, 3, None)).collect();
     for d in diners {
         d.join().expect("a philosopher panicked");
     }

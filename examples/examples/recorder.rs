@@ -3,12 +3,12 @@
 //! Field note 1: a recording app's microphone. The OS delivers "start" and "stop" taps on its
 //! own callback thread; the app spawns an async handler for each and returns at once
 //! (handlers run unawaited). A handler checks the microphone's state, then awaits the
-//! hardware (50 ms): by the time the await returns, the check is stale. A double tap on
+//! hardware (150 ms): by the time the await returns, the check is stale. A double tap on
 //! "stop" runs two handlers that both saw "recording", and both release the device.
 //!
 //! The device is modelled the way a driver counts it: a semaphore with one permit, taken and
 //! `forget`-ed when the microphone opens, added back when it closes. Three versions of the
-//! app get the same taps: start, then 100 ms later a double tap on stop (5 ms apart).
+//! app get the same taps: start, then 300 ms later a double tap on stop (5 ms apart).
 //!
 //! 1. Unguarded: the double release is caught by lockscope's own gauge of the device,
 //!    `lockscope_permits_total{lock="mic_unguarded"} 2`: the driver now believes in two
@@ -42,7 +42,7 @@ enum Tap {
 }
 /// The taps, as the OS delivers them, with the milliseconds since the previous one: start,
 /// record a little, then a double tap on stop.
-const TAPS: [(Tap, u64); 3] = [(Tap::Start, 0), (Tap::Stop, 100), (Tap::Stop, 5)];
+const TAPS: [(Tap, u64); 3] = [(Tap::Start, 0), (Tap::Stop, 300), (Tap::Stop, 5)];
 
 /// The microphone driver: one physical device, counted by a semaphore of one permit.
 struct Driver {
@@ -59,7 +59,7 @@ impl Driver {
     /// Opens the device: claims its permit for as long as it is open (across calls, so the
     /// permit is forgotten here and added back by `close`).
     async fn open(&self) -> bool {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
         match self.device.try_acquire() {
             Ok(permit) => {
                 permit.forget();
@@ -71,7 +71,7 @@ impl Driver {
 
     /// Closes the device: gives its permit back. Like many drivers, it trusts its caller.
     async fn close(&self) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
         self.device.add_permits(1);
     }
 }
@@ -194,7 +194,7 @@ fn show(lock: &str, families: &[&str]) {
 #[tokio::main]
 async fn main() {
     detector_for_examples(Duration::from_secs(1), Duration::from_secs(1), None);
-    println!("taps (and ms since the previous one): {TAPS:?}; the hardware takes 50 ms per call");
+    println!("taps (and ms since the previous one): {TAPS:?}; the hardware takes 150 ms per call");
 
     step("1. unguarded handlers");
     let app = Arc::new(Unguarded {

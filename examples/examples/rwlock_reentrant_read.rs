@@ -27,7 +27,7 @@ async fn price(rates: &Rates, amount: f64, currency: &'static str) -> f64 {
     let table = rates.read().await;
     let markup = table.get("markup").copied().unwrap_or(1.0);
     // Time for the refresher to queue its write (in production: any await at all).
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     // BUG: `convert` reads the cache again while `table` is still held.
     convert(rates, amount * markup, currency).await
 }

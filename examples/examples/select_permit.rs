@@ -84,7 +84,7 @@ async fn submit(pool: &Semaphore, jobs: &mpsc::Sender<Job>, job: Job) {
 }
 
 /// Starts a dispatcher (`fixed` or not) on a pool of one connection named `pool_name`,
-/// submits two jobs, then asks it to shut down; returns whether it stopped within 200 ms.
+/// submits two jobs, then asks it to shut down; returns whether it stopped within 500 ms.
 async fn scenario(pool_name: &str, fixed: bool) -> (Arc<Semaphore>, bool) {
     let pool = Arc::new(Semaphore::named(pool_name, 1));
     let (tx, rx) = mpsc::channel(8);
@@ -103,7 +103,7 @@ async fn scenario(pool_name: &str, fixed: bool) -> (Arc<Semaphore>, bool) {
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let _ = stop_tx.send(true);
-    let stopped = tokio::time::timeout(Duration::from_millis(200), dispatcher)
+    let stopped = tokio::time::timeout(Duration::from_millis(500), dispatcher)
         .await
         .is_ok();
     (pool, stopped)

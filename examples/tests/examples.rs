@@ -251,12 +251,12 @@ fn pool_exhaustion_reports_the_exhausted_pool_under_load_only() {
         "pool_exhaustion",
         &[
             "40 of 40 orders completed",
-            "of 320 orders completed; the rest never will",
+            "of 160 orders completed; the rest never will",
             "lockscope_permits_available{lock=\"db_pool\"} 0",
             "lockscope_waiters{lock=\"db_pool\",kind=\"semaphore\"} 16",
             "lockscope: stuck-queue: semaphore \"db_pool\" has 16 waiters queued",
             "every permit is held by an owned guard",
-            "320 of 320 orders completed; lockscope findings about db_pool_fixed: 0",
+            "160 of 160 orders completed; lockscope findings about db_pool_fixed: 0",
         ],
     );
 }

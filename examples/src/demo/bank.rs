@@ -200,7 +200,7 @@ impl Bank {
     pub async fn transfer_legacy(from: &Account, to: &Account, cents: i64) {
         let mut payer = from.balance.lock().await;
         if cents >= 100_000 {
-            tokio::time::sleep(Duration::from_millis(50)).await; // the fraud check
+            tokio::time::sleep(Duration::from_millis(300)).await; // the fraud check
         }
         let mut payee = to.balance.lock().await;
         *payer -= cents;
