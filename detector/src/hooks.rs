@@ -184,6 +184,7 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
     }
     let meta = held::pack_meta(acq.permits, acq.mode, acq.flags, l.scope.get());
     let entry = held::push_in(l, prim.id.0, actor.as_u64(), acq.site, since & TIME, meta);
+    prim.resource.acquired(prim.kind, acq.mode, acq.permits);
     Hold { entry, since }
 }
 
@@ -219,6 +220,7 @@ pub fn release_books(prim: &Prim, hold: Hold) -> Released {
         blocking_released(prim, &hold);
     }
     if let Some(e) = hold.entry {
+        resource_released(prim, &e);
         e.release();
     }
     Released {
@@ -228,6 +230,16 @@ pub fn release_books(prim: &Prim, hold: Hold) -> Released {
             0
         },
     }
+}
+
+#[inline]
+fn resource_released(prim: &Prim, e: &EntryRef) {
+    #[cfg(feature = "console")]
+    if let Some(v) = e.view() {
+        prim.resource.released(prim.kind, v.mode, v.permits);
+    }
+    #[cfg(not(feature = "console"))]
+    let _ = (prim, e);
 }
 
 /// The second half of a release: the hold time into the statistics (an atomic RMW: the
@@ -331,6 +343,7 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
         let mut q = prim.waiters.lock();
         let seq = q.push(rec);
         prim.waiting.store(q.len() as u32, Ordering::Relaxed);
+        prim.resource.waiters(q.len());
         seq
     };
     Waiting { seq, since_ns }
@@ -340,6 +353,7 @@ fn end_wait(prim: &Prim, w: &Waiting) {
     let mut q = prim.waiters.lock();
     q.remove(w.seq);
     prim.waiting.store(q.len() as u32, Ordering::Relaxed);
+    prim.resource.waiters(q.len());
 }
 
 /// Granted after waiting.

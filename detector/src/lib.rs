@@ -27,6 +27,7 @@
 pub mod actor;
 pub mod clock;
 pub mod config;
+mod console;
 pub mod finding;
 pub mod graph;
 mod graph_snapshot;

@@ -183,6 +183,8 @@ pub struct Prim {
     pub(crate) waiters: Mutex<WaitQueue>,
     /// Predecessors `A` for which the lock-order edge `A -> self` is already known.
     pub(crate) order_cache: [AtomicU64; 4],
+    /// Its tokio-console resource (empty without the `console` feature).
+    pub(crate) resource: crate::console::Resource,
 }
 
 impl Prim {
@@ -344,6 +346,7 @@ pub fn register(
         None => Arc::from(site_name(site)),
     };
     let (series, name) = series_for(&name, kind);
+    let resource = crate::console::Resource::new(kind, &name, site, capacity);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let prim = Arc::new(Prim {
         id: PrimitiveId(id),
@@ -361,6 +364,7 @@ pub fn register(
         stats: Stats::default(),
         waiters: Mutex::new(WaitQueue::default()),
         order_cache: Default::default(),
+        resource,
     });
     REGISTRY[id as usize % SHARDS]
         .lock()

@@ -28,6 +28,10 @@
 //!
 //! - `exporter`: re-exports `lockscope-exporter` as `lockscope::exporter` (`/metrics`,
 //!   `/debug/*`).
+//! - `console`: every primitive is also a tokio-console resource, listed by name with its
+//!   live lock, permit and waiter state (no `tokio_unstable` needed for these resources;
+//!   console-subscriber itself wants `--cfg console_without_tokio_unstable`), and
+//!   `lockscope::exporter::init_tracing` installs console-subscriber's layer.
 //!
 //! ## Performance considerations
 //!
