@@ -59,8 +59,10 @@ async fn audit(pool: &Semaphore, request: u32) {
     println!("request {request}: audited");
 }
 
-// A current-thread runtime: every task runs on this thread, so a report's "task N" and
-// the order of events are easy to follow (the detector works the same on multi-threaded ones).
+// A current-thread runtime: every task runs on this thread, so the order of events is easy
+// to follow. On a multi-threaded runtime the deadlocks are found the same way, but the
+// nested acquisition itself is checked against the holds recorded on the current thread:
+// a task moved to another worker by the `.await` between the two acquisitions escapes it.
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     detector_for_examples(Duration::from_secs(1), Duration::from_secs(1), None);
