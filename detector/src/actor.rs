@@ -192,6 +192,10 @@ pub fn set_thread_scope(scope: u32) {
     let _ = LOCAL.try_with(|l| l.scope.set(scope));
 }
 
+pub(crate) fn names_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    THREAD_NAMES.lock()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,8 +229,4 @@ mod tests {
             assert_eq!(actor.task_id().unwrap().to_string(), id.to_string());
         });
     }
-}
-
-pub(crate) fn names_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
-    THREAD_NAMES.lock()
 }

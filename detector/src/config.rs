@@ -355,6 +355,10 @@ pub fn set_enabled(on: bool) {
     cfg.install();
 }
 
+pub(crate) fn config_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
+    CONFIG.read()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,8 +398,4 @@ mod tests {
                 .is_err()
         );
     }
-}
-
-pub(crate) fn config_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
-    CONFIG.read()
 }

@@ -25,7 +25,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
@@ -123,6 +123,9 @@ pub struct Entry {
     site: AtomicPtr<Location<'static>>,
     since: AtomicU64,
     meta: AtomicU64,
+    /// Where the task index points at this entry (null: not indexed). Touched only by the
+    /// entry's current holder.
+    task_ref: AtomicPtr<AtomicPtr<Entry>>,
     /// The table this entry belongs to (fixed at creation).
     owner: *const ThreadHeld,
     /// Its index: `< INLINE` inline, else `INLINE + overflow index` (fixed at creation).
@@ -137,6 +140,7 @@ impl Entry {
             site: AtomicPtr::new(std::ptr::null_mut()),
             since: AtomicU64::new(0),
             meta: AtomicU64::new(0),
+            task_ref: AtomicPtr::new(std::ptr::null_mut()),
             owner,
             slot,
         }
@@ -231,7 +235,8 @@ impl Overflow {
 
 /// The hold table of one OS thread.
 pub struct ThreadHeld {
-    thread: u64,
+    /// lockscope number of the thread using this table now (tables are recycled).
+    thread: AtomicU64,
     inline: [Entry; INLINE],
     overflow: Mutex<Overflow>,
     overflow_len: AtomicUsize,
@@ -266,7 +271,7 @@ impl ThreadHeld {
     /// Every hold in this table.
     pub fn for_each(&self, mut f: impl FnMut(HoldView)) {
         for e in &self.inline {
-            if let Some(v) = e.view(self.thread) {
+            if let Some(v) = e.view(self.thread.load(Ordering::Relaxed)) {
                 f(v);
             }
         }
@@ -274,7 +279,7 @@ impl ThreadHeld {
             let o = self.overflow.lock();
             for c in &o.chunks {
                 for e in c.iter() {
-                    if let Some(v) = e.view(self.thread) {
+                    if let Some(v) = e.view(self.thread.load(Ordering::Relaxed)) {
                         f(v);
                     }
                 }
@@ -298,11 +303,9 @@ impl Drop for OwnerGuard {
             l.held.set(std::ptr::null());
             l.dead.set(true);
         });
+        // The table stays listed (its entries may outlive the thread in moved guards); an
+        // exited thread's table is recycled once it holds nothing.
         self.0.orphaned.store(true, Ordering::Release);
-        if !self.0.occupied() {
-            let me = Arc::as_ptr(&self.0);
-            THREADS.lock().retain(|t| Arc::as_ptr(t) != me);
-        }
     }
 }
 
@@ -313,41 +316,61 @@ fn init(l: &Local) -> Option<*const ThreadHeld> {
         return None;
     }
     let thread = actor::thread_seq_in(l);
-    let th = Arc::new_cyclic(|me| ThreadHeld {
-        thread,
-        inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
-        overflow: Mutex::new(Overflow {
-            chunks: Vec::new(),
-            free: Vec::new(),
-            by_actor: HashMap::new(),
-        }),
-        overflow_len: AtomicUsize::new(0),
-        orphaned: AtomicBool::new(false),
-    });
+    let th = {
+        let mut threads = THREADS.lock();
+        // Recycle the table of an exited thread that holds nothing: tables are never freed
+        // (an entry pointer, in a guard or the task index, must never dangle), so their number
+        // stays the peak number of threads alive at once.
+        let free = threads.iter().find(|t| {
+            t.orphaned.load(Ordering::Acquire)
+                && !t.occupied()
+                && t.overflow_len.load(Ordering::Acquire) == 0
+        });
+        match free {
+            Some(t) => {
+                t.thread.store(thread, Ordering::Relaxed);
+                t.orphaned.store(false, Ordering::Release);
+                t.clone()
+            }
+            None => {
+                let th = Arc::new_cyclic(|me| ThreadHeld {
+                    thread: AtomicU64::new(thread),
+                    inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
+                    overflow: Mutex::new(Overflow {
+                        chunks: Vec::new(),
+                        free: Vec::new(),
+                        by_actor: HashMap::new(),
+                    }),
+                    overflow_len: AtomicUsize::new(0),
+                    orphaned: AtomicBool::new(false),
+                });
+                threads.push(th.clone());
+                th
+            }
+        }
+    };
     let ptr = Arc::as_ptr(&th);
-    OWNER
-        .try_with(|o| o.set(Some(OwnerGuard(th.clone()))))
-        .ok()?;
-    THREADS.lock().push(th);
+    OWNER.try_with(|o| o.set(Some(OwnerGuard(th)))).ok()?;
     l.held.set(ptr);
+    l.mask.set(0);
     Some(ptr)
 }
 
 /// Where a hold lives, so that its guard can clear it from any thread: one pointer.
 ///
-/// The entry knows its table and slot. A table is freed only once it is orphaned (its thread
-/// exited) and has no occupied entry (see [`gc`]), so the pointer is valid until `release`.
+/// The entry knows its table and slot. Tables are never freed (only recycled once their
+/// thread exited and they hold nothing), so the pointer is always valid.
 pub struct EntryRef(NonNull<Entry>);
 
 // SAFETY: an EntryRef only clears or rewrites its own entry with atomic stores (overflow
-// bookkeeping under the table's mutex); the table outlives every occupied entry.
+// bookkeeping under the table's mutex); tables are never freed.
 unsafe impl Send for EntryRef {}
 // SAFETY: as above; `&EntryRef` offers only atomic operations.
 unsafe impl Sync for EntryRef {}
 
 impl EntryRef {
     fn entry(&self) -> &Entry {
-        // SAFETY: see the type docs: the entry is occupied until `release`, so its table lives.
+        // SAFETY: see the type docs: tables (and their boxed overflow chunks) are never freed.
         unsafe { self.0.as_ref() }
     }
 
@@ -366,12 +389,19 @@ impl EntryRef {
 
     /// Reads the hold back.
     pub fn view(&self) -> Option<HoldView> {
-        self.entry().view(self.table().thread)
+        self.entry()
+            .view(self.table().thread.load(Ordering::Relaxed))
+    }
+
+    /// Indexes this hold as one of `task`'s (see the task index).
+    #[inline]
+    pub(crate) fn index_task(&self, task: u64) {
+        index_task(self.entry(), task);
     }
 
     /// The lockscope number of the thread whose table holds this entry.
     pub fn thread(&self) -> u64 {
-        self.table().thread
+        self.table().thread.load(Ordering::Relaxed)
     }
 
     /// Clears the hold.
@@ -383,8 +413,8 @@ impl EntryRef {
             return release_overflow(self.table(), (slot - INLINE) as u32);
         }
         let owner = e.owner;
-        // Release: a snapshot that reads 0 here sees no later reuse half-written. After this
-        // store the table may be freed: below, `owner` is only compared, never dereferenced.
+        unindex(e);
+        // Release: a snapshot that reads 0 here sees no later reuse half-written.
         e.key.store(0, Ordering::Release);
         let _ = LOCAL.try_with(|l| {
             if std::ptr::eq(l.held.get(), owner) {
@@ -399,6 +429,7 @@ fn release_overflow(th: &ThreadHeld, i: u32) {
     let mut o = th.overflow.lock();
     let e = o.entry(i);
     let actor = e.actor.load(Ordering::Relaxed);
+    unindex(e);
     e.key.store(0, Ordering::Release);
     if let Some(v) = o.by_actor.get_mut(&actor) {
         v.retain(|&x| x != i);
@@ -407,8 +438,6 @@ fn release_overflow(th: &ThreadHeld, i: u32) {
         }
     }
     o.free.push(i);
-    // Release, and last: `gc` may free the table once it reads 0 here (under the mutex we
-    // still hold, so it waits for us to unlock first).
     th.overflow_len.fetch_sub(1, Ordering::Release);
 }
 
@@ -509,7 +538,7 @@ pub(crate) fn for_each_mine_in(l: &Local, actor: u64, f: &mut dyn FnMut(HoldView
         mask &= mask - 1;
         let e = &th.inline[i];
         if e.actor.load(Ordering::Relaxed) == actor
-            && let Some(v) = e.view(th.thread)
+            && let Some(v) = e.view(th.thread.load(Ordering::Relaxed))
             && v.actor.as_u64() == actor
         {
             f(v);
@@ -519,7 +548,7 @@ pub(crate) fn for_each_mine_in(l: &Local, actor: u64, f: &mut dyn FnMut(HoldView
         let o = th.overflow.lock();
         if let Some(idx) = o.by_actor.get(&actor) {
             for &i in idx {
-                if let Some(v) = o.entry(i).view(th.thread) {
+                if let Some(v) = o.entry(i).view(th.thread.load(Ordering::Relaxed)) {
                     f(v);
                 }
             }
@@ -561,15 +590,158 @@ pub(crate) fn mine_inline(
     (n, more)
 }
 
-/// A full view of an entry from [`mine_inline`] (on the current thread).
-pub(crate) fn view_of(l: &Local, e: *const Entry) -> Option<HoldView> {
-    let h = l.held.get();
-    if h.is_null() {
+// ---------------------------------------------------------------------------------------------
+// The task index: a task's holds, wherever its entries live
+// ---------------------------------------------------------------------------------------------
+
+// A tokio task moves between worker threads at its `.await`s, so the holds it took before a
+// move sit in another thread's table. The task index finds them: a fixed, direct-mapped array
+// of slots keyed by task id, each pointing at up to `REFS` entries of its task. A task claims
+// its slot with one compare-and-swap the first time it holds something (and keeps it, so a
+// task that locks in a loop never pays it again); everything else is plain loads and stores,
+// and every pointer is checked against the entry's own actor before use, so a slot taken over
+// by another task (a hash collision, or a task that outlived its turn) can only make a check
+// miss, never report a hold that is not there.
+
+const TASK_SLOTS: usize = 4096;
+const REFS: usize = 7;
+
+#[repr(align(64))]
+struct TaskSlot {
+    task: AtomicU64,
+    /// Which `refs` are in use (a hint: set by the owner, cleared by releases with a plain
+    /// load and store, so a race can leave a stale bit, costing a scan, or lose one, a miss).
+    bits: AtomicU8,
+    refs: [AtomicPtr<Entry>; REFS],
+}
+
+static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
+    TaskSlot {
+        task: AtomicU64::new(0),
+        bits: AtomicU8::new(0),
+        refs: [const { AtomicPtr::new(std::ptr::null_mut()) }; REFS],
+    }
+}; TASK_SLOTS];
+
+#[inline]
+fn slot_of(task: u64) -> &'static TaskSlot {
+    // Fibonacci hashing: sequential task ids spread over the whole table.
+    &SLOTS[(task.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (TASK_SLOTS - 1)]
+}
+
+/// The live entry behind an index pointer, if it is a hold of `task`.
+#[inline]
+fn indexed(p: *mut Entry, task: u64) -> Option<&'static Entry> {
+    if p.is_null() {
         return None;
     }
-    // SAFETY: `e` points into this thread's live table (from `mine_inline`, same thread).
-    let (th, e) = unsafe { (&*h, &*e) };
-    e.view(th.thread)
+    // SAFETY: index pointers point at entries, and tables (so entries) are never freed.
+    let e: &'static Entry = unsafe { &*p };
+    (e.actor.load(Ordering::Relaxed) == task && e.key.load(Ordering::Acquire) != 0).then_some(e)
+}
+
+#[cold]
+fn claim(s: &TaskSlot, task: u64) -> bool {
+    let cur = s.task.load(Ordering::Relaxed);
+    let idle = cur == 0
+        || s.refs
+            .iter()
+            .all(|r| indexed(r.load(Ordering::Relaxed), cur).is_none());
+    // Relaxed: the slot word only says whose pointers to trust; every use re-checks entries.
+    let won = idle
+        && s.task
+            .compare_exchange(cur, task, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+    if won {
+        s.bits.store(0, Ordering::Relaxed);
+    }
+    won
+}
+
+/// Indexes `e`, a new hold of `task`.
+#[inline]
+pub(crate) fn index_task(e: &Entry, task: u64) {
+    let s = slot_of(task);
+    if s.task.load(Ordering::Relaxed) != task && !claim(s, task) {
+        return; // the slot serves a task that still holds something: a miss, never a lie
+    }
+    let mut bits = s.bits.load(Ordering::Relaxed);
+    if bits == (1 << REFS) - 1 {
+        // Full by the hint: drop the bits of refs that no longer point at a live hold.
+        bits = 0;
+        for (i, r) in s.refs.iter().enumerate() {
+            if indexed(r.load(Ordering::Relaxed), task).is_some() {
+                bits |= 1 << i;
+            }
+        }
+        if bits == (1 << REFS) - 1 {
+            return; // more than REFS holds at once: the rest go unindexed (a miss)
+        }
+    }
+    let i = (!bits).trailing_zeros() as usize;
+    let r = &s.refs[i];
+    r.store((e as *const Entry).cast_mut(), Ordering::Relaxed);
+    s.bits.store(bits | (1 << i), Ordering::Relaxed);
+    e.task_ref
+        .store((r as *const AtomicPtr<Entry>).cast_mut(), Ordering::Relaxed);
+}
+
+/// Drops `e` from the task index (before its key is cleared).
+#[inline]
+fn unindex(e: &Entry) {
+    let r = e.task_ref.load(Ordering::Relaxed);
+    if !r.is_null() {
+        e.task_ref.store(std::ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: `r` points into the static slot array.
+        let cell = unsafe { &*r };
+        if std::ptr::eq(cell.load(Ordering::Relaxed), e) {
+            cell.store(std::ptr::null_mut(), Ordering::Relaxed);
+            // The slot and the ref's index, from the ref's address in the static array.
+            let base = SLOTS.as_ptr() as usize;
+            let at = r as usize - base;
+            let slot = &SLOTS[at / std::mem::size_of::<TaskSlot>()];
+            let i = (r as usize - slot.refs.as_ptr() as usize)
+                / std::mem::size_of::<AtomicPtr<Entry>>();
+            let bits = slot.bits.load(Ordering::Relaxed);
+            slot.bits.store(bits & !(1 << i), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether `task` holds anything, on any thread (as far as the index knows).
+#[inline]
+pub(crate) fn task_any(task: u64) -> bool {
+    let s = slot_of(task);
+    s.task.load(Ordering::Relaxed) == task && s.bits.load(Ordering::Relaxed) != 0
+}
+
+/// The primitive ids, flags and entries of `task`'s holds, on any thread.
+pub(crate) fn task_mine(task: u64, out: &mut [(u64, u8, *const Entry); 8]) -> usize {
+    let s = slot_of(task);
+    if s.task.load(Ordering::Relaxed) != task {
+        return 0;
+    }
+    let mut n = 0;
+    for r in &s.refs {
+        if let Some(e) = indexed(r.load(Ordering::Relaxed), task) {
+            let prim = e.key.load(Ordering::Acquire);
+            let flags = (e.meta.load(Ordering::Relaxed) >> 40) as u8;
+            if prim != 0 && n < out.len() {
+                out[n] = (prim, flags, e);
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// A full view of any entry (from [`task_mine`] or [`mine_inline`]).
+pub(crate) fn view_entry(e: *const Entry) -> Option<HoldView> {
+    // SAFETY: entries and their tables are never freed.
+    let e = unsafe { &*e };
+    // SAFETY: `owner` was set from the table's own address at creation.
+    let thread = unsafe { &*e.owner }.thread.load(Ordering::Relaxed);
+    e.view(thread)
 }
 
 /// Whether any hold at all is recorded on the current thread: one thread-local read, so the
@@ -602,18 +774,18 @@ pub fn for_each_all(mut f: impl FnMut(HoldView)) {
     }
 }
 
-/// Frees the tables of exited threads that no longer hold anything. Returns how many remain.
-pub fn gc() -> usize {
-    let mut threads = THREADS.lock();
-    threads.retain(|t| {
-        if !t.orphaned.load(Ordering::Acquire) {
-            return true;
-        }
-        // Taking the overflow lock waits out a release still unlocking it.
-        let _o = t.overflow.lock();
-        t.occupied()
-    });
-    threads.len()
+/// Tables in use by live threads, and tables listed in all (the rest wait to be recycled).
+pub fn table_counts() -> (usize, usize) {
+    let threads = THREADS.lock();
+    let live = threads
+        .iter()
+        .filter(|t| !t.orphaned.load(Ordering::Acquire))
+        .count();
+    (live, threads.len())
+}
+
+pub(crate) fn threads_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    THREADS.lock()
 }
 
 #[cfg(test)]
@@ -651,7 +823,7 @@ mod tests {
     }
 
     #[test]
-    fn exited_threads_are_collected_once_empty() {
+    fn exited_threads_tables_are_recycled_once_empty() {
         let held = std::thread::spawn(|| push(9, 1, site(), 1, 0).unwrap())
             .join()
             .unwrap();
@@ -659,13 +831,12 @@ mod tests {
         for_each_all(|v| seen |= v.prim == 9);
         assert!(seen, "a hold outlives its thread");
         held.release();
-        gc();
-        let mut seen = false;
-        for_each_all(|v| seen |= v.prim == 9);
-        assert!(!seen);
+        let (_, before) = table_counts();
+        // A new thread takes an idle table instead of growing the list.
+        std::thread::spawn(|| push(10, 2, site(), 1, 0).unwrap().release())
+            .join()
+            .unwrap();
+        let (_, after) = table_counts();
+        assert!(after <= before, "{before} tables, then {after}");
     }
-}
-
-pub(crate) fn threads_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
-    THREADS.lock()
 }

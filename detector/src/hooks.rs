@@ -160,7 +160,7 @@ pub fn acquired_at(prim: &Prim, acq: Acq, since: u64) -> Hold {
     LOCAL
         .try_with(|l| {
             let actor = actor::current_in(l);
-            if acq.flags & (FLAG_TRY | FLAG_REENTRY) == 0 && held::any_in(l) {
+            if acq.flags & (FLAG_TRY | FLAG_REENTRY) == 0 && holds_any(l, actor) {
                 check_held_slow(prim, actor, &acq, false);
             }
             record_hold(l, prim, actor, acq, since)
@@ -184,6 +184,11 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
     }
     let meta = held::pack_meta(acq.permits, acq.mode, acq.flags, l.scope.get());
     let entry = held::push_in(l, prim.id.0, actor.as_u64(), acq.site, since & TIME, meta);
+    if actor.is_task()
+        && let Some(e) = &entry
+    {
+        e.index_task(actor.as_u64());
+    }
     prim.resource.acquired(prim.kind, acq.mode, acq.permits);
     Hold { entry, since }
 }
@@ -256,8 +261,19 @@ pub fn release_stats(prim: &Prim, r: Released) {
 /// exclusive holder word); and lock-order edges from everything it holds to `prim`.
 #[inline]
 fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
-    if held::any_here() {
+    if LOCAL.try_with(|l| holds_any(l, actor)).unwrap_or(false) {
         check_held_slow(prim, actor, acq, waiting);
+    }
+}
+
+/// Whether `actor` may hold anything: a task asks the task index (its holds may sit on other
+/// threads' tables), a thread its own table.
+#[inline]
+fn holds_any(l: &Local, actor: ActorId) -> bool {
+    if actor.is_task() {
+        held::task_any(actor.as_u64())
+    } else {
+        held::any_in(l)
     }
 }
 
@@ -265,19 +281,24 @@ fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
 fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
     let _ = LOCAL.try_with(|l| {
         let mut mine = [(0u64, 0u8, std::ptr::null::<held::Entry>()); 8];
-        let (n, more) = held::mine_inline(l, actor.as_u64(), &mut mine);
-        if more {
-            return check_held_all(prim, actor, acq, waiting);
-        }
+        let n = if actor.is_task() {
+            held::task_mine(actor.as_u64(), &mut mine)
+        } else {
+            let (n, more) = held::mine_inline(l, actor.as_u64(), &mut mine);
+            if more {
+                return check_held_all(prim, actor, acq, waiting);
+            }
+            n
+        };
         let mut nested = None;
         for &(id, flags, e) in &mine[..n] {
             if flags & FLAG_MOVABLE != 0 {
                 continue;
             }
             if id == prim.id.0 {
-                nested = nested.or_else(|| held::view_of(l, e));
+                nested = nested.or_else(|| held::view_entry(e));
             } else if !graph::lockorder::known(prim, id)
-                && let Some(h) = held::view_of(l, e)
+                && let Some(h) = held::view_entry(e)
             {
                 graph::lockorder::note_edge(&h, prim, actor, acq);
             }
@@ -337,7 +358,6 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
         timed,
         owned: acq.flags & FLAG_MOVABLE != 0,
         scope: actor::current_scope(),
-        progress_at_start: prim.progress(),
     };
     let seq = {
         let mut q = prim.waiters.lock();

@@ -537,6 +537,14 @@ impl std::fmt::Debug for PrimCell {
     }
 }
 
+pub(crate) fn series_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    SERIES.lock()
+}
+
+pub(crate) fn registry_locks() -> Vec<parking_lot::MutexGuard<'static, impl Sized>> {
+    REGISTRY.iter().map(|s| s.lock()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,12 +573,4 @@ mod tests {
         assert_eq!(clean_name(""), "unnamed");
         assert_eq!(clean_name(&"é".repeat(150)).len(), 200);
     }
-}
-
-pub(crate) fn series_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
-    SERIES.lock()
-}
-
-pub(crate) fn registry_locks() -> Vec<parking_lot::MutexGuard<'static, impl Sized>> {
-    REGISTRY.iter().map(|s| s.lock()).collect()
 }

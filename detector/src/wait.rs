@@ -33,8 +33,6 @@ pub struct WaiterRec {
     pub owned: bool,
     /// Test scope of the waiting thread.
     pub scope: u32,
-    /// The primitive's release count when the wait started (to count bypasses).
-    pub progress_at_start: u64,
 }
 
 /// The waiters of one primitive.

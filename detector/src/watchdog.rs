@@ -18,7 +18,7 @@ use crate::rules::starvation::Starvation;
 use crate::rules::stuck_queue::StuckQueue;
 use crate::rules::{Rule, Verdict};
 use crate::snapshot::State;
-use crate::{config, held, scope};
+use crate::{config, scope};
 
 #[derive(Default)]
 struct Rules {
@@ -78,8 +78,10 @@ fn tick_once() -> usize {
     let confirmed = rules.deadlock.confirmed_waits.clone();
     rules.stuck.skip_waits = confirmed.clone();
     let mut verdicts = rules.stuck.check(&state);
-    let stuck = rules.stuck.stuck_prims.clone();
-    rules.starvation.skip_prims = stuck;
+    // A deadlocked or stuck primitive is not also a starving one.
+    let mut skip: HashSet<u64> = rules.stuck.stuck_prims.clone();
+    skip.extend(rules.deadlock.confirmed_prims.iter().copied());
+    rules.starvation.skip_prims = skip;
     rules.starvation.skip_waits = confirmed;
     verdicts.extend(rules.starvation.check(&state));
     verdicts.extend(rules.leak.check(&state));
@@ -103,7 +105,6 @@ fn tick_once() -> usize {
     );
     finding::retain_active(rules.leak.kind(), &leaks);
     drop(rules);
-    held::gc();
     exit_if_stuck(&deadlocks);
     new
 }

@@ -16,73 +16,10 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 
-/// One timed batch: `n` iterations of `f`, ns per iteration.
-fn batch(n: u64, mut f: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    for _ in 0..n {
-        f();
-    }
-    start.elapsed().as_nanos() as f64 / n as f64
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Per-round samples of several cases (ns per iteration), measured back to back in every
-/// round so that drift and noise hit all of them alike.
-struct Samples(Vec<Vec<f64>>);
-
-impl Samples {
-    /// Median ns of case `i`.
-    fn ns(&self, i: usize) -> f64 {
-        median(self.0[i].clone())
-    }
-
-    /// Median over the rounds of `case i / case j`, each ratio within one round.
-    fn ratio(&self, i: usize, j: usize) -> f64 {
-        median(
-            self.0[i]
-                .iter()
-                .zip(&self.0[j])
-                .map(|(a, b)| a / b)
-                .collect(),
-        )
-    }
-}
-
-/// `rounds` rounds of `n` iterations of each closure (monomorphized: no indirect call inside
-/// the timed loop).
-macro_rules! interleaved {
-    ($rounds:expr, $n:expr, [$($f:expr),+ $(,)?]) => {{
-        let mut fs = ($($f,)+);
-        let mut samples: Vec<Vec<f64>> = Vec::new();
-        for _ in 0..$rounds {
-            let mut i = 0;
-            interleaved!(@each fs, samples, i, $n, [$($f),+]);
-            let _ = i;
-        }
-        Samples(samples)
-    }};
-    (@each $fs:ident, $samples:ident, $i:ident, $n:expr, [$f0:expr, $f1:expr]) => {
-        interleaved!(@one $fs.0, $samples, $i, $n);
-        interleaved!(@one $fs.1, $samples, $i, $n);
-    };
-    (@each $fs:ident, $samples:ident, $i:ident, $n:expr, [$f0:expr, $f1:expr, $f2:expr]) => {
-        interleaved!(@one $fs.0, $samples, $i, $n);
-        interleaved!(@one $fs.1, $samples, $i, $n);
-        interleaved!(@one $fs.2, $samples, $i, $n);
-    };
-    (@one $f:expr, $samples:ident, $i:ident, $n:expr) => {
-        let t = batch($n, &mut $f);
-        if $samples.len() <= $i {
-            $samples.push(Vec::new());
-        }
-        $samples[$i].push(t);
-        $i += 1;
-    };
-}
+#[path = "common/mod.rs"]
+#[macro_use]
+mod common;
+use common::{Row, Samples, batch, table};
 
 /// Two threads each taking the mutex `per_thread` times (a tiny critical section); total ns
 /// per acquisition.
@@ -105,40 +42,6 @@ fn contended<M: Send + Sync + 'static>(m: Arc<M>, per_thread: u64, op: fn(&M)) -
         t.join().unwrap();
     }
     start.elapsed().as_nanos() as f64 / (2 * per_thread) as f64
-}
-
-struct Row {
-    case: &'static str,
-    raw: f64,
-    ours: f64,
-    /// Median per-round `ours / raw` (time); for throughput rows, `raw / ours`.
-    ratio: f64,
-    /// Budget on the ratio: at most (time) or at least (throughput).
-    budget: f64,
-    throughput: bool,
-}
-
-fn table(rows: &[Row]) {
-    println!(
-        "{:<52} {:>9} {:>11} {:>7} {:>8}  verdict",
-        "case", "raw ns", "lockscope", "ratio", "budget"
-    );
-    for r in rows {
-        let (ratio, ok, budget) = if r.throughput {
-            (r.ratio, r.ratio >= r.budget, format!(">={:.1}x", r.budget))
-        } else {
-            (r.ratio, r.ratio <= r.budget, format!("<={:.1}x", r.budget))
-        };
-        println!(
-            "{:<52} {:>9.2} {:>11.2} {:>6.2}x {:>8}  {}",
-            r.case,
-            r.raw,
-            r.ours,
-            ratio,
-            budget,
-            if ok { "within" } else { "OVER" }
-        );
-    }
 }
 
 fn plain_table() {

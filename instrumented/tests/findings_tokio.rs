@@ -389,3 +389,50 @@ async fn holder_keeping_a_contended_mutex_is_starvation() {
     drop(g);
     waiter.await.unwrap();
 }
+
+#[test]
+fn inversions_are_found_when_tasks_move_between_workers() {
+    // On a multi-thread runtime a task resumes on any worker after an `.await`: the holds it
+    // took before must still count. Twenty runs, each with fresh locks and awaits between the
+    // two acquisitions; every run must report its inversion.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scope = arm("inv_mt", 60_000, 60_000);
+    let id = scope.id();
+    for run in 0..20 {
+        let a = Arc::new(Mutex::named(format!("inv_mt_a{run}"), ()));
+        let b = Arc::new(Mutex::named(format!("inv_mt_b{run}"), ()));
+        rt.block_on(async {
+            let (a1, b1) = (a.clone(), b.clone());
+            tokio::spawn(async move {
+                lockscope::detector::actor::set_thread_scope(id);
+                let _a = a1.lock().await;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                tokio::task::yield_now().await;
+                let _b = b1.lock().await;
+            })
+            .await
+            .unwrap();
+            let (a2, b2) = (a.clone(), b.clone());
+            tokio::spawn(async move {
+                let _b = b2.lock().await;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                tokio::task::yield_now().await;
+                let _a = a2.lock().await;
+            })
+            .await
+            .unwrap();
+        });
+        let name = format!("inv_mt_a{run}");
+        assert!(
+            lockscope::detector::findings()
+                .iter()
+                .any(|f| f.kind == FindingKind::LockOrderInversion && f.involves(&name)),
+            "run {run}: no inversion reported for {name}"
+        );
+    }
+    drop(scope);
+}

@@ -323,6 +323,10 @@ pub fn edge_count() -> usize {
     g.edges.len() + g.inverted.len()
 }
 
+pub(crate) fn graph_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    GRAPH.lock()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,8 +372,4 @@ mod tests {
         assert!(g.insert(3, 1).is_ok());
         assert!(g.edges.is_empty());
     }
-}
-
-pub(crate) fn graph_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
-    GRAPH.lock()
 }

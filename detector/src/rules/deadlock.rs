@@ -160,6 +160,8 @@ pub(crate) struct Deadlock {
     pending: HashMap<Waits, Vec<(u64, u64)>>,
     /// Waits of groups confirmed this tick (other rules skip them).
     pub(crate) confirmed_waits: HashSet<(u64, u64)>,
+    /// Primitives of groups confirmed this tick (other rules skip them too).
+    pub(crate) confirmed_prims: HashSet<u64>,
     /// Keys of findings that still hold.
     pub(crate) active: HashSet<String>,
 }
@@ -174,6 +176,7 @@ impl Rule for Deadlock {
         let mut next = HashMap::new();
         let mut out = Vec::new();
         self.confirmed_waits.clear();
+        self.confirmed_prims.clear();
         self.active.clear();
         for g in groups {
             let progress: Vec<(u64, u64)> = g
@@ -185,6 +188,7 @@ impl Rule for Deadlock {
             next.insert(g.waits.clone(), progress);
             if confirmed {
                 self.confirmed_waits.extend(g.waits.iter().copied());
+                self.confirmed_prims.extend(g.prims.iter().copied());
                 let f = report(state, &g);
                 self.active
                     .insert(format!("{}:{}", FindingKind::Deadlock, f.key()));

@@ -3,7 +3,7 @@
 //! primitive past the threshold. Primitives that are stuck or deadlocked are left to those
 //! rules.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::finding::{ActorReport, Finding, FindingKind};
 use crate::prim::site_string;
@@ -16,6 +16,9 @@ pub(crate) struct Starvation {
     pub(crate) skip_prims: HashSet<u64>,
     pub(crate) skip_waits: HashSet<(u64, u64)>,
     pub(crate) active: HashSet<String>,
+    /// The primitive's progress when this rule first saw each waiter (at most a tick late):
+    /// grants since then were made to others while it waited.
+    first_seen: HashMap<(u64, u64), u64>,
 }
 
 impl Rule for Starvation {
@@ -26,6 +29,14 @@ impl Rule for Starvation {
     fn check(&mut self, state: &State) -> Vec<Verdict> {
         let mut out = Vec::new();
         self.active.clear();
+        let mut seen = HashMap::new();
+        for p in &state.prims {
+            for w in &p.waiters {
+                let key = (p.prim.id().0, w.seq);
+                seen.insert(key, *self.first_seen.get(&key).unwrap_or(&p.progress));
+            }
+        }
+        self.first_seen = seen;
         for p in &state.prims {
             let id = p.prim.id().0;
             if p.waiters.is_empty() || p.closed || self.skip_prims.contains(&id) {
@@ -40,7 +51,12 @@ impl Rule for Starvation {
                 if self.skip_waits.contains(&(id, w.seq)) || state.wait_age(w) < threshold {
                     continue;
                 }
-                let bypassed = p.progress.saturating_sub(w.progress_at_start);
+                let start = self
+                    .first_seen
+                    .get(&(id, w.seq))
+                    .copied()
+                    .unwrap_or(p.progress);
+                let bypassed = p.progress.saturating_sub(start);
                 if bypassed == 0 {
                     continue;
                 }

@@ -39,18 +39,11 @@ impl Rule for StuckQueue {
                 .map(|w| w.since_ns)
                 .min()
                 .unwrap_or(state.now_precise);
+            // Since when has progress been at its current value? (Counted from the first tick
+            // that saw this primitive with waiters: at most one tick late.)
             let since = match self.last.get(&id) {
                 Some(&(v, t)) if v == p.progress => t,
-                Some(_) => state.now_precise,
-                None => {
-                    // First look: if no release happened since the oldest waiter queued, the
-                    // primitive has been still at least that long.
-                    let w0 = p.waiters.iter().min_by_key(|w| w.since_ns);
-                    match w0 {
-                        Some(w) if w.progress_at_start == p.progress => oldest,
-                        _ => state.now_precise,
-                    }
-                }
+                _ => state.now_precise.max(oldest),
             };
             seen.insert(id, (p.progress, since));
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
