@@ -34,9 +34,8 @@
 //! primitive, a task for one parking_lot lock or up to two tokio primitives (`select!`).
 //! They keep to what the model can know: it learns that a task is pinned to a current-thread
 //! runtime's thread only from the blocking guards the task holds there, so a thread is
-//! blocked only when every other actor living on it holds one. Where `reduce` disagrees with
-//! the oracle and the oracle is right (the `#[ignore]`d tests at the end, one per bug), the
-//! generator leaves those states out until the bug is fixed.
+//! blocked only when every other actor living on it holds one. The regression tests at the
+//! end are the disagreements this property found (each fixed in `reduce`).
 //!
 //! The seed is fixed so that CI is deterministic; explore more with `PROPTEST_RNG_SEED=<n>`
 //! and `PROPTEST_CASES=<n>`.
@@ -703,49 +702,6 @@ fn build(mut actors: Vec<Who>, kinds: Vec<(Kind, bool)>, holds: &[Raw], waits: &
             timed,
         });
     }
-    // Known detector bug (see `select_with_a_timed_or_failing_branch_is_not_deadlocked`):
-    // `reduce` ignores the timed waits and closed-semaphore waits of an actor waiting for
-    // several primitives. Until it is fixed, a `select!` here has only plain waits.
-    for a in 0..s.actors.len() {
-        let n = s
-            .prims
-            .iter()
-            .flat_map(|d| &d.waits)
-            .filter(|w| w.actor == a)
-            .count();
-        if n > 1 {
-            for d in &mut s.prims {
-                let closed = d.closed;
-                d.waits.retain(|w| w.actor != a || !closed);
-                for w in d.waits.iter_mut().filter(|w| w.actor == a) {
-                    w.timed = false;
-                }
-            }
-        }
-    }
-    // Known detector bug (see `upgradable_read_waits_behind_a_writer_owning_the_lock`):
-    // `reduce` lets an upgradable read pass a waiting writer that owns WRITER_BIT. Until it
-    // is fixed, no upgradable read waits where a writer waits too.
-    for d in &mut s.prims {
-        if d.waits.iter().any(|w| w.acc == Acc::Lock) {
-            d.waits.retain(|w| w.acc != Acc::Upgradable);
-        }
-    }
-    // Known detector bug (see `readers_get_in_when_a_timed_upgrade_gives_up`): until it is
-    // fixed, upgrades here are not timed.
-    for d in &mut s.prims {
-        let upgradable: Vec<usize> = d
-            .holds
-            .iter()
-            .filter(|h| h.acc == Acc::Upgradable)
-            .map(|h| h.actor)
-            .collect();
-        for w in &mut d.waits {
-            if w.acc == Acc::Lock && upgradable.contains(&w.actor) {
-                w.timed = false;
-            }
-        }
-    }
     // The model knows a current-thread task is pinned to its thread only by its blocking
     // guards (and knows nothing of a block_on driver's thread): keep a thread blocked only when
     // every other actor living on it holds a blocking guard.
@@ -773,31 +729,6 @@ fn build(mut actors: Vec<Who>, kinds: Vec<(Kind, bool)>, holds: &[Raw], waits: &
                 })
                 .collect();
             s.prims[p].waits = keep;
-        }
-    }
-    // Known detector bug (see `pinned_task_granted_while_its_thread_is_blocked_stays_stuck`):
-    // `reduce` lets a pinned task whose thread is blocked proceed once a wait of it can be
-    // granted, and drops its timed waits from their queues though it cannot run to drop
-    // them. Until it is fixed, such a task waits for nothing here.
-    let blocked_threads: Vec<(u64, usize)> = s
-        .prims
-        .iter()
-        .enumerate()
-        .flat_map(|(p, d)| d.waits.iter().map(move |w| (p, w.actor)))
-        .filter_map(|(p, a)| s.blocks_thread(p, a).map(|t| (t, a)))
-        .collect();
-    for (t, blocker) in blocked_threads {
-        let stuck: Vec<usize> = (0..s.actors.len())
-            .filter(|&c| {
-                c != blocker
-                    && (0..s.prims.len()).any(|p| {
-                        s.prims[p].holds.iter().any(|h| h.actor == c)
-                            && s.pinned_thread(p, c) == Some(t)
-                    })
-            })
-            .collect();
-        for d in &mut s.prims {
-            d.waits.retain(|w| !stuck.contains(&w.actor));
         }
     }
     // Every waiter must be one the primitive could not grant now (else it would have been).
@@ -1260,9 +1191,6 @@ fn check_bugs(cases: &[(&Scenario, &[usize])]) {
 }
 
 #[test]
-#[ignore = "detector bug: reduce ignores the timed waits and closed-semaphore waits of an actor \
-            waiting for several primitives (select!), even when the timed wait can simply be \
-            granted, and reports the actor deadlocked (a false deadlock)"]
 fn select_with_a_timed_or_failing_branch_is_not_deadlocked() {
     // a0 holds p0 and waits in a select! for p0 again (never) and for p1 with a timeout; a1
     // holds p1 and waits for nothing. a1 releases p1 and a0 gets it; or the timeout fires.
@@ -1302,8 +1230,6 @@ fn select_with_a_timed_or_failing_branch_is_not_deadlocked() {
 }
 
 #[test]
-#[ignore = "detector bug: reduce lets a parking_lot upgradable_read pass a waiting writer that \
-            owns WRITER_BIT; parking_lot parks it like a plain read (a missed deadlock)"]
 fn upgradable_read_waits_behind_a_writer_owning_the_lock() {
     // Thread a0 holds a read and asks for an upgradable read; thread a1 asked for a write in
     // between, took WRITER_BIT and waits for a0's read to go: try_lock_upgradable fails while
@@ -1320,9 +1246,6 @@ fn upgradable_read_waits_behind_a_writer_owning_the_lock() {
 }
 
 #[test]
-#[ignore = "detector bug: reduce lets a pinned task act while another task blocks its \
-            current-thread runtime's only thread: it counts it as running once its tokio wait \
-            can be granted, and takes its timed wait out of the queue (missed deadlocks)"]
 fn pinned_task_granted_while_its_thread_is_blocked_stays_stuck() {
     // Current-thread runtime on thread 0: a0 holds parking_lot mutex p1 across an await on
     // tokio mutex p0; a1 blocks the thread waiting for p1; a2, elsewhere, holds p0 and will
@@ -1365,9 +1288,6 @@ fn pinned_task_granted_while_its_thread_is_blocked_stays_stuck() {
 }
 
 #[test]
-#[ignore = "detector bug: reduce releases a timed-out upgrader's upgradable read together with \
-            its upgrade, so a waiting writer claims the lock first in its reduction; in \
-            parking_lot the upgradable read comes back and the readers are let in"]
 fn readers_get_in_when_a_timed_upgrade_gives_up() {
     // a0 holds an upgradable read and tries to upgrade with a timeout; a1 holds a read and
     // asks for a write (a self-deadlock); a2 asks for a read. When a0's upgrade times out it

@@ -46,8 +46,11 @@ pub fn init_tracing() -> Result<(), TracingInitError> {
         return Err(already_installed());
     }
     let filter = filter_from(std::env::var("RUST_LOG").ok().as_deref())?;
+    // Colours only for a terminal: not in files or CI logs.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_filter(filter);
     let registry = tracing_subscriber::registry().with(fmt);
     #[cfg(feature = "console")]

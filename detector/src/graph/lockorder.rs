@@ -148,8 +148,23 @@ fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
         }
         match g.insert(x, y) {
             Ok(()) => {
-                g.edges.insert((x, y), info);
-                None
+                g.edges.insert((x, y), info.clone());
+                // An edge that closed a cycle is kept out of the order (it has none), but a
+                // later cycle may run through it: look for one along every edge, inverted
+                // ones included.
+                g.cycle_through_inverted(x, y).map(|path| {
+                    let mut cycle = vec![(x, y, info)];
+                    for w in path.windows(2) {
+                        let e = g
+                            .edges
+                            .get(&(w[0], w[1]))
+                            .or_else(|| g.inverted.get(&(w[0], w[1])));
+                        if let Some(e) = e {
+                            cycle.push((w[0], w[1], e.clone()));
+                        }
+                    }
+                    cycle
+                })
             }
             Err(path) => {
                 // path: y -> ... -> x along existing edges; with x -> y it is a cycle.
@@ -247,6 +262,41 @@ impl Graph {
         }
         self.link(x, y);
         Ok(())
+    }
+
+    /// A path `y -> ... -> x` over known and inverted edges, when inverted edges exist.
+    fn cycle_through_inverted(&self, x: u64, y: u64) -> Option<Vec<u64>> {
+        if self.inverted.is_empty() {
+            return None;
+        }
+        let mut inverted_out: HashMap<u64, Vec<u64>> = HashMap::new();
+        for &(a, b) in self.inverted.keys() {
+            inverted_out.entry(a).or_default().push(b);
+        }
+        let mut parent: HashMap<u64, u64> = HashMap::new();
+        let mut seen: HashSet<u64> = HashSet::from([y]);
+        let mut stack = vec![y];
+        while let Some(n) = stack.pop() {
+            let known = self.nodes.get(&n).map(|n| n.out.as_slice()).unwrap_or(&[]);
+            let inverted = inverted_out.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+            for &m in known.iter().chain(inverted) {
+                if m == x {
+                    let mut path = vec![x, n];
+                    let mut cur = n;
+                    while let Some(&p) = parent.get(&cur) {
+                        path.push(p);
+                        cur = p;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                if seen.insert(m) {
+                    parent.insert(m, n);
+                    stack.push(m);
+                }
+            }
+        }
+        None
     }
 
     fn link(&mut self, x: u64, y: u64) {

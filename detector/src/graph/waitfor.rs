@@ -94,72 +94,81 @@ pub struct Reduction {
 
 struct Actor {
     free: bool,
+    released: bool,
+    /// Pending waits: (primitive, waiter index).
     waits: Vec<(usize, usize)>,
+    /// Holds: (primitive, index into that primitive's live holds).
     holds: Vec<(usize, usize)>,
+    /// Threads this task can only run on (current-thread runtime, blocking guard held).
     pinned: Vec<u64>,
+    /// A timed wait, or a wait on a closed semaphore: the actor goes on by itself once it
+    /// can run at all.
+    escapes: bool,
+    /// Granted a wait while it could not run: once it runs, that `select!` branch is ready.
+    granted: bool,
 }
 
 /// Reduces the model (see module docs). Linear in holds + waits, times the number of rounds
 /// in which grants cascade.
+///
+/// Details that keep it exact:
+/// - an actor that may go on (nothing to wait for, or a timed wait or a closed semaphore among
+///   its `select!` branches) first stops waiting, and only releases what it holds once the
+///   grants that follow have run out: releasing can also hurt (a parking_lot writer may
+///   claim the lock again once an upgradable read is gone), and an actor that gave up its
+///   wait still holds what it held for a while;
+/// - a task pinned to a thread that another actor blocks cannot run: a grant it receives
+///   becomes a hold it cannot release, and it cannot give up a timed wait, until that
+///   thread runs again.
 pub fn reduce(prims: &[MPrim]) -> Reduction {
     let mut actors: HashMap<u64, Actor> = HashMap::new();
     let mut thread_blockers: HashMap<u64, usize> = HashMap::new();
     let blank = || Actor {
         free: false,
+        released: false,
         waits: Vec::new(),
         holds: Vec::new(),
         pinned: Vec::new(),
+        escapes: false,
+        granted: false,
     };
+    // Live holds per primitive: (actor, permits, mode); grants to pinned actors are appended.
+    let mut live: Vec<Vec<Option<(u64, u32, Mode)>>> = Vec::with_capacity(prims.len());
+    // Pending waiters per primitive (queue order), dropped when their actor stops waiting.
+    let mut pending: Vec<Vec<Option<usize>>> = Vec::with_capacity(prims.len());
     for (pi, p) in prims.iter().enumerate() {
-        for (hi, h) in p.holds.iter().enumerate() {
+        let mut l = Vec::with_capacity(p.holds.len());
+        for h in &p.holds {
             let a = actors.entry(h.actor).or_insert_with(blank);
-            if !h.movable {
-                a.holds.push((pi, hi));
-            }
             if let Some(t) = h.pinned_thread {
                 a.pinned.push(t);
             }
-        }
-        for (wi, w) in p.waiters.iter().enumerate() {
-            if w.timed || p.closed {
-                actors.entry(w.actor).or_insert_with(blank);
-                continue;
+            if h.movable {
+                l.push(None);
+            } else {
+                a.holds.push((pi, l.len()));
+                l.push(Some((h.actor, h.permits, h.mode)));
             }
-            actors
-                .entry(w.actor)
-                .or_insert_with(blank)
-                .waits
-                .push((pi, wi));
+        }
+        live.push(l);
+        let mut q = Vec::with_capacity(p.waiters.len());
+        for (wi, w) in p.waiters.iter().enumerate() {
+            let a = actors.entry(w.actor).or_insert_with(blank);
+            a.escapes |= w.timed || p.closed;
+            a.waits.push((pi, wi));
+            q.push(Some(wi));
             if let Some(t) = w.blocks_thread {
                 *thread_blockers.entry(t).or_default() += 1;
             }
         }
+        pending.push(q);
     }
-    // Live holds per primitive: (actor, permits, mode), dropped when the actor is freed.
-    let mut live: Vec<Vec<Option<(u64, u32, Mode)>>> = prims
-        .iter()
-        .map(|p| {
-            p.holds
-                .iter()
-                .map(|h| (!h.movable).then_some((h.actor, h.permits, h.mode)))
-                .collect()
-        })
-        .collect();
-    // Pending waiters per primitive (queue order), dropped when the actor is freed.
-    let mut pending: Vec<Vec<Option<usize>>> = prims
-        .iter()
-        .map(|p| {
-            (0..p.waiters.len())
-                .map(|wi| {
-                    let w = &p.waiters[wi];
-                    (!w.timed && !p.closed).then_some(wi)
-                })
-                .collect()
-        })
-        .collect();
+    for a in actors.values_mut() {
+        a.pinned.sort_unstable();
+        a.pinned.dedup();
+    }
 
-    let mut work: Vec<u64> = Vec::new();
-    let is_pinned_blocked = |a: &Actor, me: u64, tb: &HashMap<u64, usize>, prims: &[MPrim]| {
+    let pinned_blocked = |a: &Actor, me: u64, tb: &HashMap<u64, usize>| {
         a.pinned.iter().any(|t| {
             let n = tb.get(t).copied().unwrap_or(0);
             // The actor's own blocking wait on that thread does not pin it.
@@ -174,13 +183,19 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
             n > own
         })
     };
-    for (&id, a) in actors.iter() {
-        if a.waits.is_empty() && !is_pinned_blocked(a, id, &thread_blockers, prims) {
-            work.push(id);
-        }
-    }
+    let can_go = |a: &Actor, me: u64, tb: &HashMap<u64, usize>| {
+        !a.free && (a.waits.is_empty() || a.escapes || a.granted) && !pinned_blocked(a, me, tb)
+    };
+
+    let mut work: Vec<u64> = actors
+        .iter()
+        .filter(|(id, a)| can_go(a, **id, &thread_blockers))
+        .map(|(id, _)| *id)
+        .collect();
+    let mut to_release: Vec<u64> = Vec::new();
     let mut dirty: Vec<usize> = (0..prims.len()).collect();
     loop {
+        // Phase 1: actors that may go on stop waiting (and unblock their threads).
         while let Some(id) = work.pop() {
             let Some(a) = actors.get_mut(&id) else {
                 continue;
@@ -189,11 +204,9 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
                 continue;
             }
             a.free = true;
-            for &(pi, hi) in &a.holds {
-                live[pi][hi] = None;
-                dirty.push(pi);
-            }
+            to_release.push(id);
             let waits = std::mem::take(&mut a.waits);
+            let mut unblocked = Vec::new();
             for (pi, wi) in waits {
                 pending[pi][wi] = None;
                 dirty.push(pi);
@@ -202,81 +215,117 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
                 {
                     *n -= 1;
                     if *n == 0 {
-                        // The thread runs again: tasks pinned to it may proceed.
-                        for (&other, oa) in actors.iter() {
-                            if !oa.free
-                                && oa.waits.is_empty()
-                                && oa.pinned.contains(&t)
-                                && !is_pinned_blocked(oa, other, &thread_blockers, prims)
-                            {
-                                work.push(other);
-                            }
-                        }
+                        unblocked.push(t);
+                    }
+                }
+            }
+            // The thread runs again: tasks pinned to it may go on.
+            for t in unblocked {
+                for (&other, oa) in actors.iter() {
+                    if oa.pinned.contains(&t) && can_go(oa, other, &thread_blockers) {
+                        work.push(other);
                     }
                 }
             }
         }
-        if dirty.is_empty() {
-            break;
-        }
-        dirty.sort_unstable();
-        dirty.dedup();
-        for pi in std::mem::take(&mut dirty) {
-            let granted = grantable(&prims[pi], &live[pi], &pending[pi]);
-            for wi in granted {
-                let actor = prims[pi].waiters[wi].actor;
-                pending[pi][wi] = None;
-                if let Some(a) = actors.get(&actor)
-                    && !a.free
-                {
-                    work.push(actor);
+        // Grants, with everything still held.
+        if !dirty.is_empty() {
+            dirty.sort_unstable();
+            dirty.dedup();
+            let round = std::mem::take(&mut dirty);
+            for pi in round {
+                // Grant one at a time: each grant changes what the next may get.
+                while let Some(wi) = grantable(&prims[pi], &live[pi], &pending[pi]) {
+                    let w = &prims[pi].waiters[wi];
+                    let actor = w.actor;
+                    pending[pi][wi] = None;
+                    let Some(a) = actors.get_mut(&actor) else {
+                        break;
+                    };
+                    // Judged before the wait leaves: its own blocking wait does not pin it.
+                    let blocked = pinned_blocked(a, actor, &thread_blockers);
+                    a.waits.retain(|&(p, q)| !(p == pi && q == wi));
+                    if let Some(t) = w.blocks_thread
+                        && let Some(n) = thread_blockers.get_mut(&t)
+                    {
+                        // A blocking wait granted: its thread runs again.
+                        *n -= 1;
+                        if *n == 0 {
+                            for (&other, oa) in actors.iter() {
+                                if oa.pinned.contains(&t) && can_go(oa, other, &thread_blockers) {
+                                    work.push(other);
+                                }
+                            }
+                        }
+                    }
+                    let Some(a) = actors.get_mut(&actor) else {
+                        break;
+                    };
+                    if blocked && w.blocks_thread.is_none() {
+                        // Granted, but the task cannot run to use or release it.
+                        a.holds.push((pi, live[pi].len()));
+                        a.granted = true;
+                        live[pi].push(Some((actor, w.permits, w.mode)));
+                    } else {
+                        if !a.free {
+                            work.push(actor);
+                        }
+                        // The grantee goes on: look at this primitive again after it.
+                        dirty.push(pi);
+                        break;
+                    }
                 }
             }
+            if !work.is_empty() {
+                continue;
+            }
         }
-        if work.is_empty() {
+        // Phase 2: once grants run dry, the freed actors release what they held.
+        if to_release.is_empty() {
             break;
+        }
+        for id in std::mem::take(&mut to_release) {
+            if let Some(a) = actors.get_mut(&id)
+                && !a.released
+            {
+                a.released = true;
+                for &(pi, hi) in &a.holds {
+                    live[pi][hi] = None;
+                    dirty.push(pi);
+                }
+            }
         }
     }
     Reduction {
         blocked: actors
             .iter()
-            .filter(|(_, a)| !a.free)
-            .filter(|(_, a)| !a.waits.is_empty() || !a.pinned.is_empty())
+            .filter(|(_, a)| !a.free && (!a.waits.is_empty() || !a.pinned.is_empty()))
             .map(|(&id, _)| id)
             .collect(),
     }
 }
 
-/// Waiters of one primitive that would be granted now, in the order they would be.
+/// The next waiter of one primitive that would be granted now, if any.
 fn grantable(
     p: &MPrim,
     live: &[Option<(u64, u32, Mode)>],
     pending: &[Option<usize>],
-) -> Vec<usize> {
-    let mut out = Vec::new();
+) -> Option<usize> {
+    let head = pending.iter().flatten().next().copied();
     match p.policy {
         Policy::Fifo => {
-            // Strict FIFO: only the head can be granted; it blocks everyone behind it. The
-            // grantee finishes and returns its permits, and the caller runs us again.
+            // Strict FIFO: only the head can be granted; it blocks everyone behind it. A head
+            // asking for more permits than exist can only be granted by a future
+            // `add_permits` the model cannot foresee: count it as grantable (no deadlock
+            // claim; the stuck-queue rule reports it if it never happens).
             let held: u64 = live.iter().flatten().map(|h| u64::from(h.1)).sum();
             let avail = p.capacity.saturating_sub(held);
-            // A head asking for more permits than exist can only be granted by a future
-            // `add_permits` the model cannot foresee: count it as grantable (no deadlock claim;
-            // the stuck-queue rule reports it if it never happens).
-            if let Some(wi) = pending.iter().flatten().next() {
+            head.filter(|wi| {
                 let want = u64::from(p.waiters[*wi].permits);
-                if want <= avail || want > p.capacity {
-                    out.push(*wi);
-                }
-            }
+                want <= avail || want > p.capacity
+            })
         }
-        Policy::Exclusive => {
-            if live.iter().flatten().next().is_none()
-                && let Some(wi) = pending.iter().flatten().next()
-            {
-                out.push(*wi);
-            }
-        }
+        Policy::Exclusive => head.filter(|_| live.iter().flatten().next().is_none()),
         Policy::FairRwLock => {
             let holders: Vec<&(u64, u32, Mode)> = live.iter().flatten().collect();
             let writer = holders.iter().any(|h| h.2 == Mode::Exclusive);
@@ -288,32 +337,32 @@ fn grantable(
                 .iter()
                 .filter(|h| matches!(h.2, Mode::Shared | Mode::SharedRecursive))
                 .count();
-            let waiting_writer = pending.iter().flatten().any(|wi| {
+            // A waiting writer (or upgrader) claims the lock (parking_lot's WRITER_BIT)
+            // unless another actor holds an upgradable read; from then on plain and
+            // upgradable reads queue behind it.
+            let claimed = !writer
+                && pending.iter().flatten().any(|wi| {
+                    let w = &p.waiters[*wi];
+                    w.mode == Mode::Exclusive
+                        && (upgradable.is_none() || upgradable == Some(w.actor))
+                });
+            pending.iter().flatten().copied().find(|wi| {
                 let w = &p.waiters[*wi];
-                w.mode == Mode::Exclusive && (upgradable.is_none() || upgradable == Some(w.actor))
-            });
-            for wi in pending.iter().flatten() {
-                let w = &p.waiters[*wi];
-                let ok = match w.mode {
+                match w.mode {
+                    // A plain write needs the lock empty; an upgrade needs only its own
+                    // upgradable hold left.
                     Mode::Exclusive => {
-                        // A plain write needs the lock empty; an upgrade needs only its own
-                        // upgradable hold left.
                         !writer
                             && readers == 0
                             && (upgradable.is_none() || upgradable == Some(w.actor))
                     }
-                    Mode::Upgradable => !writer && upgradable.is_none(),
-                    Mode::SharedRecursive => !writer && (readers > 0 || !waiting_writer),
-                    Mode::Shared | Mode::Permits => !writer && !waiting_writer,
-                };
-                if ok {
-                    out.push(*wi);
-                    break;
+                    Mode::Upgradable => !writer && upgradable.is_none() && !claimed,
+                    Mode::SharedRecursive => !writer && (readers > 0 || !claimed),
+                    Mode::Shared | Mode::Permits => !writer && !claimed,
                 }
-            }
+            })
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -307,6 +307,18 @@ pub fn report(state: &State, g: &Group) -> Finding {
                 .into(),
         );
     }
-    f.fix = "take primitives in one global order, never wait for a primitive while holding one its holder needs, and acquire all the permits a task needs in one call".into();
+    f.fix = if g.actors.len() == 1 {
+        "release what you hold before waiting for it again, or pass the guard you hold down to the code that needs it".into()
+    } else {
+        "take primitives in one global order, never wait for a primitive while holding one its holder needs, and acquire all the permits a task needs in one call".into()
+    };
+    for a in &f.actors {
+        if a.waits.is_empty() {
+            f.details.push(format!(
+                "{} waits for nothing lockscope sees, yet cannot run: it holds a blocking guard on a current-thread runtime whose only thread is itself blocked",
+                a.name
+            ));
+        }
+    }
     f
 }

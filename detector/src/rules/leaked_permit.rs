@@ -52,17 +52,24 @@ pub(crate) fn report_dropped_forgotten(prim: &Prim) {
     ));
 }
 
-fn held_finding(p: &PrimState, h: &HoldView, age_ns: u64, why: &str, end: bool) -> Finding {
+fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bool) -> Finding {
     let r = prim_ref(&p.prim);
+    let h = holds[0];
+    let permits: u32 = holds.iter().map(|h| h.permits).sum();
     let what = if p.prim.kind() == PrimKind::Semaphore {
-        format!(
-            "{} permit{}",
-            h.permits,
-            if h.permits == 1 { "" } else { "s" }
-        )
-    } else {
+        format!("{permits} permit{}", if permits == 1 { "" } else { "s" })
+    } else if holds.len() == 1 {
         format!("a {} guard", h.mode.verb_in(r.kind))
+    } else {
+        format!("{} {} guards", holds.len(), h.mode.verb_in(r.kind))
     };
+    let mut who: Vec<String> = holds.iter().map(|h| h.actor.describe()).collect();
+    who.dedup();
+    let age = holds
+        .iter()
+        .map(|h| now.saturating_sub(h.since))
+        .max()
+        .unwrap_or(0);
     let mut f = Finding::new(
         FindingKind::LeakedPermit,
         format!(
@@ -75,23 +82,31 @@ fn held_finding(p: &PrimState, h: &HoldView, age_ns: u64, why: &str, end: bool) 
             "{what} of {} acquired at {} by {} {why} ({} ms)",
             noun(&r),
             site_string(h.site),
-            h.actor.describe(),
-            age_ns / 1_000_000
+            who.join(", "),
+            age / 1_000_000
         ),
     );
-    f.actors.push(ActorReport {
-        id: h.actor.as_u64(),
-        name: h.actor.describe(),
-        holds: vec![access(r.clone(), h.mode, h.permits, h.site, age_ns)],
-        waits: Vec::new(),
-    });
-    if h.movable() {
+    for h in holds {
+        f.actors.push(ActorReport {
+            id: h.actor.as_u64(),
+            name: h.actor.describe(),
+            holds: vec![access(
+                r.clone(),
+                h.mode,
+                h.permits,
+                h.site,
+                now.saturating_sub(h.since),
+            )],
+            waits: Vec::new(),
+        });
+        f.add_scope(h.scope);
+    }
+    if holds.iter().any(|h| h.movable()) {
         f.details.push(
-            "it is an owned guard/permit: look for a struct, a collection or a task that keeps it"
+            "owned guards/permits: look for a struct, a collection or a task that keeps them"
                 .into(),
         );
     }
-    f.add_scope(h.scope);
     f.add_scope(p.prim.scope());
     f.add_prim(r);
     f.fix = "scope the guard or permit to the work it protects (drop it when done); do not store it in long-lived structures".into();
@@ -112,21 +127,29 @@ pub(crate) fn check_end_of_scope(scope: u32) {
         if p.forgotten > 0 && mine {
             finding::report(forgotten_finding(p, "by the end of the test", true));
         }
+        // One finding per acquisition site: three permits leaked at one line are one bug.
+        let mut by_site: Vec<(&'static std::panic::Location<'static>, Vec<&HoldView>)> = Vec::new();
         for h in &p.holds {
             let belongs = if scope == 0 {
                 h.actor.as_u64() == me
             } else {
                 h.scope == scope
             };
-            if belongs {
-                finding::report(held_finding(
-                    p,
-                    h,
-                    state.hold_age(h),
-                    "is still held when the test ends",
-                    true,
-                ));
+            if !belongs || h.flags & crate::held::FLAG_SPLIT != 0 {
+                continue;
             }
+            match by_site.iter_mut().find(|(s, _)| std::ptr::eq(*s, h.site)) {
+                Some((_, v)) => v.push(h),
+                None => by_site.push((h.site, vec![h])),
+            }
+        }
+        for (_, holds) in by_site {
+            let why = if holds.len() == 1 {
+                "is still held when the test ends"
+            } else {
+                "are still held when the test ends"
+            };
+            finding::report(held_finding(p, &holds, state.now_coarse, why, true));
         }
     }
 }
@@ -189,8 +212,8 @@ impl Rule for LeakedPermit {
                 if age >= leak && (quiet || h.movable()) {
                     let f = held_finding(
                         p,
-                        h,
-                        age,
+                        &[h],
+                        state.now_coarse,
                         "has been held past the leak threshold by a holder that has gone quiet",
                         false,
                     );

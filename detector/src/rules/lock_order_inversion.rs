@@ -39,12 +39,10 @@ pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
         .map(|r| format!("{}@{}", r.name, r.created_at))
         .collect();
     key_parts.sort();
-    let chain: Vec<String> = edges
-        .iter()
-        .rev()
-        .map(|(a, _, _)| name(*a))
-        .chain(std::iter::once(name(edges[edges.len() - 1].0)))
-        .collect();
+    // The cycle in order: the older path y -> ... -> x, then the new edge x -> y.
+    let mut chain: Vec<String> = edges[1..].iter().map(|(a, _, _)| name(*a)).collect();
+    chain.push(name(edges[0].0));
+    chain.push(name(edges[0].1));
     // edges[0] is the new edge, edges[1..] the older path it closes: tell them oldest first.
     let summary = if edges.len() == 2 {
         format!(
@@ -130,7 +128,7 @@ fn scenario(edges: &[(u64, u64, EdgeInfo)], name: &dyn Fn(u64) -> String) -> Vec
         );
         let _ = writeln!(t, "      {:<w$}  {}({})", "", e2.to_mode.verb(), name(*a));
         let _ = write!(t, "      *** DEADLOCK ***");
-        out.extend(t.lines().map(str::to_owned));
+        out.extend(t.lines().map(|l| l.trim_end().to_owned()));
     }
     out
 }

@@ -102,13 +102,17 @@ impl Rule for Starvation {
                     FindingKind::Starvation,
                     format!("{id}|hold|{}", site_string(h.site)),
                     format!(
-                        "{} has held {} for {} ms (acquired at {}) while {} waiter{} queue for it",
+                        "{} has held {} for {} ms (acquired at {}) while {} waiter{} for it",
                         h.actor.describe(),
                         noun(&r),
                         state.hold_age(h) / 1_000_000,
                         site_string(h.site),
                         p.waiters.len(),
-                        if p.waiters.len() == 1 { "" } else { "s" }
+                        if p.waiters.len() == 1 {
+                            " queues"
+                        } else {
+                            "s queue"
+                        }
                     ),
                 );
                 f.actors.push(ActorReport {
