@@ -10,6 +10,15 @@ use std::time::{Duration, Instant};
 use lockscope::detector;
 use lockscope::parking_lot::{Mutex, ReentrantMutex, RwLock};
 
+/// The tests of this file run one at a time: tracing's callsite interest cache is global, and
+/// a thread hitting lockscope's callsites while another installs a scoped subscriber
+/// (`with_default`) can leave that subscriber blind (a known limitation of scoped dispatchers
+/// under parallel tests, not of lockscope).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn lock_named(name: &str) -> Option<detector::LockSnapshot> {
     detector::locks().into_iter().find(|l| l.name == name)
 }
@@ -45,6 +54,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
 
 #[test]
 fn spans_and_events_carry_the_blocking_kinds() {
+    let _serial = serial();
     let out = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(out.clone())
@@ -105,6 +115,7 @@ fn spans_and_events_carry_the_blocking_kinds() {
 
 #[test]
 fn statistics_count_acquisitions_waits_try_failures_and_timeouts() {
+    let _serial = serial();
     const NAME: &str = "pl_obs_stats";
     let m = Arc::new(Mutex::named(NAME, 0));
     *m.lock() += 1;
@@ -139,6 +150,7 @@ fn statistics_count_acquisitions_waits_try_failures_and_timeouts() {
 
 #[test]
 fn holds_are_attributed_to_their_thread_or_task() {
+    let _serial = serial();
     let m = Arc::new(Mutex::named("pl_obs_actor", ()));
     let (tx, rx) = mpsc::channel();
     let m2 = m.clone();

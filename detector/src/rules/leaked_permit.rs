@@ -101,11 +101,16 @@ fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bo
         });
         f.add_scope(h.scope);
     }
-    if holds.iter().any(|h| h.movable()) {
-        f.details.push(
+    match holds.iter().filter(|h| h.movable()).count() {
+        0 => {}
+        1 if holds.len() == 1 => f.details.push(
+            "it is an owned guard/permit: look for a struct, a collection or a task that keeps it"
+                .into(),
+        ),
+        _ => f.details.push(
             "owned guards/permits: look for a struct, a collection or a task that keeps them"
                 .into(),
-        );
+        ),
     }
     f.add_scope(p.prim.scope());
     f.add_prim(r);
