@@ -56,7 +56,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    fn from_u8(v: u8) -> Mode {
+    pub(crate) fn from_u8(v: u8) -> Mode {
         match v {
             0 => Mode::Exclusive,
             1 => Mode::Shared,

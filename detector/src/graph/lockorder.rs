@@ -129,9 +129,9 @@ fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
     let (x, y) = (held.prim, prim.id.0);
     let info = EdgeInfo {
         from_site: held.site,
-        to_site: acq.site,
+        to_site: acq.site(),
         from_mode: held.mode,
-        to_mode: acq.mode,
+        to_mode: acq.mode(),
         actor,
         scope: actor::current_scope(),
     };

@@ -73,20 +73,20 @@ pub(crate) fn check_blocking_wait(prim: &Prim, actor: ActorId, acq: &Acq) {
             "wait|{}|{}|{}",
             prim.name(),
             site_string(prim.site()),
-            site_string(acq.site)
+            site_string(acq.site())
         ),
         format!(
             "{} waits for {} at {} on an async runtime worker thread: the whole worker stalls until it is granted",
             actor.describe(),
             noun(&r),
-            site_string(acq.site)
+            site_string(acq.site())
         ),
     );
     f.actors.push(ActorReport {
         id: actor.as_u64(),
         name: actor.describe(),
         holds: Vec::new(),
-        waits: vec![access(r.clone(), acq.mode, acq.permits, acq.site, 0)],
+        waits: vec![access(r.clone(), acq.mode(), acq.permits(), acq.site(), 0)],
     });
     f.add_scope(prim.scope());
     f.add_scope(actor::current_scope());
@@ -137,7 +137,7 @@ pub(crate) fn check_async_wait(prim: &Prim, actor: ActorId, acq: &Acq, held: Opt
         "{} is about to wait for {} at {}",
         actor.describe(),
         noun(&r),
-        site_string(acq.site)
+        site_string(acq.site())
     );
     finding::report(held_across_await(&h, evidence));
 }

@@ -29,12 +29,12 @@ fn build(
     let held_mode = held.map(|h| h.mode);
     let certain = match prim.kind() {
         PrimKind::Semaphore => {
-            held.map_or(0, |h| u64::from(h.permits)) + u64::from(acq.permits) > prim.capacity()
+            held.map_or(0, |h| u64::from(h.permits)) + u64::from(acq.permits()) > prim.capacity()
         }
         _ => {
-            acq.mode.is_exclusive()
+            acq.mode().is_exclusive()
                 || held_mode.is_none_or(Mode::is_exclusive)
-                || (held_mode == Some(Mode::Upgradable) && acq.mode == Mode::Upgradable)
+                || (held_mode == Some(Mode::Upgradable) && acq.mode() == Mode::Upgradable)
         }
     };
     let what = if certain {
@@ -52,14 +52,14 @@ fn build(
             prim.name(),
             site_string(prim.site()),
             held.map(|h| site_string(h.site)).unwrap_or_default(),
-            site_string(acq.site)
+            site_string(acq.site())
         ),
         format!(
             "{} {} {} it already holds, at {}: {}",
             actor.describe(),
             if waiting { "waits for" } else { "acquires" },
             noun(&p),
-            site_string(acq.site),
+            site_string(acq.site()),
             what
         ),
     );
@@ -79,7 +79,7 @@ fn build(
         id: actor.as_u64(),
         name: actor.describe(),
         holds,
-        waits: vec![access(p.clone(), acq.mode, acq.permits, acq.site, 0)],
+        waits: vec![access(p.clone(), acq.mode(), acq.permits(), acq.site(), 0)],
     });
     f.add_prim(p);
     f.add_scope(prim.scope());

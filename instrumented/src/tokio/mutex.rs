@@ -276,8 +276,12 @@ impl<T: ?Sized> Mutex<T> {
         let site = Location::caller();
         async move {
             let prim = self.cell.get();
-            let acq = acq(site).with_flags(hooks::MOVABLE);
-            let token = match probe::acquire!(prim, acq, self.take(), self.queue()) {
+            let token = match probe::acquire!(
+                prim,
+                acq(site).with_flags(hooks::MOVABLE),
+                self.take(),
+                self.queue()
+            ) {
                 Ok(token) => token,
                 Err(_) => unreachable!("a Mutex's semaphore is never closed"),
             };

@@ -223,8 +223,12 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read(&self) -> impl Future<Output = RwLockReadGuard<'_, T>> + '_ {
         let site = Location::caller();
         async move {
-            let acq = Self::read_acq(site);
-            match probe::acquire!(self.prim(), acq, self.take(1), self.queue(1)) {
+            match probe::acquire!(
+                self.prim(),
+                Self::read_acq(site),
+                self.take(1),
+                self.queue(1)
+            ) {
                 Ok(token) => self.read_guard(token),
                 Err(_) => unreachable!("an RwLock's semaphore is never closed"),
             }
@@ -316,8 +320,12 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockReadGuard<T>> {
         let site = Location::caller();
         async move {
-            let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-            let token = match probe::acquire!(self.prim(), acq, self.take(1), self.queue(1)) {
+            let token = match probe::acquire!(
+                self.prim(),
+                Self::read_acq(site).with_flags(hooks::MOVABLE),
+                self.take(1),
+                self.queue(1)
+            ) {
                 Ok(token) => token,
                 Err(_) => unreachable!("an RwLock's semaphore is never closed"),
             };
@@ -436,8 +444,13 @@ impl<T: ?Sized> RwLock<T> {
     pub fn write(&self) -> impl Future<Output = RwLockWriteGuard<'_, T>> + '_ {
         let site = Location::caller();
         async move {
-            let (acq, mr) = (self.write_acq(site), self.mr);
-            match probe::acquire!(self.prim(), acq, self.take(mr), self.queue(mr)) {
+            let mr = self.mr;
+            match probe::acquire!(
+                self.prim(),
+                self.write_acq(site),
+                self.take(mr),
+                self.queue(mr)
+            ) {
                 Ok(token) => self.write_guard(token),
                 Err(_) => unreachable!("an RwLock's semaphore is never closed"),
             }
@@ -536,8 +549,13 @@ impl<T: ?Sized> RwLock<T> {
     pub fn write_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockWriteGuard<T>> {
         let site = Location::caller();
         async move {
-            let (acq, mr) = (self.write_acq(site).with_flags(hooks::MOVABLE), self.mr);
-            let token = match probe::acquire!(self.prim(), acq, self.take(mr), self.queue(mr)) {
+            let mr = self.mr;
+            let token = match probe::acquire!(
+                self.prim(),
+                self.write_acq(site).with_flags(hooks::MOVABLE),
+                self.take(mr),
+                self.queue(mr)
+            ) {
                 Ok(token) => token,
                 Err(_) => unreachable!("an RwLock's semaphore is never closed"),
             };

@@ -246,8 +246,7 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<SemaphorePermit<'_>, AcquireError> {
-        let acq = Self::acq(site, n);
-        let token = probe::acquire!(self.prim(), acq, self.take(n), self.queue(n))?;
+        let token = probe::acquire!(self.prim(), Self::acq(site, n), self.take(n), self.queue(n))?;
         Ok(self.permit(n, token))
     }
 
@@ -500,8 +499,14 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<OwnedSemaphorePermit, AcquireError> {
-        let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-        let token = { probe::acquire!(this.prim(), acq, this.take(n), this.queue(n))? };
+        let token = {
+            probe::acquire!(
+                this.prim(),
+                Self::acq(site, n).with_flags(hooks::MOVABLE),
+                this.take(n),
+                this.queue(n)
+            )?
+        };
         Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
