@@ -100,46 +100,56 @@ impl std::fmt::Debug for Acq {
     }
 }
 
-/// A recorded hold, kept by the guard or permit and given back to [`released`]: two words.
+/// A recorded hold, kept by the guard or permit and given back to [`released`]: one word,
+/// the hold's entry in a hold table, which keeps everything else (start, mode, flags).
+///
+/// One word so that a guard stays two (the lock and this) and travels in registers: a wider
+/// guard is copied through memory, and that copy, read back whole right after it was written
+/// field by field, stalls on store forwarding.
 #[derive(Default)]
 pub struct Hold {
+    /// `None`: nothing was recorded (the detector is off, or the thread is exiting).
     entry: Option<EntryRef>,
-    /// Coarse start time, with [`EXCLUSIVE`] and [`BLOCKING_IN_TASK`] in its two low bits
-    /// (nanoseconds below 4 do not matter to a clock with a millisecond tick). 0: nothing
-    /// was recorded.
-    since: u64,
 }
-
-const EXCLUSIVE: u64 = 1;
-const BLOCKING_IN_TASK: u64 = 2;
-/// A hold split off another: its release is not an acquisition's end (no hold observation).
-const SPLIT: u64 = 4;
-const TIME: u64 = !7;
 
 impl Hold {
     /// A hold that recorded nothing (detector off).
     #[inline]
     pub const fn none() -> Hold {
-        Hold {
-            entry: None,
-            since: 0,
-        }
+        Hold { entry: None }
     }
 
     /// Whether anything was recorded.
     #[inline]
     pub fn is_recorded(&self) -> bool {
-        self.since != 0
+        self.entry.is_some()
     }
 
+    /// The hold as one word, never with its lowest bit set (0: nothing recorded), for a
+    /// wrapper that packs it with something else.
     #[inline]
-    fn exclusive(&self) -> bool {
-        self.since & EXCLUSIVE != 0
+    pub fn into_raw(self) -> usize {
+        self.entry.map_or(0, EntryRef::into_raw)
+    }
+
+    /// The hold [`into_raw`](Hold::into_raw) gave.
+    ///
+    /// # Safety
+    ///
+    /// `raw` comes from `into_raw`, and each such word is turned back into a hold once.
+    #[inline]
+    pub unsafe fn from_raw(raw: usize) -> Hold {
+        Hold {
+            // SAFETY: as the caller promises: a word from `EntryRef::into_raw`, or 0.
+            entry: unsafe { EntryRef::from_raw(raw) },
+        }
     }
 
     /// Milliseconds since the grant (coarse clock).
     pub fn held_ms(&self) -> f64 {
-        clock::ms_between(self.since & TIME, clock::coarse_now())
+        self.entry.as_ref().map_or(0.0, |e| {
+            clock::ms_between(e.since_and_meta().0, clock::coarse_now())
+        })
     }
 
     /// Rewrites the permits and mode of the hold (permit `split`/`merge`, `downgrade`).
@@ -148,11 +158,6 @@ impl Hold {
             e.update(permits, mode);
         }
         let _ = prim;
-        if mode.is_exclusive() {
-            self.since |= EXCLUSIVE;
-        } else {
-            self.since &= !EXCLUSIVE;
-        }
     }
 
     /// A second hold for `permits` split off this one (same holder, site and start).
@@ -163,10 +168,12 @@ impl Hold {
         let meta = held::pack_meta(permits, view.mode, view.flags | FLAG_SPLIT, view.scope);
         Hold {
             entry: held::push(prim.id.0, view.actor.as_u64(), view.site, view.since, meta),
-            since: (self.since & TIME) | SPLIT,
         }
     }
 }
+
+/// The coarse clock's readings with the 3 low bits cleared (a hold's start and end).
+const TIME: u64 = !7;
 
 /// A wait in progress, kept by the acquire future.
 pub struct Waiting {
@@ -203,14 +210,9 @@ pub fn acquired_at(prim: &Prim, acq: Acq, since: u64) -> Hold {
 
 #[inline]
 fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64) -> Hold {
-    let mut since = since & TIME;
-    if acq.mode().is_exclusive() {
-        since |= EXCLUSIVE;
-    }
     if actor.is_task() {
         if prim.kind.is_blocking() {
             acq = acq.with_flags(blocking_flags(l, actor));
-            since |= BLOCKING_IN_TASK;
         } else if l.blocking_in_task.get() != 0 {
             check_blocking_neighbours(l, actor);
         }
@@ -223,21 +225,55 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
         e.index_task(actor.as_u64());
     }
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
-    Hold { entry, since }
+    Hold { entry }
 }
 
 /// The guard or permit was dropped (or forgotten: see [`forgot`]). Call before releasing the
-/// inner primitive: an exclusive holder updates the statistics without an atomic RMW.
+/// inner primitive.
+///
+/// A hold shorter than a clock tick (the common case) is counted in this thread's tally (see
+/// [`held::tally_in`]); a longer one goes to the primitive's histogram, without an atomic RMW
+/// when the holder is exclusive.
 #[inline]
 pub fn released(prim: &Prim, hold: Hold) {
-    if hold.since == 0 {
-        return;
+    let Some(e) = hold.entry else { return };
+    let (since, meta) = e.since_and_meta();
+    let ns = (clock::coarse_now() & TIME).saturating_sub(since);
+    // A split-off part's release does not end an acquisition: no hold sample.
+    let split = meta_flags(meta) & FLAG_SPLIT != 0;
+    if LOCAL
+        .try_with(|l| {
+            if !(split || (ns == 0 && held::tally_in(l, prim.id.0))) {
+                prim.stats.hold.observe(ns, meta_mode(meta).is_exclusive());
+            }
+            release_entry(prim, &e, meta, Some(l));
+        })
+        .is_err()
+    {
+        if !split {
+            prim.stats.hold.observe(ns, false);
+        }
+        release_entry(prim, &e, meta, None);
     }
-    if hold.since & SPLIT == 0 {
-        let ns = (clock::coarse_now() & TIME).saturating_sub(hold.since & TIME);
-        prim.stats.hold.observe(ns, hold.exclusive());
+}
+
+#[inline]
+fn meta_flags(meta: u64) -> u8 {
+    (meta >> 40) as u8
+}
+
+#[inline]
+fn meta_mode(meta: u64) -> Mode {
+    Mode::from_u8((meta >> 32) as u8)
+}
+
+#[inline]
+fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
+    if meta_flags(meta) & FLAG_BLOCKING_IN_TASK != 0 {
+        blocking_released(prim, e);
     }
-    release_books(prim, hold);
+    resource_released(prim, e);
+    e.release_in(l);
 }
 
 /// What [`release_books`] leaves for [`release_stats`]: the hold's start.
@@ -251,19 +287,20 @@ pub struct Released {
 /// does the clock read and the statistics, so they stay out of the critical section.
 #[inline]
 pub fn release_books(prim: &Prim, hold: Hold) -> Released {
-    if hold.since == 0 {
+    let Some(e) = hold.entry else {
         return Released::default();
-    }
-    if hold.since & BLOCKING_IN_TASK != 0 {
-        blocking_released(prim, &hold);
-    }
-    if let Some(e) = hold.entry {
-        resource_released(prim, &e);
-        e.release();
+    };
+    let (since, meta) = e.since_and_meta();
+    if LOCAL
+        .try_with(|l| release_entry(prim, &e, meta, Some(l)))
+        .is_err()
+    {
+        release_entry(prim, &e, meta, None);
     }
     Released {
-        since: if hold.since & SPLIT == 0 {
-            hold.since & TIME
+        since: if meta_flags(meta) & FLAG_SPLIT == 0 {
+            // Never 0 for a real start (the clock counts from boot): 0 means "nothing".
+            since.max(8)
         } else {
             0
         },
@@ -280,13 +317,19 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
     let _ = (prim, e);
 }
 
-/// The second half of a release: the hold time into the statistics (an atomic RMW: the
-/// primitive is no longer held).
+/// The second half of a release: the hold time into this thread's tally (see [`released`])
+/// or the statistics (an atomic RMW: the primitive is no longer held).
 #[inline]
 pub fn release_stats(prim: &Prim, r: Released) {
     if r.since != 0 {
         let ns = (clock::coarse_now() & TIME).saturating_sub(r.since);
-        prim.stats.hold.observe(ns, false);
+        if !(ns == 0
+            && LOCAL
+                .try_with(|l| held::tally_in(l, prim.id.0))
+                .unwrap_or(false))
+        {
+            prim.stats.hold.observe(ns, false);
+        }
     }
 }
 
@@ -412,8 +455,16 @@ fn end_wait(prim: &Prim, w: &Waiting) {
 /// Granted after waiting.
 #[cold]
 pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
+    acquired_after_wait_ms(prim, acq, w).0
+}
+
+/// As [`acquired_after_wait`], also returning how long it waited in milliseconds (for the
+/// `acquired` event; one clock reading serves both).
+#[cold]
+pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) {
     end_wait(prim, &w);
-    let waited = clock::precise_now().saturating_sub(w.since_ns);
+    let now = clock::precise_now();
+    let waited = now.saturating_sub(w.since_ns);
     let exclusive = acq.mode().is_exclusive();
     // An exclusive holder is alone, so it may update these without an atomic RMW.
     prim.stats.observe_wait(waited, exclusive);
@@ -425,9 +476,12 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
     } else {
         prim.stats.contended.fetch_add(1, Ordering::Relaxed);
     }
-    LOCAL
-        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq, clock::coarse_now()))
-        .unwrap_or_default()
+    // The precise reading doubles as the hold's start: both clocks share one timeline (a
+    // coarse reading lags by under a tick, so a release within the tick reads 0).
+    let hold = LOCAL
+        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq, now))
+        .unwrap_or_default();
+    (hold, waited as f64 / 1e6)
 }
 
 /// The acquire future was dropped while waiting.
@@ -548,15 +602,15 @@ fn check_blocking_neighbours(l: &Local, actor: ActorId) {
 }
 
 #[cold]
-fn blocking_released(prim: &Prim, hold: &Hold) {
+fn blocking_released(prim: &Prim, e: &EntryRef) {
     let here = actor::thread_seq();
-    let acquired_on = hold.entry.as_ref().map_or(here, EntryRef::thread);
+    let acquired_on = e.thread();
     if here == acquired_on {
         let _ = LOCAL.try_with(|l| {
             l.blocking_in_task
                 .set(l.blocking_in_task.get().saturating_sub(1));
         });
-    } else if let Some(v) = hold.entry.as_ref().and_then(EntryRef::view) {
+    } else if let Some(v) = e.view() {
         rules::blocking_in_async::report_moved(prim, &v, here);
     }
 }

@@ -222,9 +222,11 @@ impl Prim {
     pub fn forgotten(&self) -> u64 {
         self.forgotten.load(Ordering::Relaxed)
     }
-    /// Its statistics now.
+    /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {
-        self.stats.read()
+        let mut st = self.stats.read();
+        st.hold.buckets[0] += crate::held::tally_of(self.id.0);
+        st
     }
     /// Test scope that created it (0: none).
     pub fn scope(&self) -> u32 {
@@ -237,7 +239,9 @@ impl Prim {
     /// A number that grows whenever the primitive makes progress (a release, a capacity
     /// change, `close`); unchanged means nothing was freed.
     pub fn progress(&self) -> u64 {
-        self.stats.hold.read().count() + self.epoch.load(Ordering::Relaxed)
+        self.stats.hold.read().count()
+            + crate::held::tally_of(self.id.0)
+            + self.epoch.load(Ordering::Relaxed)
     }
 }
 
@@ -384,8 +388,11 @@ pub fn unregister(prim: &Prim) {
     if removed.is_none() {
         return;
     }
+    // The tallies are final: nothing releases a hold of a primitive being dropped.
+    let mut st = prim.stats.read();
+    st.hold.buckets[0] += crate::held::claim_tallies(prim.id.0);
     if let Some(s) = series.series.get_mut(prim.series as usize) {
-        s.retired.merge(&prim.stats.read());
+        s.retired.merge(&st);
     }
     drop(series);
     if prim.forgotten() > 0 && crate::scope::is_armed(prim.scope) {

@@ -1,10 +1,14 @@
 //! Waiter records: who waits for a primitive, since when, for how many permits.
 //!
 //! Waiting is the slow path (the acquisition could not be granted at once), so each primitive
-//! keeps its queue in a plain vector behind its own (uninstrumented) mutex. Records carry a
-//! per-primitive sequence number: sorting by it gives the order in which waiters queued, which
-//! is the order tokio's FIFO semaphore grants them in.
+//! keeps its queue in a deque behind its own (uninstrumented) mutex. Records carry a
+//! per-primitive sequence number and sit in the deque in that order, which is the order in
+//! which they queued and the order tokio's FIFO semaphore grants them in: the usual removal
+//! (the head, granted) is O(1), any other a binary search. The queue's lock is held while a
+//! contended lock changes hands, so this matters: a linear search through 64 waiters cost
+//! about 100 ns per contended acquisition.
 
+use std::collections::VecDeque;
 use std::panic::Location;
 
 use crate::actor::ActorId;
@@ -39,7 +43,8 @@ pub struct WaiterRec {
 #[derive(Default, Debug)]
 pub struct WaitQueue {
     pub(crate) next_seq: u64,
-    pub(crate) list: Vec<WaiterRec>,
+    /// In `seq` order.
+    pub(crate) list: VecDeque<WaiterRec>,
 }
 
 impl WaitQueue {
@@ -55,21 +60,19 @@ impl WaitQueue {
 
     /// Waiters in queue order.
     pub fn ordered(&self) -> Vec<WaiterRec> {
-        let mut v = self.list.clone();
-        v.sort_by_key(|w| w.seq);
-        v
+        self.list.iter().cloned().collect()
     }
 
     pub(crate) fn push(&mut self, mut rec: WaiterRec) -> u64 {
         self.next_seq += 1;
         rec.seq = self.next_seq;
-        self.list.push(rec);
+        self.list.push_back(rec);
         self.next_seq
     }
 
     pub(crate) fn remove(&mut self, seq: u64) -> Option<WaiterRec> {
-        let i = self.list.iter().position(|w| w.seq == seq)?;
-        Some(self.list.swap_remove(i))
+        let i = self.list.binary_search_by_key(&seq, |w| w.seq).ok()?;
+        self.list.remove(i)
     }
 
     /// The oldest wait start (precise ns), if any.

@@ -7,6 +7,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_default();
     let it: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(200_000);
+    if mode.starts_with("contended") || mode.starts_with("raw_contended") {
+        return contended(&mode, it);
+    }
     if mode.ends_with("_off") {
         lockscope::detector::set_enabled(false);
     }
@@ -60,5 +63,57 @@ fn main() {
         })
         .await
         .unwrap();
+    });
+}
+
+fn contended(mode: &str, it: u64) {
+    use std::sync::Arc;
+    if mode.ends_with("_off") {
+        lockscope::detector::set_enabled(false);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let per = it / 64;
+    let raw = mode.starts_with("raw");
+    let variant = mode.trim_start_matches("raw_contended").to_string();
+    rt.block_on(async move {
+        let rm = Arc::new(tokio::sync::Mutex::new(0u64));
+        let lm = Arc::new(lockscope::tokio::Mutex::new(0u64));
+        let sem = Arc::new(tokio::sync::Semaphore::new(1));
+        let tasks: Vec<_> = (0..64)
+            .map(|_| {
+                let (rm, lm, sem) = (rm.clone(), lm.clone(), sem.clone());
+                let variant = variant.clone();
+                tokio::spawn(async move {
+                    for _ in 0..per {
+                        if raw && variant == "_sem" {
+                            sem.acquire().await.unwrap().forget();
+                            tokio::task::yield_now().await;
+                            sem.add_permits(1);
+                        } else if raw && variant == "_trysem" {
+                            match sem.try_acquire() {
+                                Ok(p) => p.forget(),
+                                Err(_) => Box::pin(sem.acquire()).await.unwrap().forget(),
+                            }
+                            tokio::task::yield_now().await;
+                            sem.add_permits(1);
+                        } else if raw {
+                            let mut g = rm.lock().await;
+                            *g += 1;
+                            tokio::task::yield_now().await;
+                        } else {
+                            let mut g = lm.lock().await;
+                            *g += 1;
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
     });
 }

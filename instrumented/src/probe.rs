@@ -340,13 +340,38 @@ pub(crate) fn try_failed(prim: &Prim, acq: Acq) {
     hooks::try_failed(prim);
 }
 
+/// `fast` (a `try_lock`), retried a few times with exponential backoff as parking_lot spins
+/// before it parks (about a microsecond in all), so that a lock held for a few instructions
+/// by another thread is taken without the books of a wait: registering a waiter costs more
+/// than such a wait lasts, and would turn parking_lot's cheap spinning into parking.
+#[inline]
+fn spin<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
+    if let Some(p) = fast() {
+        return Some(p);
+    }
+    spin_more(fast)
+}
+
+#[inline(never)]
+fn spin_more<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
+    for round in 1..=5 {
+        for _ in 0..(1u32 << round) {
+            std::hint::spin_loop();
+        }
+        if let Some(p) = fast() {
+            return Some(p);
+        }
+    }
+    None
+}
+
 /// Records a blocking acquisition around `block`, which must not return before the grant.
 /// `fast` tries first without waiting; `None` from it means "must wait".
 #[inline]
 pub(crate) fn blocking<P, E>(
     prim: &Prim,
     acq: Acq,
-    fast: impl FnOnce() -> Option<P>,
+    mut fast: impl FnMut() -> Option<P>,
     block: impl FnOnce() -> Result<P, E>,
 ) -> Result<(P, Token), E> {
     if !hooks::enabled() {
@@ -355,7 +380,7 @@ pub(crate) fn blocking<P, E>(
     let span = span(prim, &acq);
     // Read before taking the lock, so the clock stays out of a blocking critical section.
     let since = hooks::now();
-    if let Some(p) = fast() {
+    if let Some(p) = spin(&mut fast) {
         let hold = hooks::acquired_at(prim, acq, since);
         if span.is_some() {
             emit_acquired(&span, 0.0);
@@ -389,8 +414,7 @@ pub(crate) fn blocking<P, E>(
     let w = guard.waiting.take().expect("waiting token present");
     match r {
         Ok(p) => {
-            let waited = hooks::waited_ms(&w);
-            let hold = hooks::acquired_after_wait(prim, acq, w);
+            let (hold, waited) = hooks::acquired_after_wait_ms(prim, acq, w);
             if span.is_some() {
                 emit_acquired(&span, waited);
             }
@@ -416,7 +440,7 @@ pub(crate) fn blocking<P, E>(
 pub(crate) fn blocking_timed<P>(
     prim: &Prim,
     acq: Acq,
-    fast: impl FnOnce() -> Option<P>,
+    mut fast: impl FnMut() -> Option<P>,
     block: impl FnOnce() -> Option<P>,
 ) -> Option<(P, Token)> {
     if !hooks::enabled() {
@@ -424,7 +448,7 @@ pub(crate) fn blocking_timed<P>(
     }
     let span = span(prim, &acq);
     let since = hooks::now();
-    if let Some(p) = fast() {
+    if let Some(p) = spin(&mut fast) {
         let hold = hooks::acquired_at(prim, acq, since);
         if span.is_some() {
             emit_acquired(&span, 0.0);
@@ -456,10 +480,9 @@ pub(crate) fn blocking_timed<P>(
     let r = block();
     // UNWRAP: `waiting` is Some until here; `Unwind` only takes it on unwinding.
     let w = guard.waiting.take().expect("waiting token present");
-    let waited = hooks::waited_ms(&w);
     match r {
         Some(p) => {
-            let hold = hooks::acquired_after_wait(prim, acq, w);
+            let (hold, waited) = hooks::acquired_after_wait_ms(prim, acq, w);
             if span.is_some() {
                 emit_acquired(&span, waited);
             }
@@ -474,7 +497,7 @@ pub(crate) fn blocking_timed<P>(
         }
         None => {
             if span.is_some() {
-                emit(&span, "timed_out", waited);
+                emit(&span, "timed_out", hooks::waited_ms(&w));
             }
             free(span);
             hooks::wait_timed_out(prim, w);
@@ -573,8 +596,7 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
             Poll::Ready(Ok(p)) => {
                 let token = match std::mem::replace(this.state, State::Done) {
                     State::Waiting { w, span } => {
-                        let waited = hooks::waited_ms(&w);
-                        let hold = hooks::acquired_after_wait(this.prim, *this.acq, w);
+                        let (hold, waited) = hooks::acquired_after_wait_ms(this.prim, *this.acq, w);
                         if span.is_some() {
                             emit_acquired(&span, waited);
                         }

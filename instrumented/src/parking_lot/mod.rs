@@ -85,7 +85,7 @@ fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
 fn blocking<P>(
     prim: &Prim,
     acq: Acq,
-    fast: impl FnOnce() -> Option<P>,
+    fast: impl FnMut() -> Option<P>,
     block: impl FnOnce() -> P,
 ) -> (P, Token) {
     match probe::blocking(prim, acq, fast, || Ok::<P, Infallible>(block())) {
