@@ -21,6 +21,10 @@ use lockscope_detector::rules::deadlock::{blocked_groups, model};
 #[path = "../tests/scale.rs"]
 mod scale;
 
+#[path = "../../instrumented/benches/common/mod.rs"]
+#[macro_use]
+mod common;
+
 const BUDGET: Duration = Duration::from_millis(50);
 
 /// Mean and best of `runs` calls of `f`, after one warm-up call.
@@ -62,6 +66,14 @@ fn main() {
     let (build, _) = measure(runs, || model(state));
     let m = model(state);
     let (reduction, _) = measure(runs, || reduce(&m));
+    if common::table_only() {
+        return common::table(&[common::Row::below(
+            "deadlock analysis, 10,000 tasks x 1,000 primitives",
+            ms(analysis),
+            ms(BUDGET),
+            "ms",
+        )]);
+    }
     println!(
         "lockscope deadlock analysis, {} tasks x {} primitives ({} holds, {} waits, {} hidden \
          deadlocks): mean {:.2} ms (best {:.2} ms) over {runs} runs; budget {} ms; {:.1}% of \

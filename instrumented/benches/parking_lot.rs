@@ -128,44 +128,37 @@ fn plain_table() {
     );
     lockscope::detector::set_enabled(true);
 
-    println!(
-        "\nlockscope::parking_lot vs parking_lot 0.12: medians of {ROUNDS} rounds, each case back \
+    if !common::table_only() {
+        println!(
+            "\nlockscope::parking_lot vs parking_lot 0.12: medians of {ROUNDS} rounds, each case back \
          to back in every round; ratio = median of the per-round ratios.\n\
          std::sync::Mutex lock+unlock: {:.2} ns; lockscope / std = {:.2}x\n",
-        single.ns(2),
-        single.ratio(1, 2)
-    );
-    let row = |case, s: &Samples, budget| Row {
-        case,
-        raw: s.ns(0),
-        ours: s.ns(1),
-        ratio: s.ratio(1, 0),
-        budget,
-        throughput: false,
-    };
+            single.ns(2),
+            single.ratio(1, 2)
+        );
+    }
+    let row = |case, s: &Samples, budget| Row::time(case, s.ns(0), s.ns(1), s.ratio(1, 0), budget);
     table(&[
-        row("Mutex lock+unlock, uncontended", &single, 2.5),
         row(
-            "two nested Mutex locks (known lock-order edge)",
+            "parking_lot Mutex lock, uncontended, detector on",
+            &single,
+            2.5,
+        ),
+        row(
+            "two nested parking_lot Mutex locks (known edge)",
             &nested,
             2.5,
         ),
-        row("RwLock read+unlock, uncontended", &read, 2.5),
-        Row {
-            case: "2 threads on one Mutex (ns/acquire; throughput)",
-            raw: contention.ns(0),
-            ours: contention.ns(1),
-            ratio: contention.ratio(0, 1),
-            budget: 0.8,
-            throughput: true,
-        },
-        row(
-            "Mutex lock+unlock, detector off (runtime switch)",
-            &off,
-            1.1,
+        row("parking_lot RwLock read, uncontended", &read, 2.5),
+        Row::throughput(
+            "2 threads on one parking_lot Mutex (throughput)",
+            contention.ns(0),
+            contention.ns(1),
+            contention.ratio(0, 1),
+            0.8,
         ),
+        row("parking_lot Mutex lock, lockscope off", &off, 1.1),
     ]);
-    println!();
 }
 
 fn criterion_report() {
@@ -296,7 +289,7 @@ fn main() {
         return profile(args.get(i + 1).map_or("mutex", String::as_str));
     }
     plain_table();
-    if !std::env::args().any(|a| a == "--table") {
+    if !common::table_only() {
         criterion_report();
     }
 }

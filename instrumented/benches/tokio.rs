@@ -82,14 +82,7 @@ macro_rules! uncontended {
             ),
             (3, concat!($what, ", lockscope off"), 1.1),
         ] {
-            $rows.push(Row {
-                case,
-                raw: s.ns(0),
-                ours: s.ns(i),
-                ratio: s.ratio(i, 0),
-                budget,
-                throughput: false,
-            });
+            $rows.push(Row::time(case, s.ns(0), s.ns(i), s.ratio(i, 0), budget));
         }
     }};
 }
@@ -199,14 +192,13 @@ fn table_rows() -> Vec<Row> {
             3,
         ),
     ] {
-        rows.push(Row {
+        rows.push(Row::throughput(
             case,
-            raw: s.ns(raw),
-            ours: s.ns(ours),
-            ratio: s.ratio(raw, ours),
-            budget: 0.9,
-            throughput: true,
-        });
+            s.ns(raw),
+            s.ns(ours),
+            s.ratio(raw, ours),
+            0.9,
+        ));
     }
     rows
 }
@@ -241,7 +233,7 @@ fn criterion_report() {
 
 fn main() {
     table(&table_rows());
-    if std::env::args().any(|a| a == "--criterion") {
+    if !common::table_only() && std::env::args().any(|a| a == "--criterion") {
         criterion_report();
     }
 }

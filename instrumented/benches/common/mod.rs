@@ -72,38 +72,128 @@ macro_rules! interleaved {
     };
 }
 
+/// One line of the budget table.
 pub struct Row {
     pub case: &'static str,
+    /// The raw primitive (ns per operation); NaN for an absolute budget.
     pub raw: f64,
+    /// lockscope (ns per operation), or the measured value of an absolute budget.
     pub ours: f64,
     /// Median per-round `ours / raw` (time); for throughput rows, `raw / ours`.
     pub ratio: f64,
-    /// Budget on the ratio: at most (time) or at least (throughput).
-    pub budget: f64,
-    pub throughput: bool,
+    pub budget: Budget,
 }
 
-pub fn table(rows: &[Row]) {
-    println!(
-        "{:<52} {:>9} {:>11} {:>7} {:>8}  verdict",
-        "case", "raw ns", "lockscope", "ratio", "budget"
-    );
-    for r in rows {
-        let (ratio, ok, budget) = if r.throughput {
-            (r.ratio, r.ratio >= r.budget, format!(">={:.1}x", r.budget))
-        } else {
-            (r.ratio, r.ratio <= r.budget, format!("<={:.1}x", r.budget))
+/// What a row must stay within.
+#[derive(Clone, Copy)]
+pub enum Budget {
+    /// Time ratio to raw, at most.
+    AtMost(f64),
+    /// Throughput ratio to raw, at least.
+    AtLeast(f64),
+    /// The value itself, at most this, in this unit (`ms`, `B`).
+    Below(f64, &'static str),
+}
+
+impl Row {
+    /// A time ratio row (lockscope ns / raw ns, at most `budget`).
+    pub fn time(case: &'static str, raw: f64, ours: f64, ratio: f64, budget: f64) -> Row {
+        Row {
+            case,
+            raw,
+            ours,
+            ratio,
+            budget: Budget::AtMost(budget),
+        }
+    }
+
+    /// A throughput row (`ratio` = raw ns / lockscope ns, at least `budget`).
+    pub fn throughput(case: &'static str, raw: f64, ours: f64, ratio: f64, budget: f64) -> Row {
+        Row {
+            case,
+            raw,
+            ours,
+            ratio,
+            budget: Budget::AtLeast(budget),
+        }
+    }
+
+    /// An absolute row: `value` (in `unit`) at most `budget`.
+    pub fn below(case: &'static str, value: f64, budget: f64, unit: &'static str) -> Row {
+        Row {
+            case,
+            raw: f64::NAN,
+            ours: value,
+            ratio: f64::NAN,
+            budget: Budget::Below(budget, unit),
+        }
+    }
+
+    fn within(&self) -> bool {
+        match self.budget {
+            Budget::AtMost(b) => self.ratio <= b,
+            Budget::AtLeast(b) => self.ratio >= b,
+            Budget::Below(b, _) => self.ours <= b,
+        }
+    }
+
+    fn cells(&self) -> [String; 5] {
+        let num = |v: f64, unit: &str| {
+            if v.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{v:.2} {unit}")
+            }
         };
-        println!(
-            "{:<52} {:>9.2} {:>11.2} {:>6.2}x {:>8}  {}",
-            r.case,
-            r.raw,
-            r.ours,
+        let unit = match self.budget {
+            Budget::Below(_, u) => u,
+            _ => "ns",
+        };
+        let (ratio, budget) = match self.budget {
+            Budget::AtMost(b) => (format!("{:.2}x", self.ratio), format!("<={b:.1}x")),
+            Budget::AtLeast(b) => (format!("{:.2}x", self.ratio), format!(">={b:.1}x")),
+            Budget::Below(b, u) => ("-".to_string(), format!("<={b} {u}")),
+        };
+        [
+            num(self.raw, unit),
+            num(self.ours, unit),
             ratio,
             budget,
-            if ok { "within" } else { "OVER" }
+            self.verdict().to_string(),
+        ]
+    }
+
+    fn verdict(&self) -> &'static str {
+        if self.within() { "within" } else { "OVER" }
+    }
+}
+
+/// Prints the budget table; with `LOCKSCOPE_BENCH_ROWS=1` (as `scripts/bench` runs the
+/// benches) one tab-separated `ROW` line per row instead, for it to gather into one table.
+pub fn table(rows: &[Row]) {
+    if std::env::var_os("LOCKSCOPE_BENCH_ROWS").is_some() {
+        for r in rows {
+            println!("ROW\t{}\t{}", r.case, r.cells().join("\t"));
+        }
+        return;
+    }
+    println!(
+        "{:<56} {:>11} {:>11} {:>7} {:>9}  verdict",
+        "case", "raw", "lockscope", "ratio", "budget"
+    );
+    for r in rows {
+        let [raw, ours, ratio, budget, verdict] = r.cells();
+        println!(
+            "{:<56} {raw:>11} {ours:>11} {ratio:>7} {budget:>9}  {verdict}",
+            r.case
         );
     }
+}
+
+/// Whether only the table is wanted (no criterion report): `scripts/bench` sets
+/// `LOCKSCOPE_BENCH_ROWS`, and `--table` on the command line asks for it.
+pub fn table_only() -> bool {
+    std::env::var_os("LOCKSCOPE_BENCH_ROWS").is_some() || std::env::args().any(|a| a == "--table")
 }
 
 /// `rounds` rounds of every case, each a closure timing one whole batch (ns per operation),
