@@ -231,8 +231,8 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
 /// The guard or permit was dropped (or forgotten: see [`forgot`]). Call before releasing the
 /// inner primitive.
 ///
-/// A hold shorter than a clock tick (the common case) is counted in this thread's tally (see
-/// [`held::tally_in`]); a longer one goes to the primitive's histogram, without an atomic RMW
+/// A hold shorter than a clock tick (the common case) is counted in this thread's tally (a
+/// per-thread count that scrapes add up); a longer one goes to the primitive's histogram, without an atomic RMW
 /// when the holder is exclusive.
 #[inline]
 pub fn released(prim: &Prim, hold: Hold) {

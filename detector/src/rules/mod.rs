@@ -1,7 +1,7 @@
 //! One rule per finding kind, each with its set wording.
 //!
-//! Rules that judge the live state implement [`Rule`] and run on every watchdog tick over one
-//! [`State`](crate::snapshot::State); rules that judge one event (a nested acquire, a new
+//! Rules that judge the live state implement a rule trait and run on every watchdog tick over
+//! one [`State`]; rules that judge one event (a nested acquire, a new
 //! lock-order edge, a blocking wait) are called from the hooks when the event happens.
 
 use std::panic::Location;
