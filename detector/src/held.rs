@@ -294,6 +294,20 @@ pub(crate) fn tally_in(l: &Local, prim: u64) -> bool {
     }
 }
 
+/// Every primitive's short holds released so far (all threads): id -> count.
+pub(crate) fn tallies() -> HashMap<u64, u64> {
+    let mut out = HashMap::new();
+    for t in THREADS.lock().iter() {
+        for slot in &t.tallies {
+            let prim = slot.prim.load(Ordering::Acquire);
+            if prim != 0 {
+                *out.entry(prim).or_default() += slot.count.load(Ordering::Relaxed);
+            }
+        }
+    }
+    out
+}
+
 /// The short holds of `prim` released so far (all threads).
 pub(crate) fn tally_of(prim: u64) -> u64 {
     let i = tally_slot(prim);

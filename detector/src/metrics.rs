@@ -80,6 +80,8 @@ pub fn metrics() -> MetricsSnapshot {
     let now = clock::precise_now();
     let mut live = 0;
     let (mut series, dropped_series) = prim::with_series(|all, dropped, walk| {
+        // Under the series lock, as unregistering moves a primitive's tallies into `retired`.
+        let tallies = held::tallies();
         let mut series: Vec<SeriesMetrics> = all
             .iter()
             .map(|s| {
@@ -107,7 +109,7 @@ pub fn metrics() -> MetricsSnapshot {
             let Some(m) = series.get_mut(p.series() as usize) else {
                 return;
             };
-            let st = p.stats();
+            let st = p.stats_with(tallies.get(&p.id().0).copied().unwrap_or(0));
             let (n_holds, permits_held) = holds.get(&p.id().0).copied().unwrap_or((0, 0));
             m.acquisitions += st.hold.count() + n_holds;
             m.contended += st.contended;

@@ -224,8 +224,13 @@ impl Prim {
     }
     /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {
+        self.stats_with(crate::held::tally_of(self.id.0))
+    }
+
+    /// [`stats`](Prim::stats) with its tallied short holds already summed.
+    pub(crate) fn stats_with(&self, tallied: u64) -> StatsSnapshot {
         let mut st = self.stats.read();
-        st.hold.buckets[0] += crate::held::tally_of(self.id.0);
+        st.hold.buckets[0] += tallied;
         st
     }
     /// Test scope that created it (0: none).
@@ -239,9 +244,12 @@ impl Prim {
     /// A number that grows whenever the primitive makes progress (a release, a capacity
     /// change, `close`); unchanged means nothing was freed.
     pub fn progress(&self) -> u64 {
-        self.stats.hold.read().count()
-            + crate::held::tally_of(self.id.0)
-            + self.epoch.load(Ordering::Relaxed)
+        self.progress_with(crate::held::tally_of(self.id.0))
+    }
+
+    /// [`progress`](Prim::progress) with its tallied short holds already summed.
+    pub(crate) fn progress_with(&self, tallied: u64) -> u64 {
+        self.stats.hold.read().count() + tallied + self.epoch.load(Ordering::Relaxed)
     }
 }
 

@@ -48,6 +48,8 @@ impl State {
     pub fn capture() -> State {
         let mut prims: Vec<PrimState> = Vec::new();
         let mut index = HashMap::new();
+        // Read before the primitives: a count only grows, so progress is never overstated.
+        let tallies = held::tallies();
         prim::for_each(|p| {
             let waiters = if p.waiting() > 0 {
                 p.waiters.lock().ordered()
@@ -60,7 +62,7 @@ impl State {
                 capacity: p.capacity(),
                 closed: p.is_closed(),
                 forgotten: p.forgotten(),
-                progress: p.progress(),
+                progress: p.progress_with(tallies.get(&p.id().0).copied().unwrap_or(0)),
                 holds: Vec::new(),
                 waiters,
             });
