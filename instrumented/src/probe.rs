@@ -371,8 +371,43 @@ fn spin_more<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
 pub(crate) fn blocking<P, E>(
     prim: &Prim,
     acq: Acq,
+    fast: impl FnMut() -> Option<P>,
+    block: impl FnOnce() -> Result<P, E>,
+) -> Result<(P, Token), E> {
+    blocking_with(prim, acq, false, fast, block, |prim, w, span| {
+        free(span);
+        hooks::wait_failed(prim, w);
+    })
+}
+
+/// Records a timed blocking acquisition (parking_lot's `try_*_for`/`try_*_until`) around
+/// `block`, which returns `None` when its deadline passed.
+pub(crate) fn blocking_timed<P>(
+    prim: &Prim,
+    acq: Acq,
+    fast: impl FnMut() -> Option<P>,
+    block: impl FnOnce() -> Option<P>,
+) -> Option<(P, Token)> {
+    let timed_out = |prim: &Prim, w: Waiting, span: Option<SpanPtr>| {
+        if span.is_some() {
+            emit(&span, "timed_out", hooks::waited_ms(&w));
+        }
+        free(span);
+        hooks::wait_timed_out(prim, w);
+    };
+    blocking_with(prim, acq, true, fast, || block().ok_or(()), timed_out).ok()
+}
+
+/// The body of [`blocking`] and [`blocking_timed`]: `missed` records a wait that ended
+/// without the lock (`block` returned `Err`).
+#[inline]
+fn blocking_with<P, E>(
+    prim: &Prim,
+    acq: Acq,
+    timed: bool,
     mut fast: impl FnMut() -> Option<P>,
     block: impl FnOnce() -> Result<P, E>,
+    missed: impl FnOnce(&Prim, Waiting, Option<SpanPtr>),
 ) -> Result<(P, Token), E> {
     if !hooks::enabled() {
         return block().map(|p| (p, Token::none()));
@@ -407,7 +442,7 @@ pub(crate) fn blocking<P, E>(
     }
     let mut guard = Unwind {
         prim,
-        waiting: Some(hooks::wait_begin(prim, acq, false)),
+        waiting: Some(hooks::wait_begin(prim, acq, timed)),
     };
     let r = block();
     // UNWRAP: `waiting` is Some until here; `Unwind` only takes it on unwinding.
@@ -428,80 +463,8 @@ pub(crate) fn blocking<P, E>(
             ))
         }
         Err(e) => {
-            free(span);
-            hooks::wait_failed(prim, w);
+            missed(prim, w, span);
             Err(e)
-        }
-    }
-}
-
-/// Records a timed blocking acquisition (parking_lot's `try_*_for`/`try_*_until`) around
-/// `block`, which returns `None` when its deadline passed.
-pub(crate) fn blocking_timed<P>(
-    prim: &Prim,
-    acq: Acq,
-    mut fast: impl FnMut() -> Option<P>,
-    block: impl FnOnce() -> Option<P>,
-) -> Option<(P, Token)> {
-    if !hooks::enabled() {
-        return block().map(|p| (p, Token::none()));
-    }
-    let span = span(prim, &acq);
-    let since = hooks::now();
-    if let Some(p) = spin(&mut fast) {
-        let hold = hooks::acquired_at(prim, acq, since);
-        if span.is_some() {
-            emit_acquired(&span, 0.0);
-        }
-        return Some((
-            p,
-            Token {
-                hold,
-                span,
-                pending: None,
-            },
-        ));
-    }
-    struct Unwind<'p> {
-        prim: &'p Prim,
-        waiting: Option<Waiting>,
-    }
-    impl Drop for Unwind<'_> {
-        fn drop(&mut self) {
-            if let Some(w) = self.waiting.take() {
-                hooks::wait_failed(self.prim, w);
-            }
-        }
-    }
-    let mut guard = Unwind {
-        prim,
-        waiting: Some(hooks::wait_begin(prim, acq, true)),
-    };
-    let r = block();
-    // UNWRAP: `waiting` is Some until here; `Unwind` only takes it on unwinding.
-    let w = guard.waiting.take().expect("waiting token present");
-    match r {
-        Some(p) => {
-            let (hold, waited) = hooks::acquired_after_wait_ms(prim, acq, w);
-            if span.is_some() {
-                emit_acquired(&span, waited);
-            }
-            Some((
-                p,
-                Token {
-                    hold,
-                    span,
-                    pending: None,
-                },
-            ))
-        }
-        None => {
-            if span.is_some() {
-                emit(&span, "timed_out", hooks::waited_ms(&w));
-            }
-            free(span);
-            hooks::wait_timed_out(prim, w);
-            None
         }
     }
 }
