@@ -7,6 +7,7 @@
 //! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
+//! | `LOCKSCOPE_CLOCK_TICK_MS` | period of the `lockscope-clock` thread that times holds; `0`: no thread, holds read the coarse clock | 1 |
 //!
 //! The environment is read once, when the first primitive is created or the detector is first
 //! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
@@ -72,6 +73,9 @@ pub struct Config {
     pub max_edges: usize,
     /// How often the watchdog thread analyses the live state.
     pub tick: Duration,
+    /// Period of the clock thread that times holds (see [`crate::clock::hold_now`]); `None`:
+    /// no clock thread, holds read the coarse clock.
+    pub clock_tick: Option<Duration>,
 }
 
 impl Default for Config {
@@ -92,6 +96,7 @@ impl Config {
             max_findings: 1000,
             max_edges: 100_000,
             tick: Duration::from_millis(100),
+            clock_tick: Some(Duration::from_millis(1)),
         }
     }
 
@@ -154,6 +159,12 @@ impl Config {
         }
         if let Some(d) = ms("LOCKSCOPE_LEAK_MS")? {
             cfg.leak = Some(d);
+        }
+        if let Some(v) = get("LOCKSCOPE_CLOCK_TICK_MS") {
+            cfg.clock_tick = match v.trim() {
+                "0" => None,
+                _ => Some(parse_ms("LOCKSCOPE_CLOCK_TICK_MS", &v)?),
+            };
         }
         Ok(cfg)
     }
@@ -245,6 +256,21 @@ impl Builder {
             ));
         }
         self.cfg.tick = d;
+        self
+    }
+    /// Sets the period of the clock thread that times holds (100 us to 100 ms); `None` runs
+    /// no clock thread and times holds with the coarse clock.
+    pub fn clock_tick(mut self, d: Option<Duration>) -> Builder {
+        if let Some(d) = d
+            && (d < Duration::from_micros(100) || d > Duration::from_millis(100))
+        {
+            self.error.get_or_insert(ConfigError::new(
+                "clock_tick",
+                &format!("{d:?}"),
+                "must be between 100us and 100ms",
+            ));
+        }
+        self.cfg.clock_tick = d;
         self
     }
     fn check(&mut self, key: &'static str, d: Duration) {

@@ -148,7 +148,7 @@ impl Hold {
     /// Milliseconds since the grant (coarse clock).
     pub fn held_ms(&self) -> f64 {
         self.entry.as_ref().map_or(0.0, |e| {
-            clock::ms_between(e.since_and_meta().0, clock::coarse_now())
+            clock::ms_between(e.since_and_meta().0, clock::hold_now())
         })
     }
 
@@ -181,16 +181,16 @@ pub struct Waiting {
     since_ns: u64,
 }
 
-/// The current coarse time, for [`acquired_at`].
+/// The current hold time ([`clock::hold_now`]), for [`acquired_at`].
 #[inline]
 pub fn now() -> u64 {
-    clock::coarse_now()
+    clock::hold_now()
 }
 
 /// The primitive was granted without waiting.
 #[inline]
 pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
-    acquired_at(prim, acq, clock::coarse_now())
+    acquired_at(prim, acq, clock::hold_now())
 }
 
 /// As [`acquired`], with the grant time read by the caller from [`now`] before taking the
@@ -238,7 +238,7 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
 pub fn released(prim: &Prim, hold: Hold) {
     let Some(e) = hold.entry else { return };
     let (since, meta) = e.since_and_meta();
-    let ns = (clock::coarse_now() & TIME).saturating_sub(since);
+    let ns = (clock::hold_now() & TIME).saturating_sub(since);
     // A split-off part's release does not end an acquisition: no hold sample.
     let split = meta_flags(meta) & FLAG_SPLIT != 0;
     if LOCAL
@@ -322,7 +322,7 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
 #[inline]
 pub fn release_stats(prim: &Prim, r: Released) {
     if r.since != 0 {
-        let ns = (clock::coarse_now() & TIME).saturating_sub(r.since);
+        let ns = (clock::hold_now() & TIME).saturating_sub(r.since);
         if !(ns == 0
             && LOCAL
                 .try_with(|l| held::tally_in(l, prim.id.0))

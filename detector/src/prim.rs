@@ -381,6 +381,11 @@ pub fn register(
     REGISTRY[id as usize % SHARDS]
         .lock()
         .insert(id, prim.clone());
+    // The first primitive starts the watchdog (and the clock thread): a program that only
+    // swapped its imports gets its deadlocks, stuck queues, starvation and leaks found too.
+    if crate::config::enabled() {
+        crate::watchdog::ensure_started();
+    }
     prim
 }
 

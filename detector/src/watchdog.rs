@@ -34,6 +34,7 @@ static EXIT_GUARDS: AtomicUsize = AtomicUsize::new(0);
 
 /// Starts the watchdog thread once (no-op when already running).
 pub fn ensure_started() {
+    crate::clock::start_ticker();
     START.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("lockscope-watchdog".into())

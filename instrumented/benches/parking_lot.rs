@@ -44,13 +44,26 @@ fn contended<M: Send + Sync + 'static>(m: Arc<M>, per_thread: u64, op: fn(&M)) -
     start.elapsed().as_nanos() as f64 / (2 * per_thread) as f64
 }
 
+/// Each lock on its own cache lines, so that neighbours on the stack (the raw lock and
+/// lockscope's, measured back to back) neither share a line nor alias differently from one
+/// run to the next.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 fn plain_table() {
     const ROUNDS: usize = 41;
     const N: u64 = 200_000;
 
-    let raw = parking_lot::Mutex::new(0u64);
-    let std_m = std::sync::Mutex::new(0u64);
-    let ours = lockscope::parking_lot::Mutex::named("bench_mutex", 0u64);
+    let raw = Padded(parking_lot::Mutex::new(0u64));
+    let std_m = Padded(std::sync::Mutex::new(0u64));
+    let ours = Padded(lockscope::parking_lot::Mutex::named("bench_mutex", 0u64));
     let single = interleaved!(
         ROUNDS,
         N,
@@ -61,10 +74,13 @@ fn plain_table() {
         ]
     );
 
-    let (ra, rb) = (parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64));
+    let (ra, rb) = (
+        Padded(parking_lot::Mutex::new(0u64)),
+        Padded(parking_lot::Mutex::new(0u64)),
+    );
     let (oa, ob) = (
-        lockscope::parking_lot::Mutex::named("bench_nested_a", 0u64),
-        lockscope::parking_lot::Mutex::named("bench_nested_b", 0u64),
+        Padded(lockscope::parking_lot::Mutex::named("bench_nested_a", 0u64)),
+        Padded(lockscope::parking_lot::Mutex::named("bench_nested_b", 0u64)),
     );
     let nested = interleaved!(
         ROUNDS,
@@ -83,8 +99,8 @@ fn plain_table() {
         ]
     );
 
-    let rr = parking_lot::RwLock::new(0u64);
-    let or = lockscope::parking_lot::RwLock::named("bench_rwlock", 0u64);
+    let rr = Padded(parking_lot::RwLock::new(0u64));
+    let or = Padded(lockscope::parking_lot::RwLock::named("bench_rwlock", 0u64));
     let read = interleaved!(
         ROUNDS,
         N,

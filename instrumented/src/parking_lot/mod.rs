@@ -80,9 +80,24 @@ fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
     Acq::new(site, 1, mode)
 }
 
-/// [`probe::blocking`] for a lock whose blocking form cannot fail.
-#[inline]
-fn blocking<P>(
+/// [`probe::blocking`] for a lock whose blocking form cannot fail. With the detector off it
+/// is `block()` and a branch, inlined into the wrapper (`prim` is not even looked up); the
+/// recording path stays out of line, so that it does not keep the wrapper from inlining.
+#[inline(always)]
+fn blocking<'p, P>(
+    prim: impl FnOnce() -> &'p Prim,
+    acq: Acq,
+    fast: impl FnMut() -> Option<P>,
+    block: impl FnOnce() -> P,
+) -> (P, Token) {
+    if !hooks::enabled() {
+        return (block(), Token::none());
+    }
+    blocking_recorded(prim(), acq, fast, block)
+}
+
+#[inline(never)]
+fn blocking_recorded<P>(
     prim: &Prim,
     acq: Acq,
     fast: impl FnMut() -> Option<P>,

@@ -174,7 +174,7 @@ impl<T: ?Sized> Mutex<T> {
     pub fn lock(&self) -> MutexGuard<'_, T> {
         let site = Location::caller();
         let (inner, token) = blocking(
-            self.prim(),
+            || self.prim(),
             excl(site),
             || self.inner.try_lock(),
             || self.inner.lock(),

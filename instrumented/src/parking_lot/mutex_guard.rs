@@ -10,7 +10,7 @@ use lockscope_detector::prim::Prim;
 
 use super::mutex::Mutex;
 use super::{acq, blocking, books_first, bumped, unlocked};
-use crate::probe::Token;
+use crate::probe::{self, Token};
 
 /// Wrapper for [`parking_lot::MutexGuard`]: the mutex is held until it drops.
 ///
@@ -27,11 +27,11 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MutexGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases the books (`token.release_books`) first; `inner`
-    // drops after it and unlocks; `token` drops last and records the hold time, outside the
-    // critical section. Never two holders in the books.
+    // `Drop::drop` releases the books first (`token.release_books`), then drops `inner`,
+    // which unlocks, then records the hold time, outside the critical section. Never two
+    // holders in the books.
     pub(super) lock: &'a Mutex<T>,
-    pub(super) inner: parking_lot::MutexGuard<'a, T>,
+    pub(super) inner: ManuallyDrop<parking_lot::MutexGuard<'a, T>>,
     pub(super) token: Token,
 }
 
@@ -51,9 +51,9 @@ unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MappedMutexGuard<'a, T: ?Sized> {
-    // Drop order as in `MutexGuard`.
+    // Dropped as `MutexGuard`.
     prim: &'a Prim,
-    inner: parking_lot::MappedMutexGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::MappedMutexGuard<'a, T>>,
     token: Token,
 }
 
@@ -69,7 +69,11 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
         inner: parking_lot::MutexGuard<'a, T>,
         token: Token,
     ) -> Self {
-        MutexGuard { lock, token, inner }
+        MutexGuard {
+            lock,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Takes the guard apart without running its `Drop`.
@@ -77,7 +81,13 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     fn into_parts(s: Self) -> (&'a Mutex<T>, Token, parking_lot::MutexGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.lock, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.lock,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::MutexGuard::mutex`].
@@ -111,7 +121,11 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
         let (lock, mut token, inner) = Self::into_parts(s);
         let prim = lock.prim();
         let inner = parking_lot::MutexGuard::map(inner, |t| books_first(prim, &mut token, || f(t)));
-        MappedMutexGuard { prim, token, inner }
+        MappedMutexGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::MutexGuard::try_map`].
@@ -134,8 +148,16 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
         let (lock, mut token, inner) = Self::into_parts(s);
         let prim = lock.prim();
         match parking_lot::MutexGuard::try_map(inner, |t| books_first(prim, &mut token, || f(t))) {
-            Ok(inner) => Ok(MappedMutexGuard { prim, token, inner }),
-            Err(inner) => Err(MutexGuard { lock, token, inner }),
+            Ok(inner) => Ok(MappedMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(MutexGuard {
+                lock,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -164,8 +186,19 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
         match parking_lot::MutexGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedMutexGuard { prim, token, inner }),
-            Err((inner, e)) => Err((MutexGuard { lock, token, inner }, e)),
+            Ok(inner) => Ok(MappedMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                MutexGuard {
+                    lock,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -283,7 +316,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
 /// is forgotten.
 fn relock<T: ?Sized>(lock: &Mutex<T>, site: &'static Location<'static>) -> Token {
     let (inner, token) = blocking(
-        lock.prim(),
+        || lock.prim(),
         excl(site),
         || lock.inner.try_lock(),
         || lock.inner.lock(),
@@ -295,8 +328,12 @@ fn relock<T: ?Sized>(lock: &Mutex<T>, site: &'static Location<'static>) -> Token
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.lock.prim());
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.lock.prim();
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 
@@ -334,7 +371,13 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
     fn into_parts(s: Self) -> (&'a Prim, Token, parking_lot::MappedMutexGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.prim, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.prim,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedMutexGuard::map`].
@@ -354,7 +397,11 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
         let (prim, mut token, inner) = Self::into_parts(s);
         let inner =
             parking_lot::MappedMutexGuard::map(inner, |t| books_first(prim, &mut token, || f(t)));
-        MappedMutexGuard { prim, token, inner }
+        MappedMutexGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedMutexGuard::try_map`].
@@ -378,8 +425,16 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
         match parking_lot::MappedMutexGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedMutexGuard { prim, token, inner }),
-            Err(inner) => Err(MappedMutexGuard { prim, token, inner }),
+            Ok(inner) => Ok(MappedMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(MappedMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -408,8 +463,19 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
         match parking_lot::MappedMutexGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedMutexGuard { prim, token, inner }),
-            Err((inner, e)) => Err((MappedMutexGuard { prim, token, inner }, e)),
+            Ok(inner) => Ok(MappedMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                MappedMutexGuard {
+                    prim,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -432,8 +498,12 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
 impl<T: ?Sized> Drop for MappedMutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.prim);
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.prim;
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 

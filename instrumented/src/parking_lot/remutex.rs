@@ -184,7 +184,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
     pub fn lock(&self) -> ReentrantMutexGuard<'_, T> {
         let site = Location::caller();
         let (inner, token) = blocking(
-            self.prim(),
+            || self.prim(),
             self.acq(site),
             || self.inner.try_lock(),
             || self.inner.lock(),

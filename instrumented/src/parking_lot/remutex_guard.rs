@@ -10,7 +10,7 @@ use lockscope_detector::prim::Prim;
 
 use super::remutex::ReentrantMutex;
 use super::{acq, blocking, books_first, bumped, holds_here, unlocked};
-use crate::probe::Token;
+use crate::probe::{self, Token};
 
 /// Wrapper for [`parking_lot::ReentrantMutexGuard`]: one level of a (possibly re-entered)
 /// hold, released when it drops. Always `!Send`, as parking_lot's.
@@ -24,10 +24,10 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the ReentrantMutex will immediately unlock"]
 pub struct ReentrantMutexGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
-    // `token` drops last and records the hold time, outside the critical section.
+    // `Drop::drop` releases the books first, then drops `inner`, which unlocks, then records
+    // the hold time, outside the critical section.
     lock: &'a ReentrantMutex<T>,
-    inner: parking_lot::ReentrantMutexGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::ReentrantMutexGuard<'a, T>>,
     token: Token,
 }
 
@@ -47,9 +47,9 @@ unsafe impl<T: ?Sized + Sync> Sync for ReentrantMutexGuard<'_, T> {}
 #[clippy::has_significant_drop]
 #[must_use = "if unused the ReentrantMutex will immediately unlock"]
 pub struct MappedReentrantMutexGuard<'a, T: ?Sized> {
-    // Drop order as in `ReentrantMutexGuard`.
+    // Dropped as `ReentrantMutexGuard`.
     prim: &'a Prim,
-    inner: parking_lot::MappedReentrantMutexGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::MappedReentrantMutexGuard<'a, T>>,
     token: Token,
 }
 
@@ -60,7 +60,11 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
         inner: parking_lot::ReentrantMutexGuard<'a, T>,
         token: Token,
     ) -> Self {
-        ReentrantMutexGuard { lock, token, inner }
+        ReentrantMutexGuard {
+            lock,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     #[inline]
@@ -73,7 +77,13 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
     ) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.lock, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.lock,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::ReentrantMutexGuard::remutex`].
@@ -105,7 +115,11 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
         let inner = parking_lot::ReentrantMutexGuard::map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         });
-        MappedReentrantMutexGuard { prim, token, inner }
+        MappedReentrantMutexGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::ReentrantMutexGuard::try_map`].
@@ -129,8 +143,16 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
         match parking_lot::ReentrantMutexGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedReentrantMutexGuard { prim, token, inner }),
-            Err(inner) => Err(ReentrantMutexGuard { lock, token, inner }),
+            Ok(inner) => Ok(MappedReentrantMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(ReentrantMutexGuard {
+                lock,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -159,8 +181,19 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
         match parking_lot::ReentrantMutexGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedReentrantMutexGuard { prim, token, inner }),
-            Err((inner, e)) => Err((ReentrantMutexGuard { lock, token, inner }, e)),
+            Ok(inner) => Ok(MappedReentrantMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                ReentrantMutexGuard {
+                    lock,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -269,7 +302,7 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
 /// guard keeps its own).
 fn relock<T: ?Sized>(lock: &ReentrantMutex<T>, site: &'static Location<'static>) -> Token {
     let (inner, token) = blocking(
-        lock.prim(),
+        || lock.prim(),
         lock.acq(site),
         || lock.inner.try_lock(),
         || lock.inner.lock(),
@@ -281,8 +314,12 @@ fn relock<T: ?Sized>(lock: &ReentrantMutex<T>, site: &'static Location<'static>)
 impl<T: ?Sized> Drop for ReentrantMutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.lock.prim());
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.lock.prim();
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 
@@ -319,7 +356,13 @@ impl<'a, T: ?Sized> MappedReentrantMutexGuard<'a, T> {
     ) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.prim, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.prim,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedReentrantMutexGuard::map`].
@@ -339,7 +382,11 @@ impl<'a, T: ?Sized> MappedReentrantMutexGuard<'a, T> {
         let inner = parking_lot::MappedReentrantMutexGuard::map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         });
-        MappedReentrantMutexGuard { prim, token, inner }
+        MappedReentrantMutexGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedReentrantMutexGuard::try_map`].
@@ -363,8 +410,16 @@ impl<'a, T: ?Sized> MappedReentrantMutexGuard<'a, T> {
         match parking_lot::MappedReentrantMutexGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedReentrantMutexGuard { prim, token, inner }),
-            Err(inner) => Err(MappedReentrantMutexGuard { prim, token, inner }),
+            Ok(inner) => Ok(MappedReentrantMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(MappedReentrantMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -392,8 +447,19 @@ impl<'a, T: ?Sized> MappedReentrantMutexGuard<'a, T> {
         match parking_lot::MappedReentrantMutexGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedReentrantMutexGuard { prim, token, inner }),
-            Err((inner, e)) => Err((MappedReentrantMutexGuard { prim, token, inner }, e)),
+            Ok(inner) => Ok(MappedReentrantMutexGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                MappedReentrantMutexGuard {
+                    prim,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -416,8 +482,12 @@ impl<'a, T: ?Sized> MappedReentrantMutexGuard<'a, T> {
 impl<T: ?Sized> Drop for MappedReentrantMutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.prim);
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.prim;
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 

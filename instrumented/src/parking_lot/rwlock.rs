@@ -184,7 +184,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
         let site = Location::caller();
         let (inner, token) = blocking(
-            self.prim(),
+            || self.prim(),
             self.read_acq(site, Mode::Shared),
             || self.inner.try_read(),
             || self.inner.read(),
@@ -264,7 +264,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
         let site = Location::caller();
         let (inner, token) = blocking(
-            self.prim(),
+            || self.prim(),
             exclusive(site),
             || self.inner.try_write(),
             || self.inner.write(),
@@ -365,7 +365,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read_recursive(&self) -> RwLockReadGuard<'_, T> {
         let site = Location::caller();
         let (inner, token) = blocking(
-            self.prim(),
+            || self.prim(),
             self.read_acq(site, Mode::SharedRecursive),
             || self.inner.try_read_recursive(),
             || self.inner.read_recursive(),
@@ -449,7 +449,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn upgradable_read(&self) -> RwLockUpgradableReadGuard<'_, T> {
         let site = Location::caller();
         let (inner, token) = blocking(
-            self.prim(),
+            || self.prim(),
             upgradable(site),
             || self.inner.try_upgradable_read(),
             || self.inner.upgradable_read(),

@@ -10,7 +10,7 @@ use lockscope_detector::prim::Prim;
 
 use super::rwlock::{RwLock, shared};
 use super::{blocking, books_first, bumped, holds_shared_here, unlocked};
-use crate::probe::Token;
+use crate::probe::{self, Token};
 
 /// Wrapper for [`parking_lot::RwLockReadGuard`]: shared access until it drops.
 ///
@@ -23,10 +23,10 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockReadGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
-    // `token` drops last and records the hold time, outside the critical section.
+    // `Drop::drop` releases the books first, then drops `inner`, which unlocks, then records
+    // the hold time, outside the critical section.
     lock: &'a RwLock<T>,
-    inner: parking_lot::RwLockReadGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::RwLockReadGuard<'a, T>>,
     token: Token,
 }
 
@@ -44,9 +44,9 @@ unsafe impl<T: ?Sized + Sync> Sync for RwLockReadGuard<'_, T> {}
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct MappedRwLockReadGuard<'a, T: ?Sized> {
-    // Drop order as in `RwLockReadGuard`.
+    // Dropped as `RwLockReadGuard`.
     prim: &'a Prim,
-    inner: parking_lot::MappedRwLockReadGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::MappedRwLockReadGuard<'a, T>>,
     token: Token,
 }
 
@@ -57,14 +57,24 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
         inner: parking_lot::RwLockReadGuard<'a, T>,
         token: Token,
     ) -> Self {
-        RwLockReadGuard { lock, token, inner }
+        RwLockReadGuard {
+            lock,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     #[inline]
     fn into_parts(s: Self) -> (&'a RwLock<T>, Token, parking_lot::RwLockReadGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.lock, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.lock,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::RwLockReadGuard::rwlock`].
@@ -95,7 +105,11 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
         let prim = lock.prim();
         let inner =
             parking_lot::RwLockReadGuard::map(inner, |t| books_first(prim, &mut token, || f(t)));
-        MappedRwLockReadGuard { prim, token, inner }
+        MappedRwLockReadGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::RwLockReadGuard::try_map`].
@@ -119,8 +133,16 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
         match parking_lot::RwLockReadGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockReadGuard { prim, token, inner }),
-            Err(inner) => Err(RwLockReadGuard { lock, token, inner }),
+            Ok(inner) => Ok(MappedRwLockReadGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(RwLockReadGuard {
+                lock,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -148,8 +170,19 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
         match parking_lot::RwLockReadGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockReadGuard { prim, token, inner }),
-            Err((inner, e)) => Err((RwLockReadGuard { lock, token, inner }, e)),
+            Ok(inner) => Ok(MappedRwLockReadGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                RwLockReadGuard {
+                    lock,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -258,7 +291,7 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
 /// guard is forgotten, the outer guard keeps its own.
 fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Token {
     let (inner, token) = blocking(
-        lock.prim(),
+        || lock.prim(),
         lock.read_acq(site, Mode::Shared),
         || lock.inner.try_read(),
         || lock.inner.read(),
@@ -270,8 +303,12 @@ fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Toke
 impl<T: ?Sized> Drop for RwLockReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.lock.prim());
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.lock.prim();
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 
@@ -302,7 +339,13 @@ impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
     fn into_parts(s: Self) -> (&'a Prim, Token, parking_lot::MappedRwLockReadGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.prim, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.prim,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedRwLockReadGuard::map`].
@@ -322,7 +365,11 @@ impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
         let inner = parking_lot::MappedRwLockReadGuard::map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         });
-        MappedRwLockReadGuard { prim, token, inner }
+        MappedRwLockReadGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedRwLockReadGuard::try_map`].
@@ -346,8 +393,16 @@ impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
         match parking_lot::MappedRwLockReadGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockReadGuard { prim, token, inner }),
-            Err(inner) => Err(MappedRwLockReadGuard { prim, token, inner }),
+            Ok(inner) => Ok(MappedRwLockReadGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(MappedRwLockReadGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -376,8 +431,19 @@ impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
         match parking_lot::MappedRwLockReadGuard::try_map_or_else(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockReadGuard { prim, token, inner }),
-            Err((inner, e)) => Err((MappedRwLockReadGuard { prim, token, inner }, e)),
+            Ok(inner) => Ok(MappedRwLockReadGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                MappedRwLockReadGuard {
+                    prim,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -400,8 +466,12 @@ impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
 impl<T: ?Sized> Drop for MappedRwLockReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.prim);
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.prim;
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 

@@ -40,10 +40,10 @@ use crate::probe::{self, Token};
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockUpgradableReadGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
-    // `token` drops last and records the hold time, outside the critical section.
+    // `Drop::drop` releases the books first, then drops `inner`, which unlocks, then records
+    // the hold time, outside the critical section.
     lock: &'a RwLock<T>,
-    inner: parking_lot::RwLockUpgradableReadGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::RwLockUpgradableReadGuard<'a, T>>,
     token: Token,
 }
 
@@ -94,14 +94,24 @@ impl Drop for Downgrade<'_> {
 impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     #[inline]
     pub(super) fn new(lock: &'a RwLock<T>, inner: InnerUpgradable<'a, T>, token: Token) -> Self {
-        RwLockUpgradableReadGuard { lock, token, inner }
+        RwLockUpgradableReadGuard {
+            lock,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     #[inline]
     fn into_parts(s: Self) -> (&'a RwLock<T>, Token, InnerUpgradable<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.lock, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.lock,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// The raw lock, for upgrades in place.
@@ -171,7 +181,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let prim = lock.prim();
         let slot = Cell::new(Some(inner));
         let (inner, token) = blocking(
-            prim,
+            || prim,
             upgrade_acq(site),
             || try_upgrade_in(&slot),
             // UNWRAP: the guard is in `slot` unless the fast path upgraded it, and then this
@@ -406,7 +416,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let prim = self.lock.prim();
         let raw = self.raw();
         let ((), token) = blocking(
-            prim,
+            || prim,
             upgrade_acq(site),
             // SAFETY: this guard holds the upgradable lock.
             || unsafe { raw.try_upgrade() }.then_some(()),
@@ -518,7 +528,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
 /// guard keeps its own.
 fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Token {
     let (inner, token) = blocking(
-        lock.prim(),
+        || lock.prim(),
         upgradable(site),
         || lock.inner.try_upgradable_read(),
         || lock.inner.upgradable_read(),
@@ -530,8 +540,12 @@ fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Toke
 impl<T: ?Sized> Drop for RwLockUpgradableReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.lock.prim());
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.lock.prim();
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 

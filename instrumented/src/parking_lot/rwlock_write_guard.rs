@@ -12,7 +12,7 @@ use super::rwlock::{RwLock, exclusive};
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::{blocking, books_first, bumped, unlocked};
-use crate::probe::Token;
+use crate::probe::{self, Token};
 
 /// Wrapper for [`parking_lot::RwLockWriteGuard`]: exclusive access until it drops.
 ///
@@ -25,10 +25,10 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockWriteGuard<'a, T: ?Sized> {
-    // Drop order: `Drop::drop` releases the books first; `inner` drops next and unlocks;
-    // `token` drops last and records the hold time, outside the critical section.
+    // `Drop::drop` releases the books first, then drops `inner`, which unlocks, then records
+    // the hold time, outside the critical section.
     lock: &'a RwLock<T>,
-    inner: parking_lot::RwLockWriteGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::RwLockWriteGuard<'a, T>>,
     token: Token,
 }
 
@@ -47,9 +47,9 @@ unsafe impl<T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, T> {}
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct MappedRwLockWriteGuard<'a, T: ?Sized> {
-    // Drop order as in `RwLockWriteGuard`.
+    // Dropped as `RwLockWriteGuard`.
     prim: &'a Prim,
-    inner: parking_lot::MappedRwLockWriteGuard<'a, T>,
+    inner: ManuallyDrop<parking_lot::MappedRwLockWriteGuard<'a, T>>,
     token: Token,
 }
 
@@ -60,14 +60,24 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         inner: parking_lot::RwLockWriteGuard<'a, T>,
         token: Token,
     ) -> Self {
-        RwLockWriteGuard { lock, token, inner }
+        RwLockWriteGuard {
+            lock,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     #[inline]
     fn into_parts(s: Self) -> (&'a RwLock<T>, Token, parking_lot::RwLockWriteGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.lock, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.lock,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::RwLockWriteGuard::rwlock`].
@@ -99,7 +109,11 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         let prim = lock.prim();
         let inner =
             parking_lot::RwLockWriteGuard::map(inner, |t| books_first(prim, &mut token, || f(t)));
-        MappedRwLockWriteGuard { prim, token, inner }
+        MappedRwLockWriteGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::RwLockWriteGuard::try_map`].
@@ -123,8 +137,16 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         match parking_lot::RwLockWriteGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockWriteGuard { prim, token, inner }),
-            Err(inner) => Err(RwLockWriteGuard { lock, token, inner }),
+            Ok(inner) => Ok(MappedRwLockWriteGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(RwLockWriteGuard {
+                lock,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -152,8 +174,19 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         match parking_lot::RwLockWriteGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockWriteGuard { prim, token, inner }),
-            Err((inner, e)) => Err((RwLockWriteGuard { lock, token, inner }, e)),
+            Ok(inner) => Ok(MappedRwLockWriteGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                RwLockWriteGuard {
+                    lock,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -291,7 +324,7 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
 /// keeps its own.
 fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Token {
     let (inner, token) = blocking(
-        lock.prim(),
+        || lock.prim(),
         exclusive(site),
         || lock.inner.try_write(),
         || lock.inner.write(),
@@ -303,8 +336,12 @@ fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Toke
 impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.lock.prim());
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.lock.prim();
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 
@@ -342,7 +379,13 @@ impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
     fn into_parts(s: Self) -> (&'a Prim, Token, parking_lot::MappedRwLockWriteGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe { (s.prim, std::ptr::read(&s.token), std::ptr::read(&s.inner)) }
+        unsafe {
+            (
+                s.prim,
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedRwLockWriteGuard::map`].
@@ -363,7 +406,11 @@ impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
         let inner = parking_lot::MappedRwLockWriteGuard::map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         });
-        MappedRwLockWriteGuard { prim, token, inner }
+        MappedRwLockWriteGuard {
+            prim,
+            token,
+            inner: ManuallyDrop::new(inner),
+        }
     }
 
     /// Wrapper for [`parking_lot::MappedRwLockWriteGuard::try_map`].
@@ -387,8 +434,16 @@ impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
         match parking_lot::MappedRwLockWriteGuard::try_map(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockWriteGuard { prim, token, inner }),
-            Err(inner) => Err(MappedRwLockWriteGuard { prim, token, inner }),
+            Ok(inner) => Ok(MappedRwLockWriteGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err(inner) => Err(MappedRwLockWriteGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
         }
     }
 
@@ -416,8 +471,19 @@ impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
         match parking_lot::MappedRwLockWriteGuard::try_map_or_err(inner, |t| {
             books_first(prim, &mut token, || f(t))
         }) {
-            Ok(inner) => Ok(MappedRwLockWriteGuard { prim, token, inner }),
-            Err((inner, e)) => Err((MappedRwLockWriteGuard { prim, token, inner }, e)),
+            Ok(inner) => Ok(MappedRwLockWriteGuard {
+                prim,
+                token,
+                inner: ManuallyDrop::new(inner),
+            }),
+            Err((inner, e)) => Err((
+                MappedRwLockWriteGuard {
+                    prim,
+                    token,
+                    inner: ManuallyDrop::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -440,8 +506,12 @@ impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
 impl<T: ?Sized> Drop for MappedRwLockWriteGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Books first; `inner` unlocks when the fields drop, after this.
-        self.token.release_books(self.prim);
+        // Books first, then the unlock, then the statistics (out of the critical section).
+        let prim = self.prim;
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        probe::release_stats(prim, released);
     }
 }
 
