@@ -7,7 +7,7 @@
 //! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
-//! | `LOCKSCOPE_CLOCK_TICK_MS` | period of the `lockscope-clock` thread that times holds; `0`: no thread, holds read the coarse clock | 1 |
+//! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
 //!
 //! The environment is read once, when the first primitive is created or the detector is first
 //! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
@@ -73,8 +73,8 @@ pub struct Config {
     pub max_edges: usize,
     /// How often the watchdog thread analyses the live state.
     pub tick: Duration,
-    /// Period of the clock thread that times holds (see [`crate::clock::hold_now`]); `None`:
-    /// no clock thread, holds read the coarse clock.
+    /// Period of the clock thread that times holds (see [`crate::clock`]); `None` (the
+    /// default): no clock thread, holds read the coarse clock.
     pub clock_tick: Option<Duration>,
 }
 
@@ -96,7 +96,7 @@ impl Config {
             max_findings: 1000,
             max_edges: 100_000,
             tick: Duration::from_millis(100),
-            clock_tick: Some(Duration::from_millis(1)),
+            clock_tick: None,
         }
     }
 
@@ -412,6 +412,12 @@ mod tests {
         let e = Config::from_lookup(env(&[("LOCKSCOPE_STUCK_MS", "0")])).unwrap_err();
         assert_eq!(e.key(), "LOCKSCOPE_STUCK_MS");
         assert!(Config::from_lookup(env(&[("LOCKSCOPE_MODE", "loud")])).is_err());
+        let c = Config::from_lookup(env(&[("LOCKSCOPE_CLOCK_TICK_MS", "2")])).unwrap();
+        assert_eq!(c.clock_tick, Some(Duration::from_millis(2)));
+        let c = Config::from_lookup(env(&[("LOCKSCOPE_CLOCK_TICK_MS", "0")])).unwrap();
+        assert_eq!(c.clock_tick, None);
+        assert_eq!(Config::production().clock_tick, None, "off by default");
+        assert!(Config::from_lookup(env(&[("LOCKSCOPE_CLOCK_TICK_MS", "often")])).is_err());
     }
 
     #[test]
