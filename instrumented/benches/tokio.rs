@@ -203,12 +203,12 @@ fn table_rows() -> Vec<Row> {
     rows
 }
 
-/// criterion's report of the uncontended cases (`-- --criterion`).
+/// criterion's report of the uncontended mutex (`-- --criterion`; criterion's own flags are
+/// not parsed, as it would refuse `--criterion`).
 fn criterion_report() {
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
-        .configure_from_args();
+        .measurement_time(Duration::from_secs(2));
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
