@@ -281,8 +281,9 @@ pub(crate) fn tally_in(l: &Local, prim: u64) -> bool {
     let t = &unsafe { &*h }.tallies[tally_slot(prim)];
     let owner = t.prim.load(Ordering::Relaxed);
     if owner == prim {
+        // Release: visible only after the hold it counts has left the books (as `bump`).
         t.count
-            .store(t.count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            .store(t.count.load(Ordering::Relaxed) + 1, Ordering::Release);
         true
     } else if owner == 0 {
         t.count.store(1, Ordering::Relaxed);
@@ -301,7 +302,7 @@ pub(crate) fn tallies() -> HashMap<u64, u64> {
         for slot in &t.tallies {
             let prim = slot.prim.load(Ordering::Acquire);
             if prim != 0 {
-                *out.entry(prim).or_default() += slot.count.load(Ordering::Relaxed);
+                *out.entry(prim).or_default() += slot.count.load(Ordering::Acquire);
             }
         }
     }
@@ -316,7 +317,7 @@ pub(crate) fn tally_of(prim: u64) -> u64 {
         .iter()
         .map(|t| &t.tallies[i])
         .filter(|slot| slot.prim.load(Ordering::Acquire) == prim)
-        .map(|slot| slot.count.load(Ordering::Relaxed))
+        .map(|slot| slot.count.load(Ordering::Acquire))
         .sum()
 }
 

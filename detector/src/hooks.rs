@@ -241,19 +241,22 @@ pub fn released(prim: &Prim, hold: Hold) {
     let ns = (clock::hold_now() & TIME).saturating_sub(since);
     // A split-off part's release does not end an acquisition: no hold sample.
     let split = meta_flags(meta) & FLAG_SPLIT != 0;
+    // The books first, the count after: a scrape in between sees the acquisition neither live
+    // nor completed (an undercount its clamp hides), never both (an overcount that would stick).
+    // The inner primitive is still held, so an exclusive holder still needs no atomic RMW.
     if LOCAL
         .try_with(|l| {
+            release_entry(prim, &e, meta, Some(l));
             if !(split || (ns == 0 && held::tally_in(l, prim.id.0))) {
                 prim.stats.hold.observe(ns, meta_mode(meta).is_exclusive());
             }
-            release_entry(prim, &e, meta, Some(l));
         })
         .is_err()
     {
+        release_entry(prim, &e, meta, None);
         if !split {
             prim.stats.hold.observe(ns, false);
         }
-        release_entry(prim, &e, meta, None);
     }
 }
 

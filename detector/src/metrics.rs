@@ -68,15 +68,11 @@ pub struct MetricsSnapshot {
 static LAST_ACQ: LazyLock<Mutex<HashMap<u32, u64>>> = LazyLock::new(Mutex::default);
 
 /// Aggregates every series now.
+///
+/// Completed acquisitions are read before live holds: a release leaves the books before it is
+/// counted, so an acquisition ending during the scrape is seen once or not at all (an
+/// undercount the clamp below hides), never twice.
 pub fn metrics() -> MetricsSnapshot {
-    // Live holds per primitive: count and permits.
-    let mut holds: HashMap<u64, (u64, u64)> = HashMap::new();
-    held::for_each_all(|h| {
-        let e = holds.entry(h.prim).or_default();
-        // A split-off part is not an acquisition of its own, but holds its permits.
-        e.0 += u64::from(h.flags & held::FLAG_SPLIT == 0);
-        e.1 += u64::from(h.permits);
-    });
     let now = clock::precise_now();
     let mut live = 0;
     let (mut series, dropped_series) = prim::with_series(|all, dropped, walk| {
@@ -104,21 +100,22 @@ pub fn metrics() -> MetricsSnapshot {
                 }
             })
             .collect();
+        // Live primitives: id -> (series, capacity if a semaphore, permits held).
+        let mut prims: HashMap<u64, (usize, Option<u64>, u64)> = HashMap::new();
         walk(&mut |p| {
             live += 1;
-            let Some(m) = series.get_mut(p.series() as usize) else {
+            let i = p.series() as usize;
+            let Some(m) = series.get_mut(i) else {
                 return;
             };
             let st = p.stats_with(tallies.get(&p.id().0).copied().unwrap_or(0));
-            let (n_holds, permits_held) = holds.get(&p.id().0).copied().unwrap_or((0, 0));
-            m.acquisitions += st.hold.count() + n_holds;
+            m.acquisitions += st.hold.count();
             m.contended += st.contended;
             m.try_failures += st.try_failures;
             m.timeouts += st.timeouts;
             m.cancelled += st.cancelled;
             m.wait.merge(&st.wait);
             m.hold.merge(&st.hold);
-            m.holders += n_holds;
             if p.waiting() > 0 {
                 let q = p.waiters.lock();
                 m.waiters += q.len() as u64;
@@ -129,12 +126,28 @@ pub fn metrics() -> MetricsSnapshot {
                     }
                 }
             }
-            if p.kind().is_semaphore() {
-                let cap = p.capacity();
-                *m.permits_total.get_or_insert(0) += cap;
-                *m.permits_available.get_or_insert(0) += cap.saturating_sub(permits_held);
+            let cap = p.kind().is_semaphore().then(|| p.capacity());
+            prims.insert(p.id().0, (i, cap, 0));
+        });
+        // Then the live holds.
+        held::for_each_all(|h| {
+            let Some((i, _, permits)) = prims.get_mut(&h.prim) else {
+                return;
+            };
+            *permits += u64::from(h.permits);
+            // A split-off part is not an acquisition of its own, but holds its permits.
+            if h.flags & held::FLAG_SPLIT == 0 {
+                series[*i].acquisitions += 1;
+                series[*i].holders += 1;
             }
         });
+        for (i, cap, held) in prims.into_values() {
+            if let Some(cap) = cap {
+                let m = &mut series[i];
+                *m.permits_total.get_or_insert(0) += cap;
+                *m.permits_available.get_or_insert(0) += cap.saturating_sub(held);
+            }
+        }
         (series, dropped)
     });
     {

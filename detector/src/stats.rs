@@ -8,7 +8,8 @@
 //! now, which the exporter adds up at scrape time.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// Upper bounds (seconds) of the wait and hold histogram buckets; `+Inf` is implied.
 pub const BUCKETS_SECONDS: [f64; 13] = [
@@ -43,12 +44,14 @@ fn bucket_of(ns: u64) -> usize {
     i
 }
 
+/// Release: a count becomes visible only after the hold it ends has left the books (see
+/// `hooks::released`), so that a scrape never sees both. Free on x86.
 #[inline]
 fn bump(a: &AtomicU64, by: u64, exclusive: bool) {
     if exclusive {
-        a.store(a.load(Relaxed).wrapping_add(by), Relaxed);
+        a.store(a.load(Relaxed).wrapping_add(by), Release);
     } else {
-        a.fetch_add(by, Relaxed);
+        a.fetch_add(by, Release);
     }
 }
 
@@ -67,7 +70,8 @@ impl Histogram {
     pub fn read(&self) -> HistogramSnapshot {
         let mut buckets = [0u64; 14];
         for (out, b) in buckets.iter_mut().zip(&self.buckets) {
-            *out = b.load(Relaxed);
+            // Acquire: pairs with `bump`'s Release (a counted hold has left the books).
+            *out = b.load(Acquire);
         }
         HistogramSnapshot {
             buckets,
