@@ -12,7 +12,8 @@
 //! Cases (`raw_` for raw tokio, `_off` for lockscope switched off, `_traced` with a tracing
 //! registry that records lockscope's spans at TRACE): `mutex`, `sem`, `rw` (uncontended, one
 //! task on a current-thread runtime) and `contended` (64 tasks on two workers taking one mutex
-//! with a yield inside, as the bench does). It prints ns per iteration.
+//! with a yield inside, as the bench does), `pl` and `pl_nested` (one parking_lot Mutex, two
+//! nested ones, on the main thread). It prints ns per iteration.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -43,6 +44,8 @@ fn main() {
     let start = Instant::now();
     if base == "contended" {
         contended(raw, iterations);
+    } else if base.starts_with("pl") {
+        parking_lot(base, raw, iterations);
     } else {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
@@ -79,6 +82,31 @@ async fn uncontended(case: String, raw: bool, iterations: u64) {
             ("rw", true) => drop(black_box(*rr.read().await)),
             ("rw", false) => drop(black_box(*lr.read().await)),
             (other, _) => panic!("unknown case {other}: mutex, sem, rw, contended"),
+        }
+    }
+}
+
+fn parking_lot(case: &str, raw: bool, iterations: u64) {
+    let (ra, rb) = (parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64));
+    let (la, lb) = (
+        lockscope::parking_lot::Mutex::new(0u64),
+        lockscope::parking_lot::Mutex::new(0u64),
+    );
+    for _ in 0..iterations {
+        match (case, raw) {
+            ("pl", true) => *black_box(&ra).lock() += 1,
+            ("pl", false) => *black_box(&la).lock() += 1,
+            ("pl_nested", true) => {
+                let mut a = black_box(&ra).lock();
+                *black_box(&rb).lock() += 1;
+                *a += 1;
+            }
+            ("pl_nested", false) => {
+                let mut a = black_box(&la).lock();
+                *black_box(&lb).lock() += 1;
+                *a += 1;
+            }
+            (other, _) => panic!("unknown case {other}: pl, pl_nested"),
         }
     }
 }
