@@ -258,12 +258,19 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
     let mut out = Vec::new();
     for s in armed {
         let d = s.deadlock.lock();
-        if let (Some(r), Some(at)) = (&d.report, d.at)
+        if let (Some(_), Some(at)) = (&d.report, d.at)
             && d.listening
             && !d.acknowledged
             && at.elapsed() >= grace
         {
-            out.push((s.name.clone(), r.clone()));
+            // Every finding of the test, as its failure message would list them.
+            let all: Vec<Finding> = s
+                .findings
+                .lock()
+                .iter()
+                .map(|r| finding::materialize(r))
+                .collect();
+            out.push((s.name.clone(), finding::render_all(&all)));
         }
     }
     out

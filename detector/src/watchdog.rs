@@ -5,6 +5,7 @@
 //! report, not the thread.
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Once};
 use std::time::Duration;
@@ -125,9 +126,14 @@ fn exit_if_stuck(deadlocks: &[finding::Finding]) {
 }
 
 fn die(report: &str) -> ! {
-    eprintln!(
+    // Straight to the stderr stream, not `eprintln!`: this thread may have been spawned from a
+    // test thread, whose output the test harness captures (and would drop at the exit below).
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
         "\nlockscope watchdog: a deadlock blocks threads that can never wake; ending the process.\n{report}\n"
     );
+    let _ = err.flush();
     std::process::exit(101);
 }
 

@@ -36,10 +36,13 @@ pub fn run_test<F: Future>(
         let mut body = pin!(body);
         let mut deadlock = pin!(deadlock);
         std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = body.as_mut().poll(cx) {
-                return Poll::Ready(Ok(out));
+            // The deadlock signal first: a body that blocks its thread in its very first poll
+            // (a parking_lot self-deadlock before any `.await`) must find the watchdog already
+            // told that this test listens, so that it ends the process with the report.
+            if let Poll::Ready(report) = deadlock.as_mut().poll(cx) {
+                return Poll::Ready(Err(report));
             }
-            deadlock.as_mut().poll(cx).map(Err)
+            body.as_mut().poll(cx).map(Ok)
         })
         .await
     });
