@@ -420,8 +420,12 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
         check_held(prim, actor, &acq, true);
     }
     let thread = actor::thread_seq();
+    // A blocking wait on a worker is reported only once it has stalled the worker for long
+    // (when it ends, or by the watchdog while it lasts): a short critical section under a
+    // parking_lot lock is what tokio recommends for data not held across an `.await`.
+    let mut on_worker = false;
     if prim.kind.is_blocking() {
-        rules::blocking_in_async::check_blocking_wait(prim, actor, &acq);
+        on_worker = rules::blocking_in_async::on_async_worker();
     } else if actor.is_task() {
         rules::blocking_in_async::check_async_wait(prim, actor, &acq, blocking_held_here(actor));
     }
@@ -437,6 +441,7 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
         timed,
         owned: acq.flags() & FLAG_MOVABLE != 0,
         scope: actor::current_scope(),
+        on_worker,
     };
     let seq = {
         let mut q = prim.waiters.lock();
@@ -449,10 +454,19 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
 }
 
 fn end_wait(prim: &Prim, w: &Waiting) {
-    let mut q = prim.waiters.lock();
-    q.remove(w.seq);
-    prim.waiting.store(q.len() as u32, Ordering::Relaxed);
-    prim.resource.waiters(q.len());
+    let rec = {
+        let mut q = prim.waiters.lock();
+        let rec = q.remove(w.seq);
+        prim.waiting.store(q.len() as u32, Ordering::Relaxed);
+        prim.resource.waiters(q.len());
+        rec
+    };
+    if let Some(rec) = rec
+        && rec.on_worker
+    {
+        let waited = clock::precise_now().saturating_sub(rec.since_ns);
+        rules::blocking_in_async::check_worker_stall(prim, &rec, waited);
+    }
 }
 
 /// Granted after waiting.

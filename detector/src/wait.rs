@@ -37,6 +37,10 @@ pub struct WaiterRec {
     pub owned: bool,
     /// Test scope of the waiting thread.
     pub scope: u32,
+    /// A blocking wait on an async runtime's worker thread (the whole worker stalls while it
+    /// lasts; reported as `blocking-in-async` once it passes
+    /// [`WORKER_STALL_NS`](crate::rules::blocking_in_async::WORKER_STALL_NS)).
+    pub on_worker: bool,
 }
 
 /// The waiters of one primitive.

@@ -87,6 +87,7 @@ fn tick_once() -> usize {
     rules.starvation.skip_waits = confirmed;
     verdicts.extend(rules.starvation.check(&state));
     verdicts.extend(rules.leak.check(&state));
+    crate::rules::blocking_in_async::check_stalls(&state);
     for v in verdicts {
         if let Verdict::Found(f) = v
             && finding::report(*f)

@@ -263,3 +263,28 @@ async fn nested_locks_in_one_consistent_order() {
         let _p = sem.acquire().await.unwrap();
     }
 }
+
+/// A short critical section under a parking_lot mutex in async code, never held across an
+/// `.await` (what tokio's docs recommend for plain shared data): two workers do contend for
+/// it, for microseconds, which stalls nothing worth reporting.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_parking_lot_sections_in_tasks() {
+    let n = Arc::new(lockscope::parking_lot::Mutex::named("neg_pl_counter", 0u64));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let n = n.clone();
+            tokio::spawn(async move {
+                for i in 0..50_000u64 {
+                    *n.lock() += 1;
+                    if i % 1000 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*n.lock(), 4 * 50_000);
+}

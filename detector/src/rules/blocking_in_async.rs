@@ -6,6 +6,8 @@
 //!   polls `tokio::task::yield_now()` once with a private waker: outside a scheduler (a plain
 //!   thread, `spawn_blocking`, `block_in_place`, the `block_on` thread of a multi-thread
 //!   runtime) tokio wakes it at once, on a worker it defers the wake. Only on the slow path.
+//!   Reported once the wait has stalled the worker for [`WORKER_STALL_NS`] (when it ends, or
+//!   by the watchdog while it lasts): a brief wait for a short critical section is fine.
 //! - A guard is held across an `.await` when its task yields while holding it: seen when the
 //!   same task starts an async wait, when another task runs lockscope code on that thread
 //!   while the guard is held, or when the guard is released on another thread.
@@ -22,6 +24,8 @@ use crate::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
 use crate::hooks::Acq;
 use crate::prim::{self, Prim, PrimitiveId, site_string};
 use crate::rules::{access, noun, prim_ref, prim_ref_id};
+use crate::snapshot::State;
+use crate::wait::WaiterRec;
 use crate::{actor, clock};
 
 struct Flag(AtomicBool);
@@ -60,10 +64,16 @@ pub fn on_async_worker() -> bool {
         .unwrap_or(false)
 }
 
-/// A blocking lock is about to wait.
+/// How long a blocking wait may stall an async worker before it is reported (50 ms): far
+/// above a short critical section under contention (microseconds), and above the few
+/// milliseconds a loaded machine may preempt the holder for, so that only real stalls count.
+pub const WORKER_STALL_NS: u64 = 50_000_000;
+
+/// A blocking wait on a worker (`w`, on `prim`) has lasted `waited` ns: reported once past
+/// [`WORKER_STALL_NS`]. Called when the wait ends and by the watchdog while it lasts.
 #[cold]
-pub(crate) fn check_blocking_wait(prim: &Prim, actor: ActorId, acq: &Acq) {
-    if !on_async_worker() {
+pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
+    if !w.on_worker || waited < WORKER_STALL_NS {
         return;
     }
     let r = prim_ref(prim);
@@ -73,26 +83,43 @@ pub(crate) fn check_blocking_wait(prim: &Prim, actor: ActorId, acq: &Acq) {
             "wait|{}|{}|{}",
             prim.name(),
             site_string(prim.site()),
-            site_string(acq.site())
+            site_string(w.site)
         ),
         format!(
-            "{} waits for {} at {} on an async runtime worker thread: the whole worker stalls until it is granted",
-            actor.describe(),
+            "{} waits for {} at {} on an async runtime worker thread: the whole worker stalls until it is granted ({} ms so far)",
+            w.actor.describe(),
             noun(&r),
-            site_string(acq.site())
+            site_string(w.site),
+            waited / 1_000_000
         ),
     );
     f.actors.push(ActorReport {
-        id: actor.as_u64(),
-        name: actor.describe(),
+        id: w.actor.as_u64(),
+        name: w.actor.describe(),
         holds: Vec::new(),
-        waits: vec![access(r.clone(), acq.mode(), acq.permits(), acq.site(), 0)],
+        waits: vec![access(
+            r.clone(),
+            w.mode,
+            w.permits,
+            w.site,
+            waited / 1_000_000,
+        )],
     });
     f.add_scope(prim.scope());
-    f.add_scope(actor::current_scope());
+    f.add_scope(w.scope);
     f.add_prim(r);
     f.fix = "use lockscope::tokio::Mutex (an async lock) for data shared across .await, or move the blocking work to tokio::task::spawn_blocking".into();
     finding::report(f);
+}
+
+/// Blocking waits on workers that have lasted past [`WORKER_STALL_NS`] (the watchdog's check,
+/// for stalls that have not ended, such as a worker frozen for good).
+pub(crate) fn check_stalls(state: &State) {
+    for p in &state.prims {
+        for w in p.waiters.iter().filter(|w| w.on_worker) {
+            check_worker_stall(&p.prim, w, state.wait_age(w));
+        }
+    }
 }
 
 fn held_across_await(h: &HoldView, evidence: String) -> Finding {
