@@ -67,6 +67,9 @@ pub fn check_now() -> usize {
 fn tick_once() -> usize {
     let state = State::capture();
     let mut rules = RULES.lock();
+    // Before the deadlock rule, so that a test failed by a self-deadlock lists both.
+    let tick = config::current().tick;
+    crate::rules::nested_acquire::check_persisting(&state, tick.as_nanos() as u64);
     let mut new = 0;
     let mut deadlocks = Vec::new();
     for v in rules.deadlock.check(&state) {

@@ -288,3 +288,66 @@ async fn short_parking_lot_sections_in_tasks() {
     }
     assert_eq!(*n.lock(), 4 * 50_000);
 }
+
+// Futures polled side by side in one task each take and release the primitive on their own:
+// the task holds it in one future while another waits for it, which is not a nested acquire.
+
+async fn bump_slowly(m: &Mutex<u64>) {
+    for _ in 0..5 {
+        let mut g = m.lock().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        *g += 1;
+    }
+}
+
+async fn read_then_bump(m: &Mutex<u64>) -> u64 {
+    let v = *m.lock().await;
+    *m.lock().await += 1;
+    v
+}
+
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joined_futures_share_a_mutex() {
+    let m = Mutex::named("neg_joined_mutex", 0u64);
+    // The same code twice (one call site), and two different functions (two call sites).
+    tokio::join!(bump_slowly(&m), bump_slowly(&m));
+    let (_, _) = tokio::join!(bump_slowly(&m), read_then_bump(&m));
+    assert_eq!(*m.lock().await, 16);
+}
+
+#[lockscope::test]
+async fn join_all_limited_by_a_semaphore() {
+    let sem = Semaphore::named("neg_join_all", 3);
+    let done = AtomicU64::new(0);
+    futures_util::future::join_all((0..10).map(|i| {
+        let (sem, done) = (&sem, &done);
+        async move {
+            let _permit = sem.acquire().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(1 + i % 3)).await;
+            done.fetch_add(1, Ordering::Relaxed);
+        }
+    }))
+    .await;
+    assert_eq!(done.load(Ordering::Relaxed), 10);
+    assert_eq!(sem.available_permits(), 3);
+}
+
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_each_concurrent_limited_by_a_semaphore() {
+    use futures_util::StreamExt;
+    let sem = Semaphore::named("neg_for_each_concurrent", 2);
+    let rw = RwLock::named("neg_for_each_concurrent_rw", 7u64);
+    let sum = AtomicU64::new(0);
+    futures_util::stream::iter(0..12u64)
+        .for_each_concurrent(4, |i| {
+            let (sem, rw, sum) = (&sem, &rw, &sum);
+            async move {
+                let _permit = sem.acquire().await.unwrap();
+                let v = *rw.read().await;
+                tokio::time::sleep(Duration::from_millis(1 + i % 2)).await;
+                sum.fetch_add(v, Ordering::Relaxed);
+            }
+        })
+        .await;
+    assert_eq!(sum.load(Ordering::Relaxed), 12 * 7);
+}

@@ -53,6 +53,25 @@ async fn nested_acquire_fails_the_test_at_its_end() {
     let _b = s.acquire().await.unwrap();
 }
 
+/// Re-locking at the same call site (here by recursion) is not reported when it starts, since
+/// futures joined in one task do the same correctly; a real self-wait never ends, and is
+/// reported a watchdog tick later, well within the second.
+async fn visit(m: &Mutex<u32>, depth: u32) {
+    let _g = m.lock().await;
+    if depth > 0 {
+        Box::pin(visit(m, depth - 1)).await;
+    }
+}
+
+#[lockscope::test]
+#[should_panic(
+    expected = "lockscope: nested-acquire: thread 'recursive_relock_at_one_site_still_fails'"
+)]
+async fn recursive_relock_at_one_site_still_fails() {
+    let m = Mutex::named("attr_recursive", 0);
+    visit(&m, 1).await;
+}
+
 #[lockscope::test]
 #[should_panic(expected = "lockscope: leaked-permit")]
 async fn forgotten_permit_fails_the_test() {
