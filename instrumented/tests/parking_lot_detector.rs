@@ -579,3 +579,48 @@ fn consistent_order_across_eight_threads_is_silent() {
     assert_eq!(*b.lock(), 1600);
     assert_silent(&names);
 }
+
+/// A lock-order inversion among plain threads that a test spawned on locks it created goes to
+/// that test only, not to every test armed at the time.
+#[test]
+fn an_inversion_in_threads_a_test_spawned_reaches_that_test_only() {
+    use lockscope::detector::{ScopeOptions, TestScope};
+    let (armed_tx, armed) = mpsc::channel();
+    let (done_tx, done) = mpsc::channel::<()>();
+    let bystander = thread::spawn(move || {
+        let scope = TestScope::arm("bystander", ScopeOptions::default());
+        armed_tx.send(()).unwrap();
+        done.recv().unwrap();
+        scope.finish()
+    });
+    armed.recv().unwrap();
+
+    let scope = TestScope::arm("spawner", ScopeOptions::default());
+    let x = Arc::new(Mutex::named("pl_scoped_inv_x", 0));
+    let y = Arc::new(Mutex::named("pl_scoped_inv_y", 0));
+    let (x2, y2) = (x.clone(), y.clone());
+    thread::spawn(move || {
+        let _a = x2.lock();
+        let _b = y2.lock();
+    })
+    .join()
+    .unwrap();
+    thread::spawn(move || {
+        let _b = y.lock();
+        let _a = x.lock();
+    })
+    .join()
+    .unwrap();
+    let mine = scope.finish();
+    assert!(
+        mine.iter()
+            .any(|f| f.kind == FindingKind::LockOrderInversion && f.involves("pl_scoped_inv_x")),
+        "{mine:#?}"
+    );
+    done_tx.send(()).unwrap();
+    let theirs = bystander.join().unwrap();
+    assert!(
+        !theirs.iter().any(|f| f.involves("pl_scoped_inv_x")),
+        "{theirs:#?}"
+    );
+}

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use crate::finding::{self, Finding, FindingKind, OrderEdge};
 use crate::graph::lockorder::EdgeInfo;
 use crate::held::Mode;
-use crate::prim::site_string;
+use crate::prim::{self, PrimitiveId, site_string};
 use crate::rules::prim_ref_id;
 
 /// Reports the cycle `edges` (first the new edge, then the path that closes it).
@@ -80,6 +80,13 @@ pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
             actor: e.actor.describe(),
         });
         f.add_scope(e.scope);
+        // Also the tests that created the primitives: threads a test spawns itself carry no
+        // scope, and the finding must go to that test, not to every test armed.
+        for id in [*a, *b] {
+            if let Some(p) = prim::get(PrimitiveId(id)) {
+                f.add_scope(p.scope());
+            }
+        }
     }
     f.details = scenario(edges, &name);
     f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
