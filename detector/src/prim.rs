@@ -249,7 +249,12 @@ impl Prim {
 
     /// [`progress`](Prim::progress) with its tallied short holds already summed.
     pub(crate) fn progress_with(&self, tallied: u64) -> u64 {
-        self.stats.hold.read().count() + tallied + self.epoch.load(Ordering::Relaxed)
+        self.released_with(tallied) + self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// Acquisitions released so far, with its tallied short holds already summed.
+    pub(crate) fn released_with(&self, tallied: u64) -> u64 {
+        self.stats.hold.read().count() + tallied
     }
 }
 

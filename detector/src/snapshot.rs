@@ -26,6 +26,9 @@ pub struct PrimState {
     pub forgotten: u64,
     /// Progress counter (see [`Prim::progress`]).
     pub progress: u64,
+    /// Acquisitions granted so far: released ones and live holds (a split-off part is not an
+    /// acquisition of its own). Unlike `progress`, capacity changes do not count.
+    pub granted: u64,
     /// Holds.
     pub holds: Vec<HoldView>,
     /// Waiters in queue order.
@@ -57,18 +60,21 @@ impl State {
                 Vec::new()
             };
             index.insert(p.id().0, prims.len());
+            let tallied = tallies.get(&p.id().0).copied().unwrap_or(0);
             prims.push(PrimState {
                 prim: p.clone(),
                 capacity: p.capacity(),
                 closed: p.is_closed(),
                 forgotten: p.forgotten(),
-                progress: p.progress_with(tallies.get(&p.id().0).copied().unwrap_or(0)),
+                progress: p.progress_with(tallied),
+                granted: p.released_with(tallied),
                 holds: Vec::new(),
                 waiters,
             });
         });
         held::for_each_all(|h| {
             if let Some(&i) = index.get(&h.prim) {
+                prims[i].granted += u64::from(h.flags & held::FLAG_SPLIT == 0);
                 prims[i].holds.push(h);
             }
         });

@@ -97,13 +97,7 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
         id: w.actor.as_u64(),
         name: w.actor.describe(),
         holds: Vec::new(),
-        waits: vec![access(
-            r.clone(),
-            w.mode,
-            w.permits,
-            w.site,
-            waited / 1_000_000,
-        )],
+        waits: vec![access(r.clone(), w.mode, w.permits, w.site, waited)],
     });
     f.add_scope(prim.scope());
     f.add_scope(w.scope);

@@ -72,7 +72,7 @@ fn build(
     acq: Ask,
     held: Option<&HoldView>,
     waiting: bool,
-    waited_ms: u64,
+    waited_ns: u64,
     scope: u32,
 ) -> Finding {
     let p = prim_ref(prim);
@@ -125,7 +125,7 @@ fn build(
             acq.mode,
             acq.permits,
             acq.site,
-            waited_ms,
+            waited_ns,
         )],
     });
     f.add_prim(p);
@@ -188,15 +188,7 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) {
             else {
                 continue;
             };
-            finding::report(build(
-                &p.prim,
-                w.actor,
-                ask,
-                Some(h),
-                true,
-                age / 1_000_000,
-                w.scope,
-            ));
+            finding::report(build(&p.prim, w.actor, ask, Some(h), true, age, w.scope));
         }
     }
 }

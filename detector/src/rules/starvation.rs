@@ -1,7 +1,12 @@
 //! `starvation`: a waiter waiting past the starvation threshold while others keep acquiring
-//! (they bypassed it, or the queue ahead of it never drains), or a holder keeping a contended
-//! primitive past the threshold. Primitives that are stuck or deadlocked are left to those
-//! rules.
+//! ahead of it, or a holder keeping a contended primitive past the threshold while others get
+//! through. Primitives that are stuck or deadlocked are left to those rules.
+//!
+//! A waiter is starved when it was bypassed: the primitive granted more acquisitions since
+//! this rule first saw it than there were waiters queued ahead of it then. A long FIFO queue
+//! that drains in order (tokio's primitives) is queueing, not starvation; a parking_lot lock
+//! taken again and again by threads that never queued, or a stream of `read_recursive`
+//! readers overtaking a writer, is. `add_permits` grants nobody: it is not a bypass.
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,14 +16,23 @@ use crate::rules::{Rule, Verdict, access, noun, prim_ref};
 use crate::scope;
 use crate::snapshot::State;
 
+/// What the rule noted when it first saw a waiter (at most a tick late).
+#[derive(Clone, Copy)]
+struct FirstSeen {
+    /// The primitive's acquisitions granted so far.
+    granted: u64,
+    /// Waiters queued ahead of it.
+    ahead: u64,
+}
+
 #[derive(Default)]
 pub(crate) struct Starvation {
     pub(crate) skip_prims: HashSet<u64>,
     pub(crate) skip_waits: HashSet<(u64, u64)>,
     pub(crate) active: HashSet<String>,
-    /// The primitive's progress when this rule first saw each waiter (at most a tick late):
-    /// grants since then were made to others while it waited.
-    first_seen: HashMap<(u64, u64), u64>,
+    first_seen: HashMap<(u64, u64), FirstSeen>,
+    /// Per primitive held or waited for: its acquisitions granted at the previous check.
+    last_granted: HashMap<u64, u64>,
 }
 
 impl Rule for Starvation {
@@ -31,12 +45,25 @@ impl Rule for Starvation {
         self.active.clear();
         let mut seen = HashMap::new();
         for p in &state.prims {
-            for w in &p.waiters {
+            for (i, w) in p.waiters.iter().enumerate() {
                 let key = (p.prim.id().0, w.seq);
-                seen.insert(key, *self.first_seen.get(&key).unwrap_or(&p.progress));
+                let first = self.first_seen.get(&key).copied().unwrap_or(FirstSeen {
+                    granted: p.granted,
+                    // Waiters are in queue order.
+                    ahead: i as u64,
+                });
+                seen.insert(key, first);
             }
         }
         self.first_seen = seen;
+        let granted_before = std::mem::take(&mut self.last_granted);
+        for p in state
+            .prims
+            .iter()
+            .filter(|p| !(p.waiters.is_empty() && p.holds.is_empty()))
+        {
+            self.last_granted.insert(p.prim.id().0, p.granted);
+        }
         for p in &state.prims {
             let id = p.prim.id().0;
             if p.waiters.is_empty() || p.closed || self.skip_prims.contains(&id) {
@@ -46,17 +73,19 @@ impl Rule for Starvation {
             scopes.push(p.prim.scope());
             let threshold = scope::config_for(&scopes).starvation.as_nanos() as u64;
             let r = prim_ref(&p.prim);
+            // Whether it granted anything since the previous check.
+            let served = granted_before.get(&id).is_some_and(|&g| p.granted > g);
             // Waiters bypassed past the threshold.
             for w in &p.waiters {
                 if self.skip_waits.contains(&(id, w.seq)) || state.wait_age(w) < threshold {
                     continue;
                 }
-                let start = self
-                    .first_seen
-                    .get(&(id, w.seq))
-                    .copied()
-                    .unwrap_or(p.progress);
-                let bypassed = p.progress.saturating_sub(start);
+                let Some(first) = self.first_seen.get(&(id, w.seq)).copied() else {
+                    continue;
+                };
+                // Grants since it was first seen: to those queued ahead of it, or bypasses.
+                let granted = p.granted.saturating_sub(first.granted);
+                let bypassed = granted.saturating_sub(first.ahead);
                 if bypassed == 0 {
                     continue;
                 }
@@ -64,7 +93,7 @@ impl Rule for Starvation {
                     FindingKind::Starvation,
                     format!("{id}|wait|{}", site_string(w.site)),
                     format!(
-                        "{} has waited {} ms for {} at {} while it was granted {} time{} to others",
+                        "{} has waited {} ms for {} at {} while it was granted {} time{} to others that were not queued ahead of it",
                         w.actor.describe(),
                         state.wait_age(w) / 1_000_000,
                         noun(&r),
@@ -93,7 +122,14 @@ impl Rule for Starvation {
                     .insert(format!("{}:{}", FindingKind::Starvation, f.key()));
                 out.push(Verdict::Found(Box::new(f)));
             }
-            // Holders keeping a contended primitive.
+            // Holders keeping a contended primitive past the threshold while others still get
+            // through (a busy pool one connection short). With no grant at all the queue is
+            // stuck, which is that rule's report, unless the user set starvation below the
+            // stuck threshold to hear of such holds first.
+            let stuck_threshold = scope::config_for(&scopes).stuck.as_nanos() as u64;
+            if !(served || threshold < stuck_threshold) {
+                continue;
+            }
             for h in &p.holds {
                 if state.hold_age(h) < threshold {
                     continue;

@@ -32,6 +32,16 @@ impl Rule for StuckQueue {
             if p.waiters.is_empty() || p.closed {
                 continue;
             }
+            // A semaphore with no permits at all, nothing held and nothing forgotten is a
+            // signal (`Semaphore::new(0)`, released by `add_permits`): its waiters wait for
+            // an event, not behind anyone, and an idle worker waiting for work is not stuck.
+            if p.prim.kind().is_semaphore()
+                && p.capacity == 0
+                && p.holds.is_empty()
+                && p.forgotten == 0
+            {
+                continue;
+            }
             // Since when has progress been at its current value?
             let oldest = p
                 .waiters
@@ -73,35 +83,41 @@ impl Rule for StuckQueue {
                     still / 1_000_000
                 ),
             );
+            // One entry per task or thread, with what it holds and what it waits for.
             let mut actors: Vec<ActorReport> = Vec::new();
+            fn entry(actors: &mut Vec<ActorReport>, a: crate::actor::ActorId) -> &mut ActorReport {
+                let i = match actors.iter().position(|x| x.id == a.as_u64()) {
+                    Some(i) => i,
+                    None => {
+                        actors.push(ActorReport {
+                            id: a.as_u64(),
+                            name: a.describe(),
+                            holds: Vec::new(),
+                            waits: Vec::new(),
+                        });
+                        actors.len() - 1
+                    }
+                };
+                &mut actors[i]
+            }
             for h in &p.holds {
-                actors.push(ActorReport {
-                    id: h.actor.as_u64(),
-                    name: h.actor.describe(),
-                    holds: vec![access(
-                        r.clone(),
-                        h.mode,
-                        h.permits,
-                        h.site,
-                        state.hold_age(h),
-                    )],
-                    waits: Vec::new(),
-                });
+                entry(&mut actors, h.actor).holds.push(access(
+                    r.clone(),
+                    h.mode,
+                    h.permits,
+                    h.site,
+                    state.hold_age(h),
+                ));
                 f.add_scope(h.scope);
             }
             for w in &p.waiters {
-                actors.push(ActorReport {
-                    id: w.actor.as_u64(),
-                    name: w.actor.describe(),
-                    holds: Vec::new(),
-                    waits: vec![access(
-                        r.clone(),
-                        w.mode,
-                        w.permits,
-                        w.site,
-                        state.wait_age(w),
-                    )],
-                });
+                entry(&mut actors, w.actor).waits.push(access(
+                    r.clone(),
+                    w.mode,
+                    w.permits,
+                    w.site,
+                    state.wait_age(w),
+                ));
                 f.add_scope(w.scope);
             }
             if let Some(w) = p.waiters.iter().find(|w| u64::from(w.permits) > p.capacity) {
@@ -123,7 +139,11 @@ impl Rule for StuckQueue {
             f.actors = actors;
             f.add_scope(p.prim.scope());
             f.add_prim(r);
-            f.fix = "find who holds it (see holders above) and why they never release: a guard stored in a long-lived struct, a permit moved into a task that never ends, or a holder waiting for something that needs this primitive".into();
+            f.fix = if p.holds.is_empty() {
+                "nothing holds it, so only add_permits (or a release of permits lost outside lockscope's books, e.g. by std::mem::forget) can grant the waiters: ask for no more permits than exist, or add the missing ones".into()
+            } else {
+                "find who holds it (see holders above) and why they never release: a guard stored in a long-lived struct, a permit moved into a task that never ends, or a holder waiting for something that needs this primitive".into()
+            };
             self.active
                 .insert(format!("{}:{}", FindingKind::StuckQueue, f.key()));
             out.push(Verdict::Found(Box::new(f)));
