@@ -74,6 +74,11 @@ impl WaitQueue {
         self.next_seq
     }
 
+    /// Whether the waiter numbered `seq` is still queued.
+    pub(crate) fn contains(&self, seq: u64) -> bool {
+        self.list.binary_search_by_key(&seq, |w| w.seq).is_ok()
+    }
+
     pub(crate) fn remove(&mut self, seq: u64) -> Option<WaiterRec> {
         let i = self.list.binary_search_by_key(&seq, |w| w.seq).ok()?;
         self.list.remove(i)

@@ -188,6 +188,12 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) {
             else {
                 continue;
             };
+            // The state is read waiters first, holds after: a wait granted in between shows
+            // as its own hold. Still queued now, after the hold was read, it was queued while
+            // the hold existed: a real self-wait.
+            if !p.prim.waiters.lock().contains(w.seq) {
+                continue;
+            }
             finding::report(build(&p.prim, w.actor, ask, Some(h), true, age, w.scope));
         }
     }
