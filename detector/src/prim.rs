@@ -417,6 +417,11 @@ pub fn unregister(prim: &Prim) {
         // A test's semaphore dropped with permits forgotten: they can never come back now.
         crate::rules::leaked_permit::report_dropped_forgotten(prim);
     }
+    if crate::scope::is_armed(prim.scope) {
+        // A borrowed guard cannot outlive its primitive, so a hold still in the books now was
+        // leaked (`std::mem::forget`, `Box::leak`): it can never be released.
+        crate::rules::leaked_permit::report_dropped_with_holds(prim);
+    }
     crate::graph::lockorder::remove_node(prim.id);
     crate::finding::primitive_dropped(prim.id);
 }

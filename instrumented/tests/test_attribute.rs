@@ -72,6 +72,15 @@ async fn recursive_relock_at_one_site_still_fails() {
     visit(&m, 1).await;
 }
 
+/// `std::mem::forget` on a permit (not the permit's own `forget`) keeps it held for good.
+#[lockscope::test]
+#[should_panic(expected = "lockscope: leaked-permit")]
+async fn mem_forget_of_a_permit_fails_the_test() {
+    let s = Semaphore::named("attr_mem_forget", 2);
+    std::mem::forget(s.acquire().await.unwrap());
+    assert_eq!(s.available_permits(), 1);
+}
+
 #[lockscope::test]
 #[should_panic(expected = "lockscope: leaked-permit")]
 async fn forgotten_permit_fails_the_test() {

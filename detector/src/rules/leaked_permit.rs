@@ -52,6 +52,68 @@ pub(crate) fn report_dropped_forgotten(prim: &Prim) {
     ));
 }
 
+/// A test's primitive is dropped while holds of it are still in the books: guards or permits
+/// that were leaked (`std::mem::forget`, `Box::leak`), never to be released.
+pub(crate) fn report_dropped_with_holds(prim: &Prim) {
+    let mut holds = Vec::new();
+    crate::held::for_each_all(|h| {
+        if h.prim == prim.id().0 && h.flags & crate::held::FLAG_SPLIT == 0 {
+            holds.push(h);
+        }
+    });
+    let Some(h) = holds.first() else { return };
+    let r = prim_ref(prim);
+    let permits: u32 = holds.iter().map(|h| h.permits).sum();
+    let what = if prim.kind() == PrimKind::Semaphore {
+        format!("{permits} permit{}", if permits == 1 { "" } else { "s" })
+    } else if holds.len() == 1 {
+        format!("a {} guard", h.mode.verb_in(r.kind))
+    } else {
+        format!("{} {} guards", holds.len(), h.mode.verb_in(r.kind))
+    };
+    let now = crate::clock::coarse_now();
+    let mut f = Finding::new(
+        FindingKind::LeakedPermit,
+        format!("{}|{}|dropped", prim.id().0, site_string(h.site)),
+        format!(
+            "{what} of {} acquired at {} by {} {} never released: the {} was dropped with {} still held (std::mem::forget or a leaked guard)",
+            noun(&r),
+            site_string(h.site),
+            h.actor.describe(),
+            if holds.len() == 1 && permits <= 1 {
+                "was"
+            } else {
+                "were"
+            },
+            r.kind,
+            if holds.len() == 1 && permits <= 1 {
+                "it"
+            } else {
+                "them"
+            },
+        ),
+    );
+    for h in &holds {
+        f.actors.push(ActorReport {
+            id: h.actor.as_u64(),
+            name: h.actor.describe(),
+            holds: vec![access(
+                r.clone(),
+                h.mode,
+                h.permits,
+                h.site,
+                now.saturating_sub(h.since),
+            )],
+            waits: Vec::new(),
+        });
+        f.add_scope(h.scope);
+    }
+    f.add_scope(prim.scope());
+    f.add_prim(r);
+    f.fix = "let the guard or permit drop (do not std::mem::forget it); to give permits up on purpose, use the permit's own forget() and add_permits() later".into();
+    finding::report(f);
+}
+
 fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bool) -> Finding {
     let r = prim_ref(&p.prim);
     let h = holds[0];
