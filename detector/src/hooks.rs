@@ -442,6 +442,7 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
         owned: acq.flags() & FLAG_MOVABLE != 0,
         scope: actor::current_scope(),
         on_worker,
+        retries: 0,
     };
     let seq = {
         let mut q = prim.waiters.lock();
@@ -453,10 +454,17 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
     Waiting { seq, since_ns }
 }
 
-fn end_wait(prim: &Prim, w: &Waiting) {
+/// Takes the waiter off the books; `gave_up`: it ends without a grant (a timeout, a cancelled
+/// future), so a wait by the same task or thread soon after is a retry of this one.
+fn end_wait(prim: &Prim, w: &Waiting, gave_up: bool) {
+    let mut now = None;
     let rec = {
         let mut q = prim.waiters.lock();
         let rec = q.remove(w.seq);
+        if gave_up && let Some(rec) = &rec {
+            let t = *now.insert(clock::precise_now());
+            q.gave_up(rec, t);
+        }
         prim.waiting.store(q.len() as u32, Ordering::Relaxed);
         prim.resource.waiters(q.len());
         rec
@@ -464,8 +472,8 @@ fn end_wait(prim: &Prim, w: &Waiting) {
     if let Some(rec) = rec
         && rec.on_worker
     {
-        let waited = clock::precise_now().saturating_sub(rec.since_ns);
-        rules::blocking_in_async::check_worker_stall(prim, &rec, waited);
+        let now = now.unwrap_or_else(clock::precise_now);
+        rules::blocking_in_async::check_worker_stall(prim, &rec, now.saturating_sub(rec.since_ns));
     }
 }
 
@@ -479,7 +487,7 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
 /// `acquired` event; one clock reading serves both).
 #[cold]
 pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) {
-    end_wait(prim, &w);
+    end_wait(prim, &w, false);
     let now = clock::precise_now();
     let waited = now.saturating_sub(w.since_ns);
     let exclusive = acq.mode().is_exclusive();
@@ -504,21 +512,21 @@ pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) 
 /// The acquire future was dropped while waiting.
 #[cold]
 pub fn wait_cancelled(prim: &Prim, w: Waiting) {
-    end_wait(prim, &w);
+    end_wait(prim, &w, true);
     prim.stats.cancelled.fetch_add(1, Ordering::Relaxed);
 }
 
 /// A timed acquisition gave up.
 #[cold]
 pub fn wait_timed_out(prim: &Prim, w: Waiting) {
-    end_wait(prim, &w);
+    end_wait(prim, &w, true);
     prim.stats.timeouts.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The wait ended without a grant for another reason (the semaphore was closed).
 #[cold]
 pub fn wait_failed(prim: &Prim, w: Waiting) {
-    end_wait(prim, &w);
+    end_wait(prim, &w, false);
 }
 
 /// A timed form gave up without ever queueing (deadline already past).

@@ -41,6 +41,26 @@ pub struct WaiterRec {
     /// lasts; reported as `blocking-in-async` once it passes
     /// [`WORKER_STALL_NS`](crate::rules::blocking_in_async::WORKER_STALL_NS)).
     pub on_worker: bool,
+    /// How many times this task or thread gave up waiting here (a timeout, a cancelled
+    /// future) and came back within [`RETRY_GAP_NS`]: a retry loop. `since_ns` is then the
+    /// start of the first of those waits.
+    pub retries: u32,
+}
+
+/// A wait that ends without a grant and starts again within this long (100 ms) is one wait
+/// retried, not a new one: a timeout-and-retry loop must not hide a queue that never moves.
+pub const RETRY_GAP_NS: u64 = 100_000_000;
+
+/// How many given-up waits a primitive remembers.
+const GAVE_UP_MEMORY: usize = 8;
+
+/// A wait that ended without a grant, remembered for [`RETRY_GAP_NS`].
+#[derive(Clone, Copy, Debug)]
+struct GaveUp {
+    actor: ActorId,
+    since_ns: u64,
+    at_ns: u64,
+    retries: u32,
 }
 
 /// The waiters of one primitive.
@@ -49,6 +69,8 @@ pub struct WaitQueue {
     pub(crate) next_seq: u64,
     /// In `seq` order.
     pub(crate) list: VecDeque<WaiterRec>,
+    /// Recent waits that ended without a grant (at most [`GAVE_UP_MEMORY`]).
+    gave_up: Vec<GaveUp>,
 }
 
 impl WaitQueue {
@@ -68,10 +90,34 @@ impl WaitQueue {
     }
 
     pub(crate) fn push(&mut self, mut rec: WaiterRec) -> u64 {
+        if !self.gave_up.is_empty() {
+            let now = rec.since_ns;
+            self.gave_up
+                .retain(|g| now.saturating_sub(g.at_ns) <= RETRY_GAP_NS);
+            if let Some(i) = self.gave_up.iter().position(|g| g.actor == rec.actor) {
+                let g = self.gave_up.swap_remove(i);
+                rec.since_ns = g.since_ns;
+                rec.retries = g.retries + 1;
+            }
+        }
         self.next_seq += 1;
         rec.seq = self.next_seq;
         self.list.push_back(rec);
         self.next_seq
+    }
+
+    /// Remembers a wait that ended at `at_ns` without a grant, so that the same task or thread
+    /// waiting again soon continues it (see [`RETRY_GAP_NS`]).
+    pub(crate) fn gave_up(&mut self, rec: &WaiterRec, at_ns: u64) {
+        if self.gave_up.len() >= GAVE_UP_MEMORY {
+            self.gave_up.remove(0);
+        }
+        self.gave_up.push(GaveUp {
+            actor: rec.actor,
+            since_ns: rec.since_ns,
+            at_ns,
+            retries: rec.retries,
+        });
     }
 
     /// Whether the waiter numbered `seq` is still queued.

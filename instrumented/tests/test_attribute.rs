@@ -110,6 +110,38 @@ async fn live_deadlock_fails_within_a_second_instead_of_hanging() {
     assert!(started.elapsed() < Duration::from_secs(1));
 }
 
+/// Two tasks in opposite orders whose second lock is a timeout-and-retry loop: no wait lasts
+/// more than 30 ms, so no single wait looks stuck or deadlocked, yet neither ever gets in.
+/// Each retry continues the wait it gave up, and the queues that never move fail the test.
+/// (The loops give up after 10 s so that a miss fails instead of hanging.)
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+#[should_panic(expected = "gave up and waited again")]
+async fn deadlock_hidden_by_timeout_and_retry_fails_instead_of_hanging() {
+    let a = Arc::new(Mutex::named("attr_retry_a", ()));
+    let b = Arc::new(Mutex::named("attr_retry_b", ()));
+    let both = Arc::new(tokio::sync::Barrier::new(2));
+    let mut tasks = Vec::new();
+    for (x, y) in [(a.clone(), b.clone()), (b.clone(), a.clone())] {
+        let both = both.clone();
+        tasks.push(tokio::spawn(async move {
+            let _g = x.lock().await;
+            both.wait().await;
+            let started = std::time::Instant::now();
+            while tokio::time::timeout(Duration::from_millis(30), y.lock())
+                .await
+                .is_err()
+            {
+                if started.elapsed() > Duration::from_secs(10) {
+                    return;
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
 #[lockscope::test(stuck_ms = 300)]
 #[should_panic(expected = "lockscope: stuck-queue")]
 async fn owned_guard_self_wait_fails_as_a_stuck_queue_instead_of_hanging() {

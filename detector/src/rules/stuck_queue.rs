@@ -29,6 +29,15 @@ impl Rule for StuckQueue {
         self.stuck_prims.clear();
         for p in &state.prims {
             let id = p.prim.id().0;
+            if p.waiters.is_empty() && !p.holds.is_empty() {
+                // Held, nobody queued at this instant (a retry loop between two waits): keep
+                // counting from the last grant.
+                if let Some(&(v, t)) = self.last.get(&id)
+                    && v == p.progress
+                {
+                    seen.insert(id, (v, t));
+                }
+            }
             if p.waiters.is_empty() || p.closed {
                 continue;
             }
@@ -135,6 +144,16 @@ impl Rule for StuckQueue {
                 ));
             } else if p.holds.iter().all(|h| h.movable()) && !p.holds.is_empty() {
                 f.details.push("every permit is held by an owned guard (it may live in a struct or another task that never drops it)".into());
+            }
+            for w in p.waiters.iter().filter(|w| w.retries > 0) {
+                f.details.push(format!(
+                    "{} gave up and waited again {} time{} (a timeout-and-retry loop): {} ms of waiting in all, at {}",
+                    w.actor.describe(),
+                    w.retries,
+                    if w.retries == 1 { "" } else { "s" },
+                    state.wait_age(w) / 1_000_000,
+                    crate::prim::site_string(w.site)
+                ));
             }
             f.actors = actors;
             f.add_scope(p.prim.scope());
