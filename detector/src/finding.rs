@@ -357,6 +357,14 @@ pub(crate) fn report(mut f: Finding) -> bool {
     } else {
         tracing::warn!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
     }
+    // A program that only swapped its imports may have no tracing subscriber at all: the
+    // report must not vanish. (An armed test gets it in its failure message instead.)
+    if !tracing::dispatcher::has_been_set()
+        && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
+        && !scope::any_armed()
+    {
+        eprintln!("{text}");
+    }
     scope::deliver(&rec);
     true
 }

@@ -44,3 +44,26 @@ fn production_finds_a_live_deadlock_without_any_setup() {
     // The two deadlocked tasks stay parked; the runtime is dropped without waiting for them.
     rt.shutdown_background();
 }
+
+/// With no tracing subscriber installed (nothing to log the finding to), the report goes to
+/// stderr instead of vanishing. Runs the test above in a child process, output uncaptured.
+#[test]
+fn without_a_subscriber_the_report_goes_to_stderr() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "production_finds_a_live_deadlock_without_any_setup",
+            "--exact",
+            "--nocapture",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("lockscope: deadlock: 2 tasks can never proceed")
+            && stderr.contains("prod_a")
+            && stderr.contains("production_watchdog.rs"),
+        "stderr:\n{stderr}"
+    );
+}
