@@ -32,7 +32,8 @@ const POLL: Duration = Duration::from_millis(20);
 pub const PATIENCE: Duration = Duration::from_secs(4);
 
 /// Installs the detector in production mode (what a real service runs) with the given
-/// thresholds, and a 20 ms watchdog tick.
+/// thresholds, a 20 ms watchdog tick, and a silent tracing subscriber (each example prints
+/// its findings itself).
 ///
 /// The production defaults (10 s stuck and starvation, 60 s leak) are right for a service and
 /// far too slow for an example that must finish within 5 s; call this first thing in `main`,
@@ -51,6 +52,9 @@ pub fn detector_for_examples(stuck: Duration, starvation: Duration, leak: Option
         // UNWRAP: the examples pass non-zero thresholds and a tick in the allowed range.
         .expect("example thresholds are valid")
         .install();
+    // The examples print their findings themselves: a subscriber that shows nothing keeps
+    // lockscope's stderr fallback (for programs with no subscriber at all) from repeating them.
+    let _ = tracing::subscriber::set_global_default(tracing::subscriber::NoSubscriber::default());
 }
 
 /// The findings made so far that involve any of the primitives named in `names`.
