@@ -331,8 +331,14 @@ pub(crate) fn report(mut f: Finding) -> bool {
         if let Some(old) = s.by_key.get(&f.key).cloned() {
             old.active.store(true, Ordering::Relaxed);
             drop(s);
-            // The same bug seen again, maybe by another test: it fails that test too.
-            scope::deliver_to(&old, &f.scopes);
+            // The same bug seen again, maybe by another test: it fails that test too, with
+            // this sighting (its own tasks and threads), not the first test's.
+            let scopes = f.scopes.clone();
+            let sighting = Arc::new(Rec {
+                active: AtomicBool::new(true),
+                finding: f,
+            });
+            scope::deliver_to(&sighting, &scopes);
             return false;
         }
         let rec = Arc::new(Rec {

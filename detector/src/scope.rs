@@ -182,7 +182,7 @@ pub(crate) fn deliver(rec: &Arc<Rec>) {
 }
 
 /// Hands a finding to the armed scopes among `scopes` (every armed scope when empty) that do
-/// not have it yet.
+/// not have it (or another sighting of the same bug) yet.
 pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
     let armed = ARMED.lock().clone();
     for s in armed {
@@ -192,7 +192,7 @@ pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
         }
         {
             let mut list = s.findings.lock();
-            if list.iter().any(|r| Arc::ptr_eq(r, rec)) {
+            if list.iter().any(|r| r.finding.key == rec.finding.key) {
                 continue;
             }
             list.push(rec.clone());

@@ -624,3 +624,38 @@ fn an_inversion_in_threads_a_test_spawned_reaches_that_test_only() {
         "{theirs:#?}"
     );
 }
+
+/// The same bug in two tests (one key, so one entry in the global list): each test's failure
+/// names its own thread, not the first test's.
+#[test]
+fn the_same_bug_in_two_tests_reports_each_tests_own_thread() {
+    use lockscope::detector::{ScopeOptions, TestScope};
+    fn relock_read(rw: &RwLock<u32>) {
+        let _a = rw.read();
+        let _b = rw.read(); // latent: a writer queued in between deadlocks both
+    }
+    let rw = Arc::new(RwLock::named("pl_same_bug_twice", 0));
+    let mut names = Vec::new();
+    for test in ["same_bug_first", "same_bug_second"] {
+        let rw = rw.clone();
+        let findings = thread::Builder::new()
+            .name(test.into())
+            .spawn(move || {
+                let scope = TestScope::arm(test, ScopeOptions::default());
+                relock_read(&rw);
+                scope.finish()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let f = findings
+            .iter()
+            .find(|f| f.kind == FindingKind::NestedAcquire && f.involves("pl_same_bug_twice"))
+            .unwrap_or_else(|| panic!("{test}: {findings:#?}"))
+            .to_string();
+        names.push((test, f));
+    }
+    for (test, f) in names {
+        assert!(f.contains(&format!("thread '{test}'")), "{f}");
+    }
+}
