@@ -559,14 +559,12 @@ pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
     released(prim, hold);
 }
 
-/// `add_permits(n)`: capacity grows; forgotten permits are paid back first.
+/// `add_permits(n)`: capacity grows; it makes up for forgotten permits, earlier or later ones
+/// (the forgotten balance goes below zero, read as none: see [`Prim::forgotten`]).
 pub fn added_permits(prim: &Prim, n: u64) {
     prim.capacity.fetch_add(n, Ordering::Relaxed);
-    let _ = prim
-        .forgotten
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
-            Some(f.saturating_sub(n))
-        });
+    // Wrapping, as in `forgot`.
+    prim.forgotten.fetch_sub(n, Ordering::Relaxed);
     prim.epoch.fetch_add(1, Ordering::Relaxed);
 }
 

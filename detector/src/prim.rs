@@ -218,9 +218,12 @@ impl Prim {
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
     }
-    /// Permits forgotten and not added back.
+    /// Permits forgotten and not made up for by `add_permits` (before or after: a semaphore
+    /// used as an event counter adds a permit per event and consumes it with `forget`).
     pub fn forgotten(&self) -> u64 {
-        self.forgotten.load(Ordering::Relaxed)
+        // A signed balance kept wrapping: forgotten minus added, never below zero here.
+        let balance = self.forgotten.load(Ordering::Relaxed) as i64;
+        balance.max(0) as u64
     }
     /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {

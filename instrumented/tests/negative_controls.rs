@@ -351,3 +351,29 @@ async fn for_each_concurrent_limited_by_a_semaphore() {
         .await;
     assert_eq!(sum.load(Ordering::Relaxed), 12 * 7);
 }
+
+/// A semaphore as an event counter: a permit added per job, consumed with `forget`; the worker
+/// idles between jobs longer than the stuck threshold (1 s here), waiting for the next.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_as_a_job_signal() {
+    let jobs = Arc::new(Semaphore::named("neg_job_signal", 0));
+    let done = Arc::new(AtomicU64::new(0));
+    let worker = {
+        let (jobs, done) = (jobs.clone(), done.clone());
+        tokio::spawn(async move {
+            for _ in 0..3 {
+                jobs.acquire().await.unwrap().forget();
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    jobs.add_permits(1);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    jobs.add_permits(1);
+    // Idle past the stuck threshold: the worker waits for an event, not behind anyone.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    jobs.add_permits(1);
+    worker.await.unwrap();
+    assert_eq!(done.load(Ordering::Relaxed), 3);
+    assert_eq!(jobs.available_permits(), 0);
+}
