@@ -25,6 +25,18 @@ struct FirstSeen {
     ahead: u64,
 }
 
+/// Waiters that two tasks start within this long (1 ms) of each other may be queued in either
+/// order: the books record a wait just after the primitive queued it, on any worker.
+const ORDER_SLACK_NS: u64 = 1_000_000;
+
+/// How many of `all` may be queued ahead of `w`: those that began waiting before it, or about
+/// when it did (the books and the primitive may disagree on their order).
+fn ahead_of(all: &[crate::wait::WaiterRec], w: &crate::wait::WaiterRec) -> u64 {
+    all.iter()
+        .filter(|o| o.seq != w.seq && o.since_ns < w.since_ns.saturating_add(ORDER_SLACK_NS))
+        .count() as u64
+}
+
 #[derive(Default)]
 pub(crate) struct Starvation {
     pub(crate) skip_prims: HashSet<u64>,
@@ -45,13 +57,16 @@ impl Rule for Starvation {
         self.active.clear();
         let mut seen = HashMap::new();
         for p in &state.prims {
-            for (i, w) in p.waiters.iter().enumerate() {
+            for w in &p.waiters {
                 let key = (p.prim.id().0, w.seq);
-                let first = self.first_seen.get(&key).copied().unwrap_or(FirstSeen {
-                    granted: p.granted,
-                    // Waiters are in queue order.
-                    ahead: i as u64,
-                });
+                let first = self
+                    .first_seen
+                    .get(&key)
+                    .copied()
+                    .unwrap_or_else(|| FirstSeen {
+                        granted: p.granted,
+                        ahead: ahead_of(&p.waiters, w),
+                    });
                 seen.insert(key, first);
             }
         }
