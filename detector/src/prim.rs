@@ -261,6 +261,12 @@ impl Prim {
     }
 }
 
+// The detector's books stay consistent across a panic (a guard dropped while unwinding still
+// releases its hold), so a lock holding a `&Prim` is as unwind-safe as the lock it wraps:
+// parking_lot's `Mutex<T>` is `UnwindSafe` when `T` is, and so must the wrapper be.
+impl std::panic::RefUnwindSafe for Prim {}
+impl std::panic::UnwindSafe for Prim {}
+
 impl std::fmt::Debug for Prim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Prim")

@@ -800,3 +800,48 @@ fn send_sync_matrix_matches() {
     send_sync_matrix!(parking_lot);
     send_sync_matrix!(lockscope::parking_lot);
 }
+
+/// parking_lot's locks are `UnwindSafe` when their data is (and its mapped guards
+/// `RefUnwindSafe`), so code moving one into `catch_unwind` compiles against it: the wrappers
+/// must be too (checked at compile time, against parking_lot's own types side by side).
+#[test]
+fn unwind_safety_matches_parking_lot() {
+    use std::panic::{RefUnwindSafe, UnwindSafe};
+    fn unwind_safe<T: UnwindSafe>() {}
+    fn ref_unwind_safe<T: RefUnwindSafe>() {}
+    unwind_safe::<parking_lot::Mutex<i32>>();
+    unwind_safe::<lockscope::parking_lot::Mutex<i32>>();
+    unwind_safe::<parking_lot::RwLock<i32>>();
+    unwind_safe::<lockscope::parking_lot::RwLock<i32>>();
+    unwind_safe::<parking_lot::ReentrantMutex<i32>>();
+    unwind_safe::<lockscope::parking_lot::ReentrantMutex<i32>>();
+    ref_unwind_safe::<parking_lot::MappedMutexGuard<'static, i32>>();
+    ref_unwind_safe::<lockscope::parking_lot::MappedMutexGuard<'static, i32>>();
+    ref_unwind_safe::<parking_lot::MappedRwLockWriteGuard<'static, i32>>();
+    ref_unwind_safe::<lockscope::parking_lot::MappedRwLockWriteGuard<'static, i32>>();
+    unwind_safe::<parking_lot::MappedRwLockReadGuard<'static, i32>>();
+    unwind_safe::<lockscope::parking_lot::MappedRwLockReadGuard<'static, i32>>();
+    ref_unwind_safe::<lockscope::parking_lot::MappedRwLockReadGuard<'static, i32>>();
+
+    let m = lockscope::parking_lot::Mutex::named("pl_unwind_safe", 5);
+    assert!(std::panic::catch_unwind(move || *m.lock() == 5).unwrap());
+}
+
+/// The rest of parking_lot passes through, so a whole `use parking_lot::{..}` line swaps.
+#[test]
+fn the_rest_of_parking_lot_passes_through() {
+    use lockscope::parking_lot::lock_api::RawMutex as _;
+    use lockscope::parking_lot::{FairMutex, Once, RawMutex};
+    let fair = FairMutex::new(1);
+    *fair.lock() += 1;
+    let once = Once::new();
+    once.call_once(|| *fair.lock() += 1);
+    assert_eq!(*fair.lock(), 3);
+    let m = lockscope::parking_lot::Mutex::new(0);
+    // SAFETY: nothing holds the mutex; the raw lock taken here is released at once.
+    unsafe {
+        assert!(m.raw().try_lock());
+        m.raw().unlock();
+    }
+    let _init = <RawMutex as lockscope::parking_lot::lock_api::RawMutex>::INIT;
+}

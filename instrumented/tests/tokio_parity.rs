@@ -810,3 +810,24 @@ fn acquire_many_timeout_behaves_as_tokio_time_timeout() {
     println!("{raw:#?}");
     assert_eq!(wrapped, raw);
 }
+
+/// The rest of `tokio::sync` passes through, so a whole `use tokio::sync::{..}` line swaps.
+#[tokio::test]
+async fn the_rest_of_tokio_sync_passes_through() {
+    use lockscope::tokio::{Mutex, Notify, OnceCell, mpsc, oneshot, watch};
+    let m = Mutex::new(0);
+    let notify = Notify::new();
+    let (tx, mut rx) = mpsc::channel(1);
+    tx.send(1).await.unwrap();
+    *m.lock().await += rx.recv().await.unwrap();
+    let (otx, orx) = oneshot::channel();
+    otx.send(2).unwrap();
+    *m.lock().await += orx.await.unwrap();
+    let (wtx, wrx) = watch::channel(3);
+    wtx.send(4).unwrap();
+    *m.lock().await += *wrx.borrow();
+    notify.notify_one();
+    notify.notified().await;
+    let cell = OnceCell::new();
+    assert_eq!(*cell.get_or_init(|| async { *m.lock().await }).await, 7);
+}

@@ -60,6 +60,13 @@ pub use rwlock_read_guard::{MappedRwLockReadGuard, RwLockReadGuard};
 pub use rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 pub use rwlock_write_guard::{MappedRwLockWriteGuard, RwLockWriteGuard};
 
+/// The rest of parking_lot, passed through unchanged so that a whole `use parking_lot::{..}`
+/// line swaps: these are not instrumented (lockscope does not see a [`FairMutex`] or a
+/// [`Once`]), and [`lock_api`] is there for `RawMutex::INIT` and trait methods on `raw()`.
+pub use parking_lot::{
+    FairMutex, FairMutexGuard, MappedFairMutexGuard, Once, OnceState, RawFairMutex,
+    const_fair_mutex, lock_api,
+};
 /// parking_lot's own types that appear in the wrappers' signatures, passed through unchanged
 /// (the raw types are not instrumented: locking through them bypasses lockscope).
 pub use parking_lot::{RawMutex, RawRwLock, RawThreadId, WaitTimeoutResult};

@@ -33,6 +33,13 @@ pub use semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
 pub use timeout::TimeoutError;
 /// tokio's own error types, passed through unchanged.
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
+/// The rest of `tokio::sync`, passed through unchanged so that a whole `use tokio::sync::{..}`
+/// line swaps. These are not instrumented: lockscope does not see a wait on a [`Notify`], a
+/// channel or a [`Barrier`].
+pub use tokio::sync::{
+    Barrier, BarrierWaitResult, Notify, OnceCell, SetError, SetOnce, SetOnceError, broadcast,
+    futures, mpsc, oneshot, watch,
+};
 
 /// An error value for a failed `try_lock`/`try_read`/`try_write`.
 ///
