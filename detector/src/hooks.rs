@@ -201,7 +201,7 @@ pub fn acquired_at(prim: &Prim, acq: Acq, since: u64) -> Hold {
         .try_with(|l| {
             let actor = actor::current_in(l);
             if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && holds_any(l, actor) {
-                check_held_slow(prim, actor, &acq, false);
+                check_held_slow(prim, actor, &acq, false, false);
             }
             record_hold(l, prim, actor, acq, since)
         })
@@ -339,9 +339,9 @@ pub fn release_stats(prim: &Prim, r: Released) {
 /// Whether `actor` already holds `prim` (acquire-time check, current thread's table and the
 /// exclusive holder word); and lock-order edges from everything it holds to `prim`.
 #[inline]
-fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
+fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
     if LOCAL.try_with(|l| holds_any(l, actor)).unwrap_or(false) {
-        check_held_slow(prim, actor, acq, waiting);
+        check_held_slow(prim, actor, acq, waiting, timed);
     }
 }
 
@@ -357,7 +357,7 @@ fn holds_any(l: &Local, actor: ActorId) -> bool {
 }
 
 #[inline(never)]
-fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
+fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
     let _ = LOCAL.try_with(|l| {
         let mut mine = [(0u64, 0u8, std::ptr::null::<held::Entry>()); 8];
         let n = if actor.is_task() {
@@ -365,7 +365,7 @@ fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
         } else {
             let (n, more) = held::mine_inline(l, actor.as_u64(), &mut mine);
             if more {
-                return check_held_all(prim, actor, acq, waiting);
+                return check_held_all(prim, actor, acq, waiting, timed);
             }
             n
         };
@@ -383,14 +383,14 @@ fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
             }
         }
         if let Some(h) = nested {
-            rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting);
+            rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting, timed);
         }
     });
 }
 
 /// The general case (more holds than fit the quick scan): full views.
 #[cold]
-fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
+fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
     let mut nested = None;
     let mut others = Vec::new();
     held::for_each_mine(actor.as_u64(), |h| {
@@ -407,7 +407,7 @@ fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
         graph::lockorder::note_edge(h, prim, actor, acq);
     }
     if let Some(h) = nested {
-        rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting);
+        rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting, timed);
     }
 }
 
@@ -417,7 +417,7 @@ fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool) {
 pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
     let actor = actor::current();
     if acq.flags() & FLAG_REENTRY == 0 {
-        check_held(prim, actor, &acq, true);
+        check_held(prim, actor, &acq, true, timed);
     }
     let thread = actor::thread_seq();
     // A blocking wait on a worker is reported only once it has stalled the worker for long

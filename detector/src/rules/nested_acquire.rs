@@ -32,6 +32,13 @@ use crate::rules::{access, noun, prim_ref};
 use crate::snapshot::State;
 use crate::{clock, finding};
 
+/// The second acquisition must wait: whether it is a timed form, and for how long so far.
+#[derive(Clone, Copy)]
+struct Wait {
+    timed: bool,
+    waited_ns: u64,
+}
+
 /// What the second acquisition asks for.
 #[derive(Clone, Copy)]
 struct Ask {
@@ -71,14 +78,18 @@ fn build(
     actor: ActorId,
     acq: Ask,
     held: Option<&HoldView>,
-    waiting: bool,
-    waited_ns: u64,
+    wait: Option<Wait>,
     scope: u32,
 ) -> Finding {
+    let waiting = wait.is_some();
+    let timed = wait.is_some_and(|w| w.timed);
+    let waited_ns = wait.map_or(0, |w| w.waited_ns);
     let p = prim_ref(prim);
     // Certain when the two accesses exclude each other outright (or a semaphore has too few
     // permits for both); latent when they only collide once others hold or queue.
-    let what = if certain(prim, acq, held) {
+    let what = if certain(prim, acq, held) && waiting && timed {
+        "it waits for itself to release it, so the wait can only time out"
+    } else if certain(prim, acq, held) {
         "a certain self-deadlock: it waits for itself to release it"
     } else if prim.kind() == PrimKind::Semaphore {
         "a latent deadlock: once every permit is held by a task waiting for one more, none is ever released"
@@ -151,6 +162,7 @@ pub(crate) fn report_shared(
     acq: &Acq,
     held: &HoldView,
     waiting: bool,
+    timed: bool,
 ) {
     let ask = Ask::from(acq);
     // A tokio primitive is acquired by a future, which may have siblings (in a task or in a
@@ -161,7 +173,11 @@ pub(crate) fn report_shared(
         return;
     }
     let scope = actor::current_scope();
-    finding::report(build(prim, actor, ask, Some(held), waiting, 0, scope));
+    let wait = waiting.then_some(Wait {
+        timed,
+        waited_ns: 0,
+    });
+    finding::report(build(prim, actor, ask, Some(held), wait, scope));
 }
 
 /// The watchdog's part: a task still waiting, a tick or more after it began, for a primitive
@@ -194,7 +210,17 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) {
             if !p.prim.waiters.lock().contains(w.seq) {
                 continue;
             }
-            finding::report(build(&p.prim, w.actor, ask, Some(h), true, age, w.scope));
+            finding::report(build(
+                &p.prim,
+                w.actor,
+                ask,
+                Some(h),
+                Some(Wait {
+                    timed: w.timed,
+                    waited_ns: age,
+                }),
+                w.scope,
+            ));
         }
     }
 }
