@@ -15,9 +15,9 @@
 //! textbook use). For the tokio primitives, then:
 //! - a second acquisition at the same call site as the hold is taken for such a sibling (the
 //!   same code run concurrently), not reported; a real self-deadlock there still stays
-//!   blocked and is reported by [`check_persisting`] and the deadlock rule;
+//!   blocked and is reported by `check_persisting` and the deadlock rule;
 //! - a wait that can never be granted while the hold lasts (a mutex, a write inside a read,
-//!   more permits than remain) is reported by [`check_persisting`] only if it is still waiting
+//!   more permits than remain) is reported by `check_persisting` only if it is still waiting
 //!   a watchdog tick later: a sibling's hold ends and the wait is granted, while a true
 //!   self-wait never is.
 
