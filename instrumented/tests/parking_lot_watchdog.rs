@@ -3,13 +3,13 @@
 //! non-zero. Tested in a child process: this test binary, filtered to the deliberately
 //! deadlocking (and `#[ignore]`d) test below.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Barrier, mpsc};
+use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use lockscope::parking_lot::Mutex;
+
+#[path = "common/mod.rs"]
+mod common;
 
 /// Set in the child's environment only: the deadlocking test does nothing without it.
 const CHILD_ENV: &str = "LOCKSCOPE_PL_WATCHDOG_CHILD";
@@ -42,57 +42,18 @@ fn abba_deadlock_under_the_watchdog() {
 
 #[test]
 fn watchdog_ends_a_deadlocked_process_with_the_report() {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args([
+    let run = common::run_child(
+        &[
             CHILD_TEST,
             "--exact",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Drain both pipes on their own threads so a full pipe can never stall the child.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = thread::spawn(move || {
-        let mut s = String::new();
-        out.read_to_string(&mut s).map(|_| s)
-    });
-    let err = thread::spawn(move || {
-        let mut s = String::new();
-        err.read_to_string(&mut s).map(|_| s)
-    });
-
-    let started = Instant::now();
-    let pid = child.id();
-    let (status_tx, status_rx) = mpsc::channel();
-    thread::spawn(move || status_tx.send(child.wait()));
-    let status = match status_rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(status) => status.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("the deadlocked child was still running after 30 s");
-        }
-    };
-    let took = started.elapsed();
-    let stdout = out.join().unwrap().unwrap();
-    let stderr = err.join().unwrap().unwrap();
-    assert!(
-        !stdout.contains("running 0 tests"),
-        "the filter must select the deadlocking test:\n{stdout}"
+        ],
+        CHILD_ENV,
     );
-    assert_eq!(
-        status.code(),
-        Some(101),
-        "stderr:\n{stderr}\nstdout:\n{stdout}"
-    );
-    assert!(stderr.contains("lockscope: deadlock"), "stderr:\n{stderr}");
+    run.assert_ended_by_the_watchdog();
+    let stderr = &run.stderr;
     assert!(
         stderr.contains("pl_watchdog_a") && stderr.contains("pl_watchdog_b"),
         "the report names both mutexes:\n{stderr}"
@@ -101,5 +62,4 @@ fn watchdog_ends_a_deadlocked_process_with_the_report() {
         stderr.contains("parking_lot_watchdog.rs"),
         "the report gives the sites:\n{stderr}"
     );
-    assert!(took < Duration::from_secs(20), "took {took:?}");
 }

@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::actor::ActorId;
-use crate::finding::{self, ActorReport, Finding, FindingKind};
+use crate::finding::{self, Finding, FindingKind};
 use crate::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
 use crate::hooks::Acq;
 use crate::prim::{self, Prim, PrimitiveId, site_string};
-use crate::rules::{access, noun, prim_ref, prim_ref_id};
+use crate::rules::{holder, noun, prim_ref, prim_ref_id, waiter};
 use crate::snapshot::State;
 use crate::wait::WaiterRec;
 use crate::{actor, clock};
@@ -93,12 +93,7 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
             waited / 1_000_000
         ),
     );
-    f.actors.push(ActorReport {
-        id: w.actor.as_u64(),
-        name: w.actor.describe(),
-        holds: Vec::new(),
-        waits: vec![access(r.clone(), w.mode, w.permits, w.site, waited)],
-    });
+    f.actors.push(waiter(&r, w, waited));
     f.add_scope(prim.scope());
     f.add_scope(w.scope);
     f.add_prim(r);
@@ -128,18 +123,8 @@ fn held_across_await(h: &HoldView, evidence: String) -> Finding {
             site_string(h.site),
         ),
     );
-    f.actors.push(ActorReport {
-        id: h.actor.as_u64(),
-        name: h.actor.describe(),
-        holds: vec![access(
-            r.clone(),
-            h.mode,
-            h.permits,
-            h.site,
-            clock::coarse_now().saturating_sub(h.since),
-        )],
-        waits: Vec::new(),
-    });
+    f.actors
+        .push(holder(&r, h, clock::coarse_now().saturating_sub(h.since)));
     f.add_scope(h.scope);
     if let Some(p) = prim::get(PrimitiveId(h.prim)) {
         f.add_scope(p.scope());

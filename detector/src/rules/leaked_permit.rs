@@ -10,10 +10,10 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::actor;
-use crate::finding::{self, ActorReport, Finding, FindingKind};
+use crate::finding::{self, Finding, FindingKind, PrimRef};
 use crate::held::HoldView;
 use crate::prim::{Prim, PrimKind, site_string};
-use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
 use crate::snapshot::{PrimState, State};
 
 fn forgotten_finding(p: &PrimState, why: &str, end: bool) -> Finding {
@@ -64,13 +64,8 @@ pub(crate) fn report_dropped_with_holds(prim: &Prim) {
     let Some(h) = holds.first() else { return };
     let r = prim_ref(prim);
     let permits: u32 = holds.iter().map(|h| h.permits).sum();
-    let what = if prim.kind() == PrimKind::Semaphore {
-        format!("{permits} permit{}", if permits == 1 { "" } else { "s" })
-    } else if holds.len() == 1 {
-        format!("a {} guard", h.mode.verb_in(r.kind))
-    } else {
-        format!("{} {} guards", holds.len(), h.mode.verb_in(r.kind))
-    };
+    let holds: Vec<&HoldView> = holds.iter().collect();
+    let what = what_is_held(prim, &r, &holds);
     let now = crate::clock::coarse_now();
     let mut f = Finding::new(
         FindingKind::LeakedPermit,
@@ -94,18 +89,7 @@ pub(crate) fn report_dropped_with_holds(prim: &Prim) {
         ),
     );
     for h in &holds {
-        f.actors.push(ActorReport {
-            id: h.actor.as_u64(),
-            name: h.actor.describe(),
-            holds: vec![access(
-                r.clone(),
-                h.mode,
-                h.permits,
-                h.site,
-                now.saturating_sub(h.since),
-            )],
-            waits: Vec::new(),
-        });
+        f.actors.push(holder(&r, h, now.saturating_sub(h.since)));
         f.add_scope(h.scope);
     }
     f.add_scope(prim.scope());
@@ -114,17 +98,23 @@ pub(crate) fn report_dropped_with_holds(prim: &Prim) {
     finding::report(f);
 }
 
-fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bool) -> Finding {
-    let r = prim_ref(&p.prim);
+/// `3 permits`, `a lock guard`, `2 read guards`: what `holds` (at least one) keep of `prim`.
+fn what_is_held(prim: &Prim, r: &PrimRef, holds: &[&HoldView]) -> String {
     let h = holds[0];
     let permits: u32 = holds.iter().map(|h| h.permits).sum();
-    let what = if p.prim.kind() == PrimKind::Semaphore {
+    if prim.kind() == PrimKind::Semaphore {
         format!("{permits} permit{}", if permits == 1 { "" } else { "s" })
     } else if holds.len() == 1 {
         format!("a {} guard", h.mode.verb_in(r.kind))
     } else {
         format!("{} {} guards", holds.len(), h.mode.verb_in(r.kind))
-    };
+    }
+}
+
+fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bool) -> Finding {
+    let r = prim_ref(&p.prim);
+    let h = holds[0];
+    let what = what_is_held(&p.prim, &r, holds);
     let mut who: Vec<String> = holds.iter().map(|h| h.actor.describe()).collect();
     who.dedup();
     let age = holds
@@ -149,18 +139,7 @@ fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bo
         ),
     );
     for h in holds {
-        f.actors.push(ActorReport {
-            id: h.actor.as_u64(),
-            name: h.actor.describe(),
-            holds: vec![access(
-                r.clone(),
-                h.mode,
-                h.permits,
-                h.site,
-                now.saturating_sub(h.since),
-            )],
-            waits: Vec::new(),
-        });
+        f.actors.push(holder(&r, h, now.saturating_sub(h.since)));
         f.add_scope(h.scope);
     }
     match holds.iter().filter(|h| h.movable()).count() {

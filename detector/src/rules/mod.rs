@@ -6,10 +6,12 @@
 
 use std::panic::Location;
 
-use crate::finding::{Access, PrimRef};
+use crate::finding::{Access, ActorReport, PrimRef};
+use crate::held::HoldView;
 use crate::held::Mode;
 use crate::prim::{self, Prim, PrimitiveId};
 use crate::snapshot::State;
+use crate::wait::WaiterRec;
 
 pub mod blocking_in_async;
 pub mod deadlock;
@@ -72,6 +74,26 @@ pub(crate) fn access(
         permits,
         site: prim::site_string(site),
         for_ms: for_ns / 1_000_000,
+    }
+}
+
+/// A report's entry for the task or thread of hold `h` on `p`, held for `for_ns`.
+pub(crate) fn holder(p: &PrimRef, h: &HoldView, for_ns: u64) -> ActorReport {
+    ActorReport {
+        id: h.actor.as_u64(),
+        name: h.actor.describe(),
+        holds: vec![access(p.clone(), h.mode, h.permits, h.site, for_ns)],
+        waits: Vec::new(),
+    }
+}
+
+/// A report's entry for the task or thread of waiter `w` on `p`, waiting for `for_ns`.
+pub(crate) fn waiter(p: &PrimRef, w: &WaiterRec, for_ns: u64) -> ActorReport {
+    ActorReport {
+        id: w.actor.as_u64(),
+        name: w.actor.describe(),
+        holds: Vec::new(),
+        waits: vec![access(p.clone(), w.mode, w.permits, w.site, for_ns)],
     }
 }
 

@@ -10,9 +10,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::finding::{ActorReport, Finding, FindingKind};
+use crate::finding::{Finding, FindingKind};
 use crate::prim::site_string;
-use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::rules::{Rule, Verdict, holder, noun, prim_ref, waiter};
 use crate::scope;
 use crate::snapshot::State;
 
@@ -117,18 +117,7 @@ impl Rule for Starvation {
                         if bypassed == 1 { "" } else { "s" }
                     ),
                 );
-                f.actors.push(ActorReport {
-                    id: w.actor.as_u64(),
-                    name: w.actor.describe(),
-                    holds: Vec::new(),
-                    waits: vec![access(
-                        r.clone(),
-                        w.mode,
-                        w.permits,
-                        w.site,
-                        state.wait_age(w),
-                    )],
-                });
+                f.actors.push(waiter(&r, w, state.wait_age(w)));
                 f.add_scope(w.scope);
                 f.add_scope(p.prim.scope());
                 f.add_prim(r.clone());
@@ -166,31 +155,9 @@ impl Rule for Starvation {
                         }
                     ),
                 );
-                f.actors.push(ActorReport {
-                    id: h.actor.as_u64(),
-                    name: h.actor.describe(),
-                    holds: vec![access(
-                        r.clone(),
-                        h.mode,
-                        h.permits,
-                        h.site,
-                        state.hold_age(h),
-                    )],
-                    waits: Vec::new(),
-                });
+                f.actors.push(holder(&r, h, state.hold_age(h)));
                 for w in &p.waiters {
-                    f.actors.push(ActorReport {
-                        id: w.actor.as_u64(),
-                        name: w.actor.describe(),
-                        holds: Vec::new(),
-                        waits: vec![access(
-                            r.clone(),
-                            w.mode,
-                            w.permits,
-                            w.site,
-                            state.wait_age(w),
-                        )],
-                    });
+                    f.actors.push(waiter(&r, w, state.wait_age(w)));
                     f.add_scope(w.scope);
                 }
                 f.add_scope(h.scope);

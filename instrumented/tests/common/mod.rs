@@ -59,3 +59,72 @@ pub fn line() -> u32 {
 pub fn site(file: &str, line: u32) -> String {
     format!("{file}:{line}:")
 }
+
+/// What a child process did: exit status, stderr, stdout, and how long it ran.
+pub struct ChildRun {
+    pub code: Option<i32>,
+    pub stderr: String,
+    pub stdout: String,
+    pub took: Duration,
+}
+
+/// Runs this test binary again with `args`, `env` set to `1`, as a child (killed after 30 s:
+/// a child that was meant to be ended by lockscope's watchdog must not hang the suite).
+pub fn run_child(args: &[&str], env: &str) -> ChildRun {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+    use std::thread;
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .args(args)
+        .env(env, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Drain both pipes on their own threads so a full pipe can never stall the child.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = thread::spawn(move || {
+        let mut s = String::new();
+        out.read_to_string(&mut s).map(|_| s)
+    });
+    let err = thread::spawn(move || {
+        let mut s = String::new();
+        err.read_to_string(&mut s).map(|_| s)
+    });
+    let started = Instant::now();
+    let pid = child.id();
+    let (status_tx, status_rx) = mpsc::channel();
+    thread::spawn(move || status_tx.send(child.wait()));
+    let status = match status_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(status) => status.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{args:?}: the child was still running after 30 s");
+        }
+    };
+    ChildRun {
+        code: status.code(),
+        took: started.elapsed(),
+        stderr: err.join().unwrap().unwrap(),
+        stdout: out.join().unwrap().unwrap(),
+    }
+}
+
+impl ChildRun {
+    /// Asserts that the child ran a test (the filter matched) and that lockscope's watchdog
+    /// ended it, status 101 with a deadlock report on stderr, within 20 s.
+    pub fn assert_ended_by_the_watchdog(&self) {
+        let (stdout, stderr) = (&self.stdout, &self.stderr);
+        assert!(
+            !stdout.contains("running 0 tests"),
+            "the filter must select the deadlocking test:\n{stdout}"
+        );
+        assert_eq!(self.code, Some(101), "stderr:\n{stderr}\nstdout:\n{stdout}");
+        assert!(stderr.contains("lockscope: deadlock"), "stderr:\n{stderr}");
+        assert!(self.took < Duration::from_secs(20), "took {:?}", self.took);
+    }
+}
