@@ -144,8 +144,11 @@ pub fn metrics() -> MetricsSnapshot {
         for (i, cap, held) in prims.into_values() {
             if let Some(cap) = cap {
                 let m = &mut series[i];
-                *m.permits_total.get_or_insert(0) += cap;
-                *m.permits_available.get_or_insert(0) += cap.saturating_sub(held);
+                // Saturating: nine semaphores of `MAX_PERMITS` sharing a name overflow a u64.
+                let total = m.permits_total.get_or_insert(0);
+                *total = total.saturating_add(cap);
+                let available = m.permits_available.get_or_insert(0);
+                *available = available.saturating_add(cap.saturating_sub(held));
             }
         }
         (series, dropped)

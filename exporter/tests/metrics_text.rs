@@ -116,6 +116,27 @@ fn a_semaphore_shows_its_permits() {
     hooks::released(prim, hold);
 }
 
+/// Nine semaphores of tokio's `MAX_PERMITS` sharing a name hold more permits than a u64 counts:
+/// the gauge saturates instead of panicking (debug) or wrapping (release).
+#[test]
+fn huge_semaphores_sharing_a_name_saturate_their_gauges() {
+    const MAX_PERMITS: u64 = usize::MAX as u64 >> 3;
+    let cells: Vec<PrimCell> = (0..9)
+        .map(|_| cell("text/huge", PrimKind::Semaphore, MAX_PERMITS))
+        .collect();
+    let text = lockscope_exporter::render();
+    let max = u64::MAX as f64;
+    assert_eq!(
+        value(&text, r#"lockscope_permits_total{lock="text/huge"}"#),
+        max
+    );
+    assert_eq!(
+        value(&text, r#"lockscope_permits_available{lock="text/huge"}"#),
+        max
+    );
+    drop(cells);
+}
+
 #[test]
 fn primitives_sharing_a_name_share_a_series() {
     let a = cell("text/shared", PrimKind::RwLock, 8);
