@@ -227,7 +227,8 @@ impl Builder {
         self.cfg.leak = d;
         self
     }
-    /// Sets the label cap (distinct names before `lock="other"`).
+    /// Sets the label cap: how many series (a name with a kind: a `"db"` mutex and a `"db"`
+    /// semaphore are two) before new ones are counted under `lock="other"`.
     pub fn max_series(mut self, n: usize) -> Builder {
         self.cfg.max_series = n;
         self

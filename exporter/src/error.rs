@@ -63,10 +63,14 @@ impl fmt::Display for ServeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let addr = &self.addr;
         match self.kind {
-            ServeErrorKind::InvalidAddress => write!(
-                f,
-                "invalid address {addr:?}: expected host:port, such as 127.0.0.1:9464"
-            ),
+            ServeErrorKind::InvalidAddress => match &self.source {
+                // Well formed, but the name did not resolve: say why.
+                Some(e) => write!(f, "invalid address {addr:?}: cannot resolve it: {e}"),
+                None => write!(
+                    f,
+                    "invalid address {addr:?}: expected host:port, such as 127.0.0.1:9464"
+                ),
+            },
             ServeErrorKind::AddressInUse => write!(f, "address {addr} is already in use"),
             ServeErrorKind::NoRuntime => {
                 f.write_str("lockscope exporter must be started from within a tokio runtime")
@@ -129,3 +133,27 @@ impl fmt::Display for TracingInitError {
 }
 
 impl std::error::Error for TracingInitError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_that_does_not_resolve_says_why() {
+        let cause = io::Error::other("Name or service not known");
+        let err = ServeError::new(
+            ServeErrorKind::InvalidAddress,
+            "nonexistent.invalid:80",
+            Some(cause),
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid address \"nonexistent.invalid:80\": cannot resolve it: Name or service not known"
+        );
+        let malformed = ServeError::new(ServeErrorKind::InvalidAddress, "nonsense", None);
+        assert_eq!(
+            malformed.to_string(),
+            "invalid address \"nonsense\": expected host:port, such as 127.0.0.1:9464"
+        );
+    }
+}

@@ -50,8 +50,8 @@
 //! | `lockscope_detector_dropped_total` | counter | `what` (`findings`, `edges`, `events`) |
 //!
 //! `lock` is the primitive's name; primitives sharing a name and kind share one series, and
-//! past the detector's label cap (1,000 distinct names by default) new names are counted in
-//! `lock="other"`. Histogram buckets are [`lockscope_detector::BUCKETS_SECONDS`]. The
+//! past the detector's label cap (1,000 series by default; a name used by two kinds is two)
+//! new ones are counted in `lock="other"` (a lock you name `other` shares it too). Histogram buckets are [`lockscope_detector::BUCKETS_SECONDS`]. The
 //! finding and `what` families have a sample for every value from the first scrape on.
 //!
 //! # Feature flags

@@ -53,7 +53,7 @@ pub async fn serve(addr: &str) -> Result<Server, ServeError> {
 /// |---|---|---|
 /// | [`max_connections`](Self::max_connections) | 512 | open connections; more wait in the kernel's accept queue |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | time to send a request head, and idle time of a kept-alive connection |
-/// | [`max_header_bytes`](Self::max_header_bytes) | 16 KiB | request line and headers; larger get `431` |
+/// | [`max_header_bytes`](Self::max_header_bytes) | 16 KiB | request line and headers; larger get `431` (so do more than 100 headers, hyper's own limit) |
 /// | [`request_timeout`](Self::request_timeout) | 10 s | time from request head to response (`503` past it) |
 /// | [`write_timeout`](Self::write_timeout) | 10 s | a response write making no progress (a client that stopped reading) |
 /// | [`shutdown_grace`](Self::shutdown_grace) | 5 s | in-flight requests at [`Server::shutdown`] |
