@@ -30,25 +30,13 @@ use lockscope_detector::prim::PrimCell;
 use lockscope_detector::{Finding, FindingKind, PrimKind, findings};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
 
-/// Fixed seed (CI is deterministic) unless `PROPTEST_RNG_SEED` is set; `PROPTEST_CASES`
-/// overrides `cases`; no persistence files.
+#[path = "common/proptest_config.rs"]
+mod proptest_config;
+
+/// This test's proptest configuration (see `common/proptest_config.rs`).
 fn config(cases: u32) -> ProptestConfig {
-    let base = ProptestConfig::default();
-    ProptestConfig {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
-            base.cases
-        } else {
-            cases
-        },
-        rng_seed: match base.rng_seed {
-            RngSeed::Random => RngSeed::Fixed(0x10c5_0dee),
-            seed => seed,
-        },
-        failure_persistence: None,
-        ..base
-    }
+    proptest_config::config(cases, 0x10c5_0dee)
 }
 
 static CASE: AtomicU64 = AtomicU64::new(0);

@@ -47,7 +47,9 @@ use lockscope_detector::graph::waitfor::{MHold, MPrim, MWait, Policy, reduce};
 use lockscope_detector::held::Mode;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
+
+#[path = "common/proptest_config.rs"]
+mod proptest_config;
 
 // ---------------------------------------------------------------------------------------------
 // States
@@ -789,23 +791,9 @@ fn prune(s: Scenario) -> Scenario {
 // Properties
 // ---------------------------------------------------------------------------------------------
 
-/// Fixed seed (CI is deterministic) unless `PROPTEST_RNG_SEED` is set; `PROPTEST_CASES`
-/// overrides `cases`; no persistence files.
+/// This test's proptest configuration (see `common/proptest_config.rs`).
 fn config(cases: u32) -> ProptestConfig {
-    let base = ProptestConfig::default();
-    ProptestConfig {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
-            base.cases
-        } else {
-            cases
-        },
-        rng_seed: match base.rng_seed {
-            RngSeed::Random => RngSeed::Fixed(0x10c5_c0de),
-            seed => seed,
-        },
-        failure_persistence: None,
-        ..base
-    }
+    proptest_config::config(cases, 0x10c5_c0de)
 }
 
 proptest! {
@@ -870,6 +858,15 @@ fn wait(actor: usize, permits: u32, acc: Acc) -> Wait {
     }
 }
 
+/// A tokio mutex held by `holder` (one acquisition) and waited for by `waiter`.
+fn mutex(holder: usize, waiter: usize) -> PrimDef {
+    prim(
+        Kind::Mutex,
+        vec![hold(holder, 1, Acc::Lock)],
+        vec![wait(waiter, 1, Acc::Lock)],
+    )
+}
+
 fn prim(kind: Kind, holds: Vec<Hold>, waits: Vec<Wait>) -> PrimDef {
     PrimDef {
         kind,
@@ -893,18 +890,7 @@ fn check(s: &Scenario, want: &[usize]) {
 fn oracle_abba_and_free_holders() {
     let abba = Scenario {
         actors: vec![Who::Task, Who::Task],
-        prims: vec![
-            prim(
-                Kind::Mutex,
-                vec![hold(0, 1, Acc::Lock)],
-                vec![wait(1, 1, Acc::Lock)],
-            ),
-            prim(
-                Kind::Mutex,
-                vec![hold(1, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
-        ],
+        prims: vec![mutex(0, 1), mutex(1, 0)],
     };
     check(&abba, &[0, 1]);
     // a2 holds the other permit and waits for nothing: it frees a permit for a1.
@@ -916,11 +902,7 @@ fn oracle_abba_and_free_holders() {
                 vec![hold(0, 1, Acc::Permits), hold(2, 1, Acc::Permits)],
                 vec![wait(1, 1, Acc::Permits)],
             ),
-            prim(
-                Kind::Mutex,
-                vec![hold(1, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
+            mutex(1, 0),
         ],
     };
     check(&free, &[]);
@@ -947,11 +929,7 @@ fn oracle_semaphore_knot_and_fifo_head() {
                 vec![hold(2, 2, Acc::Permits)],
                 vec![wait(1, 2, Acc::Permits), wait(0, 1, Acc::Permits)],
             ),
-            prim(
-                Kind::Mutex,
-                vec![hold(0, 1, Acc::Lock)],
-                vec![wait(2, 1, Acc::Lock)],
-            ),
+            mutex(0, 2),
         ],
     };
     check(&head, &[0, 1, 2]);
@@ -1024,18 +1002,7 @@ fn oracle_rwlocks() {
 fn oracle_timed_closed_owned_pinned() {
     let mut timed = Scenario {
         actors: vec![Who::Task, Who::Task],
-        prims: vec![
-            prim(
-                Kind::Mutex,
-                vec![hold(0, 1, Acc::Lock)],
-                vec![wait(1, 1, Acc::Lock)],
-            ),
-            prim(
-                Kind::Mutex,
-                vec![hold(1, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
-        ],
+        prims: vec![mutex(0, 1), mutex(1, 0)],
     };
     timed.prims[0].waits[0].timed = true;
     check(&timed, &[]);
@@ -1196,18 +1163,7 @@ fn select_with_a_timed_or_failing_branch_is_not_deadlocked() {
     // holds p1 and waits for nothing. a1 releases p1 and a0 gets it; or the timeout fires.
     let mut timed = Scenario {
         actors: vec![Who::Task, Who::Task],
-        prims: vec![
-            prim(
-                Kind::Mutex,
-                vec![hold(0, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
-            prim(
-                Kind::Mutex,
-                vec![hold(1, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
-        ],
+        prims: vec![mutex(0, 0), mutex(1, 0)],
     };
     let untimed = timed.clone();
     timed.prims[1].waits[0].timed = true;
@@ -1217,11 +1173,7 @@ fn select_with_a_timed_or_failing_branch_is_not_deadlocked() {
     let mut closed = Scenario {
         actors: vec![Who::Task],
         prims: vec![
-            prim(
-                Kind::Mutex,
-                vec![hold(0, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
+            mutex(0, 0),
             prim(Kind::Semaphore(1), vec![], vec![wait(0, 1, Acc::Permits)]),
         ],
     };
@@ -1253,11 +1205,7 @@ fn pinned_task_granted_while_its_thread_is_blocked_stays_stuck() {
     let granted = Scenario {
         actors: vec![Who::CtTask(0), Who::CtTask(0), Who::Task],
         prims: vec![
-            prim(
-                Kind::Mutex,
-                vec![hold(2, 1, Acc::Lock)],
-                vec![wait(0, 1, Acc::Lock)],
-            ),
+            mutex(2, 0),
             prim(
                 Kind::PlMutex,
                 vec![hold(0, 1, Acc::Lock)],

@@ -221,14 +221,7 @@ impl Graph {
         while let Some(n) = stack.pop() {
             for &m in &self.nodes[&n].out {
                 if m == x {
-                    let mut path = vec![x, n];
-                    let mut cur = n;
-                    while let Some(&p) = parent.get(&cur) {
-                        path.push(p);
-                        cur = p;
-                    }
-                    path.reverse();
-                    return Err(path);
+                    return Err(path_to(&parent, n, x));
                 }
                 let o = self.ord(m);
                 if o < ub && seen.insert(m) {
@@ -281,14 +274,7 @@ impl Graph {
             let inverted = inverted_out.get(&n).map(Vec::as_slice).unwrap_or(&[]);
             for &m in known.iter().chain(inverted) {
                 if m == x {
-                    let mut path = vec![x, n];
-                    let mut cur = n;
-                    while let Some(&p) = parent.get(&cur) {
-                        path.push(p);
-                        cur = p;
-                    }
-                    path.reverse();
-                    return Some(path);
+                    return Some(path_to(&parent, n, x));
                 }
                 if seen.insert(m) {
                     parent.insert(m, n);
@@ -375,6 +361,18 @@ pub fn edge_count() -> usize {
 
 pub(crate) fn graph_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
     GRAPH.lock()
+}
+
+/// The path from a search's start to `n` (following `parent` back), then on to `x`.
+fn path_to(parent: &HashMap<u64, u64>, n: u64, x: u64) -> Vec<u64> {
+    let mut path = vec![x, n];
+    let mut cur = n;
+    while let Some(&p) = parent.get(&cur) {
+        path.push(p);
+        cur = p;
+    }
+    path.reverse();
+    path
 }
 
 #[cfg(test)]

@@ -8,6 +8,23 @@ use crate::rules::{Rule, Verdict, access, noun, prim_ref};
 use crate::scope;
 use crate::snapshot::State;
 
+/// The report's entry for actor `a`, made on first use: one per task or thread.
+fn entry(actors: &mut Vec<ActorReport>, a: crate::actor::ActorId) -> &mut ActorReport {
+    let i = match actors.iter().position(|x| x.id == a.as_u64()) {
+        Some(i) => i,
+        None => {
+            actors.push(ActorReport {
+                id: a.as_u64(),
+                name: a.describe(),
+                holds: Vec::new(),
+                waits: Vec::new(),
+            });
+            actors.len() - 1
+        }
+    };
+    &mut actors[i]
+}
+
 #[derive(Default)]
 pub(crate) struct StuckQueue {
     /// Per primitive: last progress value seen and since when (precise ns).
@@ -94,21 +111,6 @@ impl Rule for StuckQueue {
             );
             // One entry per task or thread, with what it holds and what it waits for.
             let mut actors: Vec<ActorReport> = Vec::new();
-            fn entry(actors: &mut Vec<ActorReport>, a: crate::actor::ActorId) -> &mut ActorReport {
-                let i = match actors.iter().position(|x| x.id == a.as_u64()) {
-                    Some(i) => i,
-                    None => {
-                        actors.push(ActorReport {
-                            id: a.as_u64(),
-                            name: a.describe(),
-                            holds: Vec::new(),
-                            waits: Vec::new(),
-                        });
-                        actors.len() - 1
-                    }
-                };
-                &mut actors[i]
-            }
             for h in &p.holds {
                 entry(&mut actors, h.actor).holds.push(access(
                     r.clone(),
