@@ -7,6 +7,7 @@
 //! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
+//! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
 //! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
 //!
 //! The environment is read once, when the first primitive is created or the detector is first
@@ -65,6 +66,10 @@ pub struct Config {
     pub starvation: Duration,
     /// `leaked-permit` threshold; `None` checks leaks at the end of each test only.
     pub leak: Option<Duration>,
+    /// `blocking-in-async` threshold: how long a blocking wait may stall an async runtime's
+    /// worker thread. Tokio asks for well under a millisecond between `.await`s; the
+    /// production default leaves room for a loaded machine preempting the holder.
+    pub worker_stall: Duration,
     /// Distinct `lock` label values before primitives fold into `lock="other"`.
     pub max_series: usize,
     /// Findings kept in memory (oldest dropped first, counted).
@@ -92,6 +97,7 @@ impl Config {
             stuck: Duration::from_secs(10),
             starvation: Duration::from_secs(10),
             leak: Some(Duration::from_secs(60)),
+            worker_stall: Duration::from_millis(50),
             max_series: 1000,
             max_findings: 1000,
             max_edges: 100_000,
@@ -100,13 +106,15 @@ impl Config {
         }
     }
 
-    /// Test defaults: 1 s stuck and starvation, leaks checked at the end of the test.
+    /// Test defaults: 1 s stuck and starvation, leaks checked at the end of the test, 10 ms
+    /// worker stall.
     pub fn test() -> Config {
         Config {
             mode: Mode::Test,
             stuck: Duration::from_secs(1),
             starvation: Duration::from_secs(1),
             leak: None,
+            worker_stall: Duration::from_millis(10),
             ..Config::production()
         }
     }
@@ -159,6 +167,9 @@ impl Config {
         }
         if let Some(d) = ms("LOCKSCOPE_LEAK_MS")? {
             cfg.leak = Some(d);
+        }
+        if let Some(d) = ms("LOCKSCOPE_WORKER_STALL_MS")? {
+            cfg.worker_stall = d;
         }
         if let Some(v) = get("LOCKSCOPE_CLOCK_TICK_MS") {
             cfg.clock_tick = match v.trim() {
@@ -225,6 +236,12 @@ impl Builder {
             self.check("leak", d);
         }
         self.cfg.leak = d;
+        self
+    }
+    /// Sets the worker-stall threshold of `blocking-in-async` (at least 1 ms).
+    pub fn worker_stall(mut self, d: Duration) -> Builder {
+        self.check("worker_stall", d);
+        self.cfg.worker_stall = d;
         self
     }
     /// Sets the label cap: how many series (a name with a kind: a `"db"` mutex and a `"db"`

@@ -431,12 +431,14 @@ pub fn active_counts() -> Vec<(FindingKind, u64)> {
 }
 
 /// What the detector dropped to stay bounded: `(what, count)` for `findings`, `edges`,
-/// `events` (`lockscope_detector_dropped_total`).
-pub fn dropped_counts() -> [(&'static str, u64); 3] {
+/// `events`, and `tick`: watchdog analyses lost to a panicking rule
+/// (`lockscope_detector_dropped_total`).
+pub fn dropped_counts() -> [(&'static str, u64); 4] {
     [
         ("findings", DROPPED_FINDINGS.load(Ordering::Relaxed)),
         ("edges", DROPPED_EDGES.load(Ordering::Relaxed)),
         ("events", DROPPED_EVENTS.load(Ordering::Relaxed)),
+        ("tick", crate::watchdog::panicked_ticks()),
     ]
 }
 

@@ -28,6 +28,7 @@ pub mod actor;
 pub mod clock;
 pub mod config;
 mod console;
+pub mod executor;
 pub mod finding;
 pub mod graph;
 mod graph_snapshot;
@@ -58,4 +59,6 @@ pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
 pub use scope::{ScopeOptions, TestScope};
 pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
 pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
-pub use watchdog::{WatchdogGuard, check_now, watchdog};
+#[doc(hidden)]
+pub use watchdog::inject_tick_panic;
+pub use watchdog::{WatchdogGuard, check_now, watchdog, watchdog_ticks};

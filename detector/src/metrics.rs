@@ -60,7 +60,7 @@ pub struct MetricsSnapshot {
     /// `lockscope_active_findings{kind}`.
     pub active_findings: Vec<(FindingKind, u64)>,
     /// `lockscope_detector_dropped_total{what}`.
-    pub detector_dropped: [(&'static str, u64); 3],
+    pub detector_dropped: [(&'static str, u64); 4],
     /// Live primitives.
     pub live_primitives: usize,
 }

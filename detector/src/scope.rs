@@ -23,6 +23,8 @@ use crate::{actor, rules};
 pub(crate) struct ScopeState {
     pub(crate) id: u32,
     pub(crate) name: String,
+    /// lockscope number of the test's own thread.
+    pub(crate) thread: u64,
     pub(crate) config: Config,
     findings: Mutex<Vec<Arc<Rec>>>,
     deadlock: Mutex<DeadlockSignal>,
@@ -44,6 +46,7 @@ static ARMED: LazyLock<Mutex<Vec<Arc<ScopeState>>>> = LazyLock::new(Mutex::defau
 
 /// Thresholds a test may override (`#[lockscope::test(stuck_ms = .., ..)]`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScopeOptions {
     /// `stuck-queue` threshold in ms (default: the test default, 1000, or `LOCKSCOPE_STUCK_MS`).
     pub stuck_ms: Option<u64>,
@@ -51,6 +54,9 @@ pub struct ScopeOptions {
     pub starvation_ms: Option<u64>,
     /// `leaked-permit` threshold in ms (default: end of test).
     pub leak_ms: Option<u64>,
+    /// `blocking-in-async` worker-stall threshold in ms (default: the test default, 10, or
+    /// `LOCKSCOPE_WORKER_STALL_MS`).
+    pub worker_stall_ms: Option<u64>,
 }
 
 /// An armed test. Dropping it disarms; [`finish`](TestScope::finish) also checks for leaks
@@ -80,6 +86,9 @@ impl TestScope {
         if env.leak != defaults.leak {
             config.leak = env.leak;
         }
+        if env.worker_stall != defaults.worker_stall {
+            config.worker_stall = env.worker_stall;
+        }
         if let Some(ms) = options.stuck_ms {
             config.stuck = Duration::from_millis(ms.max(1));
         }
@@ -88,6 +97,9 @@ impl TestScope {
         }
         if let Some(ms) = options.leak_ms {
             config.leak = Some(Duration::from_millis(ms.max(1)));
+        }
+        if let Some(ms) = options.worker_stall_ms {
+            config.worker_stall = Duration::from_millis(ms.max(1));
         }
         // The detector must be on for an armed test, whatever the process-wide mode.
         if !crate::config::enabled() {
@@ -98,6 +110,7 @@ impl TestScope {
         let state = Arc::new(ScopeState {
             id,
             name: name.to_owned(),
+            thread: actor::thread_seq(),
             config,
             findings: Mutex::new(Vec::new()),
             deadlock: Mutex::new(DeadlockSignal::default()),
@@ -227,6 +240,7 @@ pub(crate) fn config_for(scopes: &[u32]) -> Arc<Config> {
             Some(b) => Config {
                 stuck: b.stuck.min(s.config.stuck),
                 starvation: b.starvation.min(s.config.starvation),
+                worker_stall: b.worker_stall.min(s.config.worker_stall),
                 leak: match (b.leak, s.config.leak) {
                     (Some(x), Some(y)) => Some(x.min(y)),
                     (x, y) => x.or(y),
@@ -272,6 +286,76 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
                 .collect();
             out.push((s.name.clone(), finding::render_all(&all)));
         }
+    }
+    out
+}
+
+/// An armed test whose own thread is blocked in a lockscope wait (see
+/// [`blocked_test_threads`]).
+pub(crate) struct BlockedTest {
+    /// The test's name.
+    pub(crate) test: String,
+    /// Its thread.
+    pub(crate) thread: u64,
+    /// How long the thread has been blocked (ns).
+    pub(crate) blocked_ns: u64,
+    /// Every finding of the test, as its failure message would list them.
+    pub(crate) report: String,
+}
+
+/// Armed tests that listen for their deadlocks but whose own thread is blocked in a blocking
+/// wait (their own, or a task's polled on that thread): such a test can never fail by itself.
+/// Listed once the wait has lasted `grace` with a finding of the test known, or the test's
+/// stuck threshold without one.
+pub(crate) fn blocked_test_threads(
+    state: &crate::snapshot::State,
+    grace: Duration,
+) -> Vec<BlockedTest> {
+    let armed = ARMED.lock().clone();
+    let mut out = Vec::new();
+    for s in armed {
+        {
+            let d = s.deadlock.lock();
+            if !d.listening || d.acknowledged {
+                continue;
+            }
+        }
+        let blocked_ns = state
+            .prims
+            .iter()
+            .filter(|p| p.prim.kind().is_blocking())
+            .flat_map(|p| p.waiters.iter())
+            .filter(|w| w.thread == s.thread && !w.timed)
+            .map(|w| state.wait_age(w))
+            .max();
+        let Some(blocked_ns) = blocked_ns else {
+            continue;
+        };
+        let all: Vec<Finding> = s
+            .findings
+            .lock()
+            .iter()
+            .map(|r| finding::materialize(r))
+            .collect();
+        let limit = if all.is_empty() {
+            s.config.stuck
+        } else {
+            grace
+        };
+        if u128::from(blocked_ns) < limit.as_nanos() {
+            continue;
+        }
+        let report = if all.is_empty() {
+            "lockscope found no finding yet; the wait has passed the stuck threshold.".to_owned()
+        } else {
+            finding::render_all(&all)
+        };
+        out.push(BlockedTest {
+            test: s.name.clone(),
+            thread: s.thread,
+            blocked_ns,
+            report,
+        });
     }
     out
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::executor::Executors;
 use crate::held::{self, HoldView};
 use crate::prim::{self, Prim, PrimKind};
 use crate::wait::WaiterRec;
@@ -43,6 +44,8 @@ pub struct State {
     pub now_precise: u64,
     /// Every live primitive.
     pub prims: Vec<PrimState>,
+    /// Known runtimes and their threads (see [`crate::executor`]).
+    pub executors: Executors,
     index: HashMap<u64, usize>,
 }
 
@@ -82,6 +85,7 @@ impl State {
             now_coarse: clock::coarse_now(),
             now_precise: clock::precise_now(),
             prims,
+            executors: Executors::capture(),
             index,
         }
     }
@@ -97,6 +101,7 @@ impl State {
             now_coarse: clock::coarse_now(),
             now_precise: clock::precise_now(),
             prims,
+            executors: Executors::default(),
             index,
         }
     }

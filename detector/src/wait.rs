@@ -39,7 +39,7 @@ pub struct WaiterRec {
     pub scope: u32,
     /// A blocking wait on an async runtime's worker thread (the whole worker stalls while it
     /// lasts; reported as `blocking-in-async` once it passes
-    /// [`WORKER_STALL_NS`](crate::rules::blocking_in_async::WORKER_STALL_NS)).
+    /// [`Config::worker_stall`](crate::Config::worker_stall)).
     pub on_worker: bool,
     /// How many times this task or thread gave up waiting here (a timeout, a cancelled
     /// future) and came back within [`RETRY_GAP_NS`]: a retry loop. `since_ns` is then the

@@ -1,12 +1,16 @@
 //! The watchdog: a named OS thread that analyses the live state every tick.
 //!
 //! It never runs on a tokio runtime (the runtime it judges may be stuck), uses only
-//! uninstrumented locks, and never panics: a rule that fails to build a report loses that
-//! report, not the thread.
+//! uninstrumented locks, and cannot die quietly: each tick runs under `catch_unwind`, so a
+//! rule that panics loses that tick (counted as `lockscope_detector_dropped_total{what="tick"}`
+//! and reported once on stderr), not the thread. `lockscope_watchdog_ticks_total` counts the
+//! ticks that ran: a flat line is a dead watchdog.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Once};
 use std::time::Duration;
 
@@ -32,6 +36,27 @@ struct Rules {
 static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
 static START: Once = Once::new();
 static EXIT_GUARDS: AtomicUsize = AtomicUsize::new(0);
+static TICKS: AtomicU64 = AtomicU64::new(0);
+static PANICKED_TICKS: AtomicU64 = AtomicU64::new(0);
+/// Test hook: the next tick panics (see [`inject_tick_panic`]).
+static INJECT_PANIC: AtomicBool = AtomicBool::new(false);
+
+/// Watchdog analyses run so far (`lockscope_watchdog_ticks_total`).
+pub fn watchdog_ticks() -> u64 {
+    TICKS.load(Ordering::Relaxed)
+}
+
+/// Watchdog analyses lost to a panic (`lockscope_detector_dropped_total{what="tick"}`).
+pub(crate) fn panicked_ticks() -> u64 {
+    PANICKED_TICKS.load(Ordering::Relaxed)
+}
+
+/// Makes the next watchdog analysis panic inside a rule, as a bug in a rule would: for the
+/// canary test that proves the watchdog survives it. Not for production use.
+#[doc(hidden)]
+pub fn inject_tick_panic() {
+    INJECT_PANIC.store(true, Ordering::Relaxed);
+}
 
 /// Starts the watchdog thread once (no-op when already running).
 pub fn ensure_started() {
@@ -51,9 +76,39 @@ fn run() {
         let tick = config::current().tick;
         std::thread::sleep(tick);
         if config::enabled() {
-            tick_once();
+            guarded_tick();
         }
     }
+}
+
+/// One tick that cannot take the thread down: a panic in a rule is counted, reported on
+/// stderr the first time, and the next tick runs as usual.
+fn guarded_tick() -> usize {
+    match std::panic::catch_unwind(AssertUnwindSafe(tick_once)) {
+        Ok(new) => new,
+        Err(panic) => {
+            let first = PANICKED_TICKS.fetch_add(1, Ordering::Relaxed) == 0;
+            if first {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-string panic".into());
+                write_stderr(&format!(
+                    "lockscope: the watchdog's analysis panicked ({what}); that tick is lost, the watchdog goes on (counted in lockscope_detector_dropped_total{{what=\"tick\"}}). This is a bug in lockscope: please report it.\n"
+                ));
+            }
+            0
+        }
+    }
+}
+
+/// Writes straight to the process's stderr, not through `eprintln!`: this thread may have
+/// been spawned from a test thread, whose output the test harness captures (and drops).
+fn write_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
 }
 
 /// Runs one analysis now, on the calling thread: deadlocks (confirmed over two calls, as over
@@ -61,10 +116,14 @@ fn run() {
 ///
 /// The watchdog thread does this every tick; tests and tools may call it to be deterministic.
 pub fn check_now() -> usize {
-    tick_once()
+    guarded_tick()
 }
 
 fn tick_once() -> usize {
+    TICKS.fetch_add(1, Ordering::Relaxed);
+    if INJECT_PANIC.swap(false, Ordering::Relaxed) {
+        panic!("injected by lockscope_detector::watchdog::inject_tick_panic");
+    }
     let state = State::capture();
     let mut rules = RULES.lock();
     // Before the deadlock rule, so that a test failed by a self-deadlock lists both.
@@ -111,18 +170,33 @@ fn tick_once() -> usize {
     );
     finding::retain_active(rules.leak.kind(), &leaks);
     drop(rules);
-    exit_if_stuck(&deadlocks);
+    exit_if_stuck(&state, &deadlocks);
     new
 }
 
 /// Ends the process when a deadlock can be reported no other way: a blocked test thread, or
 /// plain threads under [`watchdog`].
-fn exit_if_stuck(deadlocks: &[finding::Finding]) {
+fn exit_if_stuck(state: &State, deadlocks: &[finding::Finding]) {
     if let Some((test, report)) = scope::unacknowledged_deadlocks(Duration::from_secs(1))
         .into_iter()
         .next()
     {
         die(&format!("in test {test}:\n{report}"));
+    }
+    // No silent hang: a test whose own thread is blocked in a lockscope wait can never fail
+    // by itself. Once a finding is known (or the wait passes the stuck threshold), end it.
+    if let Some(b) = scope::blocked_test_threads(state, Duration::from_secs(1))
+        .into_iter()
+        .next()
+    {
+        die(&format!(
+            "in test {}: its thread, {}, has been blocked for {} ms in a lockscope wait and can never notice a failure.\n{}\n{}",
+            b.test,
+            crate::actor::ActorId::from_thread_seq(b.thread).describe(),
+            b.blocked_ns / 1_000_000,
+            b.report,
+            live_state(state)
+        ));
     }
     if EXIT_GUARDS.load(Ordering::Relaxed) > 0 && !deadlocks.is_empty() && !scope::any_armed() {
         die(&finding::render_all(deadlocks));
@@ -130,15 +204,54 @@ fn exit_if_stuck(deadlocks: &[finding::Finding]) {
 }
 
 fn die(report: &str) -> ! {
-    // Straight to the stderr stream, not `eprintln!`: this thread may have been spawned from a
-    // test thread, whose output the test harness captures (and would drop at the exit below).
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
+    // Straight to the stderr stream: the harness would drop captured output at the exit.
+    write_stderr(&format!(
         "\nlockscope watchdog: a deadlock blocks threads that can never wake; ending the process.\n{report}\n"
-    );
-    let _ = err.flush();
+    ));
     std::process::exit(101);
+}
+
+/// The primitives that have waiters, with their holders and waiters: what a hung test was
+/// stuck on (at most 20 primitives).
+fn live_state(state: &State) -> String {
+    let mut out = String::from("live state (primitives with waiters):\n");
+    let mut shown = 0;
+    for p in state.prims.iter().filter(|p| !p.waiters.is_empty()) {
+        if shown == 20 {
+            out.push_str("  ...\n");
+            break;
+        }
+        shown += 1;
+        let r = crate::rules::prim_ref(&p.prim);
+        let _ = writeln!(
+            out,
+            "  {} \"{}\" (created at {}):",
+            r.kind, r.name, r.created_at
+        );
+        for h in &p.holds {
+            let _ = writeln!(
+                out,
+                "    held by {} for {} ms, acquired at {}",
+                h.actor.describe(),
+                state.hold_age(h) / 1_000_000,
+                crate::prim::site_string(h.site)
+            );
+        }
+        for w in &p.waiters {
+            let _ = writeln!(
+                out,
+                "    waited for by {} on {} for {} ms, at {}",
+                w.actor.describe(),
+                crate::actor::ActorId::from_thread_seq(w.thread).describe(),
+                state.wait_age(w) / 1_000_000,
+                crate::prim::site_string(w.site)
+            );
+        }
+    }
+    if shown == 0 {
+        out.push_str("  (none)\n");
+    }
+    out
 }
 
 /// Arms the blocking-deadlock watchdog for plain `#[test]`s and programs: while the returned

@@ -210,7 +210,7 @@ fn blocking_in_async_reports_the_guard_across_await_and_the_frozen_runtime() {
             "settings saved (the guard was released after the write)",
             "waits for blocking",
             "on an async runtime worker thread: the whole worker stalls",
-            "lockscope: deadlock: 2 tasks can never proceed",
+            "lockscope: deadlock: task 3 holds blocking_mutex \"settings\" across an .await and can only resume on thread 'runtime'",
             "the runtime is frozen for good; leaving",
         ],
     );

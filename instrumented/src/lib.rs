@@ -51,6 +51,7 @@
 
 pub mod parking_lot;
 mod probe;
+pub mod runtime;
 mod test_support;
 pub mod tokio;
 

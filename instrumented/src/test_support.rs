@@ -8,6 +8,9 @@ use std::time::Duration;
 pub use lockscope_detector::scope::ScopeOptions;
 pub use tokio;
 
+use std::sync::atomic::Ordering;
+
+use lockscope_detector::executor::{self, RuntimeKey};
 use lockscope_detector::{TestScope, actor, render_all};
 
 /// Runs one armed test: arms a scope, stamps the runtime's threads with it, runs `body`
@@ -27,10 +30,20 @@ pub fn run_test<F: Future>(
 ) -> F::Output {
     let scope = TestScope::arm(name, options);
     let id = scope.id();
-    builder.on_thread_start(move || actor::set_thread_scope(id));
+    let key = RuntimeKey::new();
+    builder
+        .on_thread_start(move || {
+            actor::set_thread_scope(id);
+            executor::thread_started(key);
+        })
+        .on_thread_stop(executor::thread_stopped);
+    crate::runtime::task_hooks(&mut builder);
     let rt = builder
         .build()
         .expect("Failed building the Runtime (lockscope::test)");
+    // This thread drives the body: the model learns that the body can only run here, and,
+    // on a multi-thread runtime, that once parked it needs a worker to wake it.
+    let block_on = executor::enter_block_on(key, rt.handle());
     let deadlock = scope.deadlock();
     let outcome = rt.block_on(async {
         let mut body = pin!(body);
@@ -42,10 +55,14 @@ pub fn run_test<F: Future>(
             if let Poll::Ready(report) = deadlock.as_mut().poll(cx) {
                 return Poll::Ready(Err(report));
             }
-            body.as_mut().poll(cx).map(Ok)
+            block_on.polling().store(true, Ordering::Relaxed);
+            let polled = body.as_mut().poll(cx).map(Ok);
+            block_on.polling().store(false, Ordering::Relaxed);
+            polled
         })
         .await
     });
+    drop(block_on);
     match outcome {
         Ok(out) => {
             // Leaks are judged while the runtime (and any task left running) still exists.

@@ -19,9 +19,12 @@
 //! count as held by someone who will release them. An actor waiting for several primitives at
 //! once (`select!`) counts as granted as soon as one of them is.
 //!
-//! A task of a current-thread runtime that holds a blocking guard can only run again on its
-//! thread; if that thread is itself blocked on a parking_lot lock, the task is stuck too.
-//! Such holds carry their thread ([`MHold::pinned_thread`]).
+//! The executor counts too. A task of a current-thread runtime (or a `LocalSet`) that holds a
+//! blocking guard can only run again on its thread, and a thread's own code (a `block_on`
+//! future) only on itself; if that thread is blocked in a blocking wait, the holder is stuck
+//! too. Such holds carry their thread ([`MHold::pinned_thread`]). A task of a multi-thread
+//! runtime, or a parked `block_on` future, needs any one of the runtime's workers; when every
+//! worker is blocked in a blocking wait, it is stuck ([`Executor`]).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -85,6 +88,33 @@ pub struct MPrim {
     pub waiters: Vec<MWait>,
 }
 
+/// The executor side of the model: who needs a runtime's workers, and which threads are them.
+#[derive(Clone, Debug, Default)]
+pub struct Executor {
+    /// Actors that can only run on a worker of this runtime (by key): a multi-thread
+    /// runtime's task that yielded, a parked `block_on` future.
+    pub needs_worker: HashMap<u64, u64>,
+    /// Worker threads: thread number -> runtime key.
+    pub workers: HashMap<u64, u64>,
+    /// Worker count of each runtime (by key).
+    pub worker_count: HashMap<u64, usize>,
+}
+
+impl Executor {
+    /// Whether every worker of runtime `rt` is blocked now (`tb`: blocking waits per thread).
+    fn all_blocked(&self, rt: u64, tb: &HashMap<u64, usize>) -> bool {
+        let Some(&n) = self.worker_count.get(&rt) else {
+            return false;
+        };
+        let blocked = self
+            .workers
+            .iter()
+            .filter(|&(t, r)| *r == rt && tb.get(t).copied().unwrap_or(0) > 0)
+            .count();
+        n > 0 && blocked >= n
+    }
+}
+
 /// What stays blocked after the reduction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reduction {
@@ -106,6 +136,8 @@ struct Actor {
     escapes: bool,
     /// Granted a wait while it could not run: once it runs, that `select!` branch is ready.
     granted: bool,
+    /// Runtime whose workers it needs to run (see [`Executor::needs_worker`]).
+    needs: Option<u64>,
 }
 
 /// Reduces the model (see module docs). Linear in holds + waits, times the number of rounds
@@ -121,6 +153,12 @@ struct Actor {
 ///   becomes a hold it cannot release, and it cannot give up a timed wait, until that
 ///   thread runs again.
 pub fn reduce(prims: &[MPrim]) -> Reduction {
+    reduce_with(prims, &Executor::default())
+}
+
+/// [`reduce`], with the executor in the model: actors in [`Executor::needs_worker`] cannot
+/// run while every worker of their runtime is blocked.
+pub fn reduce_with(prims: &[MPrim], exec: &Executor) -> Reduction {
     let mut actors: HashMap<u64, Actor> = HashMap::new();
     let mut thread_blockers: HashMap<u64, usize> = HashMap::new();
     let blank = || Actor {
@@ -131,6 +169,7 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
         pinned: Vec::new(),
         escapes: false,
         granted: false,
+        needs: None,
     };
     // Live holds per primitive: (actor, permits, mode); grants to pinned actors are appended.
     let mut live: Vec<Vec<Option<(u64, u32, Mode)>>> = Vec::with_capacity(prims.len());
@@ -163,9 +202,10 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
         }
         pending.push(q);
     }
-    for a in actors.values_mut() {
+    for (id, a) in actors.iter_mut() {
         a.pinned.sort_unstable();
         a.pinned.dedup();
+        a.needs = exec.needs_worker.get(id).copied();
     }
 
     let pinned_blocked = |a: &Actor, me: u64, tb: &HashMap<u64, usize>| {
@@ -181,7 +221,7 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
                 })
                 .count();
             n > own
-        })
+        }) || a.needs.is_some_and(|rt| exec.all_blocked(rt, tb))
     };
     let can_go = |a: &Actor, me: u64, tb: &HashMap<u64, usize>| {
         !a.free && (a.waits.is_empty() || a.escapes || a.granted) && !pinned_blocked(a, me, tb)
@@ -219,10 +259,10 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
                     }
                 }
             }
-            // The thread runs again: tasks pinned to it may go on.
+            // The thread runs again: tasks pinned to it (or to its runtime) may go on.
             for t in unblocked {
                 for (&other, oa) in actors.iter() {
-                    if oa.pinned.contains(&t) && can_go(oa, other, &thread_blockers) {
+                    if runs_on(oa, t, exec) && can_go(oa, other, &thread_blockers) {
                         work.push(other);
                     }
                 }
@@ -252,7 +292,7 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
                         *n -= 1;
                         if *n == 0 {
                             for (&other, oa) in actors.iter() {
-                                if oa.pinned.contains(&t) && can_go(oa, other, &thread_blockers) {
+                                if runs_on(oa, t, exec) && can_go(oa, other, &thread_blockers) {
                                     work.push(other);
                                 }
                             }
@@ -299,10 +339,18 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
     Reduction {
         blocked: actors
             .iter()
-            .filter(|(_, a)| !a.free && (!a.waits.is_empty() || !a.pinned.is_empty()))
+            .filter(|(_, a)| {
+                !a.free && (!a.waits.is_empty() || !a.pinned.is_empty() || a.needs.is_some())
+            })
             .map(|(&id, _)| id)
             .collect(),
     }
+}
+
+/// Whether actor `a` can run on thread `t` once it runs again: pinned to it, or needing a
+/// worker of the runtime `t` serves.
+fn runs_on(a: &Actor, t: u64, exec: &Executor) -> bool {
+    a.pinned.contains(&t) || a.needs.is_some() && a.needs == exec.workers.get(&t).copied()
 }
 
 /// The next waiter of one primitive that would be granted now, if any.
@@ -547,5 +595,88 @@ mod tests {
             }],
         };
         assert_eq!(reduce(&[m]).blocked, BTreeSet::from([7, 8]));
+    }
+
+    /// A parking_lot mutex held by actor 1, waited for by tasks 2 and 3 blocking threads 10
+    /// and 11, the two workers of runtime 5.
+    fn every_worker_behind(holder: u64) -> (MPrim, Executor) {
+        let m = MPrim {
+            id: 1,
+            policy: Policy::Exclusive,
+            capacity: 1,
+            closed: false,
+            holds: vec![hold(holder, 1, Mode::Exclusive)],
+            waiters: vec![
+                MWait {
+                    blocks_thread: Some(10),
+                    ..wait(2, 1, Mode::Exclusive)
+                },
+                MWait {
+                    blocks_thread: Some(11),
+                    ..wait(3, 1, Mode::Exclusive)
+                },
+            ],
+        };
+        let exec = Executor {
+            needs_worker: HashMap::from([(holder, 5)]),
+            workers: HashMap::from([(10, 5), (11, 5)]),
+            worker_count: HashMap::from([(5, 2)]),
+        };
+        (m, exec)
+    }
+
+    #[test]
+    fn a_holder_needing_a_worker_when_every_worker_is_blocked() {
+        let (m, exec) = every_worker_behind(1);
+        assert_eq!(
+            reduce_with(std::slice::from_ref(&m), &exec).blocked,
+            BTreeSet::from([1, 2, 3])
+        );
+        // Without the executor, the holder is assumed to finish.
+        assert!(reduce(std::slice::from_ref(&m)).blocked.is_empty());
+        // One worker left free: the holder can run there.
+        let three = Executor {
+            worker_count: HashMap::from([(5, 3)]),
+            ..exec.clone()
+        };
+        assert!(
+            reduce_with(std::slice::from_ref(&m), &three)
+                .blocked
+                .is_empty()
+        );
+        // Workers of another runtime do not count.
+        let other = Executor {
+            needs_worker: HashMap::from([(1, 6)]),
+            worker_count: HashMap::from([(5, 2), (6, 2)]),
+            ..exec
+        };
+        assert!(reduce_with(&[m], &other).blocked.is_empty());
+    }
+
+    #[test]
+    fn a_worker_freed_by_a_timed_wait_lets_the_holder_run() {
+        let (mut m, exec) = every_worker_behind(1);
+        m.waiters[1].timed = true;
+        assert!(reduce_with(&[m], &exec).blocked.is_empty());
+    }
+
+    #[test]
+    fn a_holder_pinned_to_its_own_thread() {
+        // Thread actor 9 (a block_on future) holds; a task on its thread blocks it.
+        let m = MPrim {
+            id: 1,
+            policy: Policy::Exclusive,
+            capacity: 1,
+            closed: false,
+            holds: vec![MHold {
+                pinned_thread: Some(9),
+                ..hold(9 | 1 << 63, 1, Mode::Exclusive)
+            }],
+            waiters: vec![MWait {
+                blocks_thread: Some(9),
+                ..wait(4, 1, Mode::Exclusive)
+            }],
+        };
+        assert_eq!(reduce(&[m]).blocked, BTreeSet::from([4, 9 | 1 << 63]));
     }
 }

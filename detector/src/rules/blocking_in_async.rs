@@ -6,8 +6,10 @@
 //!   polls `tokio::task::yield_now()` once with a private waker: outside a scheduler (a plain
 //!   thread, `spawn_blocking`, `block_in_place`, the `block_on` thread of a multi-thread
 //!   runtime) tokio wakes it at once, on a worker it defers the wake. Only on the slow path.
-//!   Reported once the wait has stalled the worker for [`WORKER_STALL_NS`] (when it ends, or
-//!   by the watchdog while it lasts): a brief wait for a short critical section is fine.
+//!   Reported once the wait has stalled the worker for the worker-stall threshold
+//!   ([`Config::worker_stall`](crate::Config::worker_stall): 10 ms in tests, 50 ms in
+//!   production; when it ends, or by the watchdog while it lasts): a brief wait for a short
+//!   critical section is fine.
 //! - A guard is held across an `.await` when its task yields while holding it: seen when the
 //!   same task starts an async wait, when another task runs lockscope code on that thread
 //!   while the guard is held, or when the guard is released on another thread.
@@ -64,16 +66,16 @@ pub fn on_async_worker() -> bool {
         .unwrap_or(false)
 }
 
-/// How long a blocking wait may stall an async worker before it is reported (50 ms): far
-/// above a short critical section under contention (microseconds), and above the few
-/// milliseconds a loaded machine may preempt the holder for, so that only real stalls count.
-pub const WORKER_STALL_NS: u64 = 50_000_000;
-
 /// A blocking wait on a worker (`w`, on `prim`) has lasted `waited` ns: reported once past
-/// [`WORKER_STALL_NS`]. Called when the wait ends and by the watchdog while it lasts.
+/// the worker-stall threshold of the test it belongs to (the process-wide one otherwise).
+/// Called when the wait ends and by the watchdog while it lasts.
 #[cold]
 pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
-    if !w.on_worker || waited < WORKER_STALL_NS {
+    if !w.on_worker {
+        return;
+    }
+    let threshold = crate::scope::config_for(&[w.scope, prim.scope()]).worker_stall;
+    if u128::from(waited) < threshold.as_nanos() {
         return;
     }
     let r = prim_ref(prim);
@@ -101,7 +103,7 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
     finding::report(f);
 }
 
-/// Blocking waits on workers that have lasted past [`WORKER_STALL_NS`] (the watchdog's check,
+/// Blocking waits on workers that have lasted past the worker-stall threshold (the watchdog's check,
 /// for stalls that have not ended, such as a worker frozen for good).
 pub(crate) fn check_stalls(state: &State) {
     for p in &state.prims {

@@ -9,8 +9,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::actor::ActorId;
 use crate::finding::{ActorReport, Finding, FindingKind};
-use crate::graph::waitfor::{self, MHold, MPrim, MWait, Policy};
-use crate::held::FLAG_PINNED_THREAD;
+use crate::graph::waitfor::{self, Executor, MHold, MPrim, MWait, Policy};
+use crate::held::{FLAG_PINNED_THREAD, HoldView};
 use crate::prim::PrimKind;
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
 use crate::snapshot::State;
@@ -40,7 +40,7 @@ pub fn model(state: &State) -> Vec<MPrim> {
                         permits: h.permits,
                         mode: h.mode,
                         movable: h.movable(),
-                        pinned_thread: (h.flags & FLAG_PINNED_THREAD != 0).then_some(h.thread),
+                        pinned_thread: pinned_thread(state, h),
                     })
                     .collect(),
                 waiters: p
@@ -59,6 +59,164 @@ pub fn model(state: &State) -> Vec<MPrim> {
         .collect()
 }
 
+/// The thread a hold's holder can only run on, if any: a task of a current-thread runtime
+/// (flagged when it took a blocking guard) or of a `LocalSet` on a `block_on` thread, and a
+/// thread's own code (say, a `block_on` future), which runs on that thread alone.
+fn pinned_thread(state: &State, h: &HoldView) -> Option<u64> {
+    match h.actor.thread_seq() {
+        Some(own) => Some(own),
+        None if h.flags & FLAG_PINNED_THREAD != 0 => Some(h.thread),
+        None => state
+            .executors
+            .runtimes
+            .values()
+            .any(|r| r.block_on.is_some_and(|(t, _)| t == h.thread))
+            .then_some(h.thread),
+    }
+}
+
+/// The executor side of the model (see [`waitfor::Executor`]): the known runtimes' workers
+/// that are blocked in a blocking wait, and the holders that need one of them to run: a
+/// task whose hold was taken on a worker now blocked by someone else (so it is not running
+/// there), and a parked `block_on` future of a multi-thread runtime.
+pub fn executor(state: &State) -> Executor {
+    let ex = &state.executors;
+    let mut out = Executor::default();
+    if ex.runtimes.is_empty() {
+        return out;
+    }
+    // Worker threads blocked now, by whom.
+    let mut blocked_by: HashMap<u64, Vec<u64>> = HashMap::new();
+    for p in &state.prims {
+        for w in p.waiters.iter().filter(|w| w.on_worker) {
+            if let Some(rt) = ex.runtime_of(w.thread).filter(|r| r.multi) {
+                out.workers.insert(w.thread, rt.key);
+                out.worker_count.insert(rt.key, rt.workers);
+                blocked_by
+                    .entry(w.thread)
+                    .or_default()
+                    .push(w.actor.as_u64());
+            }
+        }
+    }
+    if out.workers.is_empty() {
+        return out;
+    }
+    for p in &state.prims {
+        for h in &p.holds {
+            let a = h.actor.as_u64();
+            let rt = match h.actor.thread_seq() {
+                Some(seq) => ex.parked_block_on(seq).map(|r| r.key),
+                None => out.workers.get(&h.thread).copied().filter(|_| {
+                    blocked_by
+                        .get(&h.thread)
+                        .is_some_and(|by| by.iter().any(|&b| b != a))
+                }),
+            };
+            if let Some(rt) = rt {
+                out.needs_worker.insert(a, rt);
+            }
+        }
+    }
+    out
+}
+
+/// Why the holders of a group that wait for nothing cannot run: the sentences of a report
+/// whose deadlock goes through the executor (the first one leads the report), empty when the
+/// group is a plain cycle of waits.
+fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
+    let mut out = Vec::new();
+    let blocked_waits = |thread: u64| -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        for p in &state.prims {
+            for w in p.waiters.iter().filter(|w| w.thread == thread) {
+                if p.prim.kind().is_blocking() && g.actors.contains(&w.actor.as_u64()) {
+                    v.push((w.actor.describe(), noun(&prim_ref(&p.prim))));
+                }
+            }
+        }
+        v
+    };
+    for &a in &g.actors {
+        let id = ActorId::from_u64(a).unwrap_or(ActorId::from_thread_seq(0));
+        let waits = state
+            .prims
+            .iter()
+            .any(|p| p.waiters.iter().any(|w| w.actor.as_u64() == a));
+        if waits {
+            continue;
+        }
+        let holds: Vec<&HoldView> = state
+            .prims
+            .iter()
+            .flat_map(|p| p.holds.iter())
+            .filter(|h| h.actor.as_u64() == a)
+            .collect();
+        let holder = match id.thread_seq() {
+            Some(seq) if state.executors.parked_block_on(seq).is_some() => {
+                format!("the block_on future on {}", id.describe())
+            }
+            Some(_) => format!("{} (its own code)", id.describe()),
+            None => id.describe(),
+        };
+        let what = holds
+            .iter()
+            .filter_map(|h| state.get(h.prim).map(|p| noun(&prim_ref(&p.prim))))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Some(&rt) = exec.needs_worker.get(&a) {
+            let workers = exec.worker_count.get(&rt).copied().unwrap_or(0);
+            let mut by: Vec<String> = Vec::new();
+            for (&t, &r) in &exec.workers {
+                if r == rt {
+                    for (who, what) in blocked_waits(t) {
+                        let name = actor_thread_name(t);
+                        by.push(format!("{name} by {who} waiting for {what}"));
+                    }
+                }
+            }
+            by.sort();
+            out.push(format!(
+                "every worker of the runtime ({workers} of {workers}, multi_thread) is blocked waiting for {what}; its holder, {holder}, needs a worker to resume: it holds the guard across an .await, and only a worker can wake it"
+            ));
+            if !by.is_empty() {
+                out.push(format!("blocked workers: {}", by.join("; ")));
+            }
+            continue;
+        }
+        let Some(thread) = holds.iter().find_map(|h| pinned_thread(state, h)) else {
+            continue;
+        };
+        let flavor = match state.executors.runtime_of(thread) {
+            Some(r) if r.multi => "a LocalSet on the block_on thread of a multi_thread runtime",
+            Some(_) => "a current_thread runtime",
+            None => "a current_thread runtime or a LocalSet",
+        };
+        let by = blocked_waits(thread)
+            .into_iter()
+            .map(|(who, what)| format!("{who} waiting for {what}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if id.thread_seq() == Some(thread) {
+            out.push(format!(
+                "{} holds {what} across an .await, and {by}, polled on that same thread ({flavor}), blocks it: the thread can never get back to the code that would release it",
+                id.describe()
+            ));
+        } else {
+            out.push(format!(
+                "{holder} holds {what} across an .await and can only resume on {} ({flavor}), which {by} blocks: it can never run to release it",
+                actor_thread_name(thread)
+            ));
+        }
+    }
+    out
+}
+
+/// `thread 'name' (#3)` for a lockscope thread number.
+fn actor_thread_name(seq: u64) -> String {
+    ActorId::from_thread_seq(seq).describe()
+}
+
 /// A blocked group: its actors and the primitives they hold or wait for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
@@ -72,7 +230,7 @@ pub struct Group {
 
 /// Every blocked group in `state`.
 pub fn blocked_groups(state: &State) -> Vec<Group> {
-    let blocked = waitfor::reduce(&model(state)).blocked;
+    let blocked = waitfor::reduce_with(&model(state), &executor(state)).blocked;
     if blocked.is_empty() {
         return Vec::new();
     }
@@ -278,7 +436,11 @@ pub fn report(state: &State, g: &Group) -> Finding {
             }
         }
     };
-    let summary = if g.actors.len() == 1 {
+    let exec = executor(state);
+    let stuck_on_executor = executor_details(state, g, &exec);
+    let summary = if let Some(why) = stuck_on_executor.first().filter(|_| g.actors.len() > 1) {
+        why.clone()
+    } else if g.actors.len() == 1 {
         format!(
             "{who} waits for {} and can never proceed: what it waits for is held by itself",
             waited_names.join(" and ")
@@ -307,18 +469,13 @@ pub fn report(state: &State, g: &Group) -> Finding {
                 .into(),
         );
     }
-    f.fix = if g.actors.len() == 1 {
+    f.details.extend(stuck_on_executor.iter().skip(1).cloned());
+    f.fix = if !stuck_on_executor.is_empty() {
+        "do not hold a blocking guard across an .await: drop it before awaiting, or use lockscope::tokio::Mutex (an async lock) for data shared across .await; run long blocking waits in tokio::task::spawn_blocking".into()
+    } else if g.actors.len() == 1 {
         "release what you hold before waiting for it again, or pass the guard you hold down to the code that needs it".into()
     } else {
         "take primitives in one global order, never wait for a primitive while holding one its holder needs, and acquire all the permits a task needs in one call".into()
     };
-    for a in &f.actors {
-        if a.waits.is_empty() {
-            f.details.push(format!(
-                "{} waits for nothing lockscope sees, yet cannot run: it holds a blocking guard on a current-thread runtime whose only thread is itself blocked",
-                a.name
-            ));
-        }
-    }
     f
 }

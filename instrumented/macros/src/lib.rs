@@ -16,6 +16,7 @@ struct Args {
     stuck_ms: Option<u64>,
     starvation_ms: Option<u64>,
     leak_ms: Option<u64>,
+    worker_stall_ms: Option<u64>,
     krate: Option<syn::Path>,
 }
 
@@ -64,6 +65,7 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
         stuck_ms: None,
         starvation_ms: None,
         leak_ms: None,
+        worker_stall_ms: None,
         krate: None,
     };
     let mut flavor_span = None;
@@ -101,6 +103,9 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
             "stuck_ms" => a.stuck_ms = Some(positive(&nv.value, "stuck_ms")?),
             "starvation_ms" => a.starvation_ms = Some(positive(&nv.value, "starvation_ms")?),
             "leak_ms" => a.leak_ms = Some(positive(&nv.value, "leak_ms")?),
+            "worker_stall_ms" => {
+                a.worker_stall_ms = Some(positive(&nv.value, "worker_stall_ms")?);
+            }
             "crate" => {
                 let s = lit_str(&nv.value).ok_or_else(|| {
                     syn::Error::new_spanned(&nv.value, "`crate` expects a string path")
@@ -111,7 +116,8 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
                 return Err(syn::Error::new_spanned(
                     &nv.path,
                     "unknown argument; expected one of `flavor`, `worker_threads`, \
-                     `start_paused`, `crate`, `stuck_ms`, `starvation_ms`, `leak_ms`",
+                     `start_paused`, `crate`, `stuck_ms`, `starvation_ms`, `leak_ms`, \
+                     `worker_stall_ms`",
                 ));
             }
         }
@@ -186,10 +192,11 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         Some(n) => quote!(::core::option::Option::Some(#n)),
         None => quote!(::core::option::Option::None),
     };
-    let (stuck, starvation, leak) = (
+    let (stuck, starvation, leak, worker_stall) = (
         opt(args.stuck_ms),
         opt(args.starvation_ms),
         opt(args.leak_ms),
+        opt(args.worker_stall_ms),
     );
     let body = &f.block;
     let output = match &f.sig.output {
@@ -199,11 +206,11 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let span = body.brace_token.span.join();
     let new_body = quote_spanned! {span=>
         {
-            let __options = #krate::__private::ScopeOptions {
-                stuck_ms: #stuck,
-                starvation_ms: #starvation,
-                leak_ms: #leak,
-            };
+            let mut __options = #krate::__private::ScopeOptions::default();
+            __options.stuck_ms = #stuck;
+            __options.starvation_ms = #starvation;
+            __options.leak_ms = #leak;
+            __options.worker_stall_ms = #worker_stall;
             let mut __builder = #builder;
             __builder.enable_all();
             #workers

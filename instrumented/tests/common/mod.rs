@@ -7,14 +7,10 @@ use lockscope::detector::{Finding, FindingKind, ScopeOptions, TestScope};
 
 /// Arms a test scope on this thread (a current-thread runtime's tasks run here too).
 pub fn arm(name: &str, stuck_ms: u64, starvation_ms: u64) -> TestScope {
-    TestScope::arm(
-        name,
-        ScopeOptions {
-            stuck_ms: Some(stuck_ms),
-            starvation_ms: Some(starvation_ms),
-            leak_ms: None,
-        },
-    )
+    let mut options = ScopeOptions::default();
+    options.stuck_ms = Some(stuck_ms);
+    options.starvation_ms = Some(starvation_ms);
+    TestScope::arm(name, options)
 }
 
 /// Polls the detector (bounded: 5 s) until a finding of `kind` naming `lock` reached
