@@ -637,3 +637,31 @@ fn blocking_released(prim: &Prim, e: &EntryRef) {
         rules::blocking_in_async::report_moved(prim, &v, here);
     }
 }
+
+// --- task hooks (tokio_unstable runtimes instrumented by lockscope) ---------------------------
+
+/// A task's poll ended (tokio's `on_after_task_poll`). A task that still holds a blocking
+/// guard taken on this thread has yielded with it: a `blocking-in-async` at once, no
+/// contention needed. One thread-local read when it holds none.
+#[inline]
+pub fn task_poll_ended(id: tokio::task::Id) {
+    if LOCAL.try_with(|l| l.blocking_in_task.get()).unwrap_or(0) == 0 || !enabled() {
+        return;
+    }
+    task_poll_ended_slow(ActorId::task(id));
+}
+
+#[cold]
+fn task_poll_ended_slow(actor: ActorId) {
+    if let Some(h) = blocking_held_here(actor) {
+        rules::blocking_in_async::report_yielded(&h);
+    }
+}
+
+/// A task ended (tokio's `on_task_terminate`): whatever it still holds has outlived it (see
+/// [`rules::task_ended`]).
+pub fn task_ended(id: tokio::task::Id) {
+    if enabled() {
+        rules::task_ended::ended(ActorId::task(id), clock::coarse_now());
+    }
+}

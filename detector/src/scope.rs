@@ -139,6 +139,13 @@ impl TestScope {
         }
     }
 
+    /// Tells the watchdog that this test listens for its deadlocks but cannot be woken (a
+    /// plain test with no runtime): a deadlock or a hang of its thread then ends the process
+    /// with the report, as when [`deadlock`](TestScope::deadlock) is awaited and never answered.
+    pub fn listen(&self) {
+        self.state.deadlock.lock().listening = true;
+    }
+
     /// Ends the test: checks for permits still held or forgotten, disarms, and returns the
     /// findings made during the test.
     pub fn finish(self) -> Vec<Finding> {

@@ -21,6 +21,7 @@ use crate::rules::deadlock::Deadlock;
 use crate::rules::leaked_permit::LeakedPermit;
 use crate::rules::starvation::Starvation;
 use crate::rules::stuck_queue::StuckQueue;
+use crate::rules::task_ended::TaskEnded;
 use crate::rules::{Rule, Verdict};
 use crate::snapshot::State;
 use crate::{config, scope};
@@ -31,6 +32,7 @@ struct Rules {
     stuck: StuckQueue,
     starvation: Starvation,
     leak: LeakedPermit,
+    task_ended: TaskEnded,
 }
 
 static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
@@ -149,6 +151,7 @@ fn tick_once() -> usize {
     rules.starvation.skip_waits = confirmed;
     verdicts.extend(rules.starvation.check(&state));
     verdicts.extend(rules.leak.check(&state));
+    verdicts.extend(rules.task_ended.check(&state));
     crate::rules::blocking_in_async::check_stalls(&state);
     for v in verdicts {
         if let Verdict::Found(f) = v
@@ -161,6 +164,7 @@ fn tick_once() -> usize {
     finding::retain_active(rules.stuck.kind(), &rules.stuck.active);
     finding::retain_active(rules.starvation.kind(), &rules.starvation.active);
     let mut leaks: HashSet<String> = rules.leak.active.clone();
+    leaks.extend(rules.task_ended.active.iter().cloned());
     // End-of-test leaks stay active: nothing re-checks them.
     leaks.extend(
         finding::findings()

@@ -55,12 +55,20 @@ pub mod runtime;
 mod test_support;
 pub mod tokio;
 
-/// Marks an async test, like `#[tokio::test]`, with lockscope's detector armed for it.
+/// Marks a test, like `#[tokio::test]` (on an `async fn`) or `#[test]` (on a plain `fn`,
+/// which runs with no runtime), with lockscope's detector armed for it.
 ///
 /// It accepts everything `#[tokio::test]` does (`flavor = "current_thread" | "multi_thread"`,
 /// `worker_threads = N`, `start_paused = true`, `crate = "path"`) plus the detector's
-/// thresholds for this test: `stuck_ms`, `starvation_ms`, `leak_ms` (defaults: 1000, 1000,
-/// and "end of test"; the `LOCKSCOPE_*_MS` variables override the defaults).
+/// thresholds for this test: `stuck_ms`, `starvation_ms`, `leak_ms`, `worker_stall_ms`
+/// (defaults: 1000, 1000, "end of test" and 10; the `LOCKSCOPE_*_MS` variables override the
+/// defaults). The runtime it builds is instrumented (see [`runtime`]), so a blocking guard
+/// held across an `.await` that blocks the thread its holder needs is a `deadlock`.
+///
+/// - No silent hang: when the test's own thread is blocked inside a lockscope wait (it can
+///   never panic), the watchdog prints the test's name, its findings and the live state to
+///   stderr and ends the process with status 101, once a finding is known or the wait passes
+///   the stuck threshold.
 ///
 /// - A live `deadlock` among the test's tasks and threads fails the test within about a
 ///   second with the report, instead of hanging. If even that is impossible (the test's own
@@ -88,6 +96,12 @@ pub mod tokio;
 ///
 /// #[lockscope::test(flavor = "multi_thread", worker_threads = 2, stuck_ms = 500)]
 /// async fn busy_pool() { /* ... */ }
+///
+/// #[lockscope::test]
+/// fn plain_threads() {
+///     let m = lockscope::parking_lot::Mutex::named("counter", 0);
+///     *m.lock() += 1;
+/// }
 /// ```
 pub use lockscope_macros::test;
 

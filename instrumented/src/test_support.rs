@@ -82,3 +82,21 @@ pub fn run_test<F: Future>(
         }
     }
 }
+
+/// Runs one armed plain (non-async) test: as [`run_test`], with no runtime. A deadlock that
+/// blocks the test's thread ends the process with the report (the thread can never notice).
+///
+/// # Panics
+///
+/// With the report, when any finding belongs to the test; and as the body does.
+#[track_caller]
+pub fn run_plain_test<T>(name: &str, options: ScopeOptions, body: impl FnOnce() -> T) -> T {
+    let scope = TestScope::arm(name, options);
+    scope.listen();
+    let out = body();
+    let findings = scope.finish();
+    if !findings.is_empty() {
+        panic!("{}", render_all(&findings));
+    }
+    out
+}

@@ -151,3 +151,50 @@ async fn owned_guard_self_wait_fails_as_a_stuck_queue_instead_of_hanging() {
     let _g = m.clone().lock_owned().await;
     let _again = m.lock().await;
 }
+
+/// `#[lockscope::test]` on a plain `fn`: armed, no runtime, fails on its findings.
+#[lockscope::test]
+fn a_plain_fn_runs_armed_with_no_runtime() {
+    assert!(tokio::runtime::Handle::try_current().is_err(), "no runtime");
+    let m = lockscope::parking_lot::Mutex::named("plain_fn", 0);
+    *m.lock() += 1;
+    assert_eq!(*m.lock(), 1);
+}
+
+#[lockscope::test]
+fn a_plain_fn_may_return_a_result() -> Result<(), String> {
+    Ok(())
+}
+
+/// A plain test that re-locks its own mutex fails with the finding, in a child process.
+#[lockscope::test]
+#[ignore = "deliberately fails; run in a child process by the test below"]
+fn plain_fn_with_a_finding() {
+    if std::env::var_os("LOCKSCOPE_PLAIN_FN_CHILD").is_none() {
+        return;
+    }
+    let a = lockscope::parking_lot::Mutex::named("plain_a", 0);
+    let b = lockscope::parking_lot::Mutex::named("plain_b", 0);
+    {
+        let _a = a.lock();
+        let _b = b.lock();
+    }
+    let _b = b.lock();
+    let _a = a.lock();
+}
+
+#[test]
+fn a_plain_fn_fails_on_its_findings() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["plain_fn_with_a_finding", "--exact", "--ignored"])
+        .env("LOCKSCOPE_PLAIN_FN_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("lockscope: lock-order-inversion") && text.contains("plain_a"),
+        "{text}"
+    );
+}

@@ -150,6 +150,14 @@ pub(crate) fn check_async_wait(prim: &Prim, actor: ActorId, acq: &Acq, held: Opt
     finding::report(held_across_await(&h, evidence));
 }
 
+/// A task's poll ended while it held a blocking guard (tokio's task hooks told us): it has
+/// yielded at an `.await` with the guard held.
+#[cold]
+pub(crate) fn report_yielded(h: &HoldView) {
+    let evidence = "its poll returned Pending while it held the guard (seen by lockscope's tokio_unstable task hooks), so it is suspended at an .await with the guard held".to_owned();
+    finding::report(held_across_await(h, evidence));
+}
+
 /// Another task runs on a thread where a task holds a blocking guard.
 #[cold]
 pub(crate) fn check_neighbours(running: ActorId) {

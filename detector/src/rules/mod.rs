@@ -20,6 +20,7 @@ pub mod lock_order_inversion;
 pub mod nested_acquire;
 pub mod starvation;
 pub mod stuck_queue;
+pub mod task_ended;
 
 /// What a state rule concluded about one candidate.
 #[derive(Debug)]

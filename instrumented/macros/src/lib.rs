@@ -146,8 +146,8 @@ fn positive(e: &Expr, key: &str) -> syn::Result<u64> {
     Ok(n)
 }
 
-/// Marks an async test: a `#[tokio::test]` whose runtime and threads are watched by
-/// lockscope's detector. See `lockscope::test` for the full documentation.
+/// Marks a test watched by lockscope's detector: on an `async fn`, a `#[tokio::test]`; on a
+/// plain `fn`, a `#[test]` with no runtime. See `lockscope::test` for the full documentation.
 #[proc_macro_attribute]
 pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -159,10 +159,13 @@ pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
 fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let args = parse_args(attr)?;
     let mut f: ItemFn = syn::parse2(item)?;
-    if f.sig.asyncness.take().is_none() {
+    let is_async = f.sig.asyncness.take().is_some();
+    if !is_async
+        && (args.multi_thread || args.worker_threads.is_some() || args.start_paused.is_some())
+    {
         return Err(syn::Error::new_spanned(
             f.sig.fn_token,
-            "the `async` keyword is missing from the function declaration",
+            "runtime arguments (`flavor`, `worker_threads`, `start_paused`) need an `async fn`; a plain `fn` runs with no runtime",
         ));
     }
     if !f.sig.inputs.is_empty() {
@@ -204,6 +207,30 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         syn::ReturnType::Type(_, t) => quote!(#t),
     };
     let span = body.brace_token.span.join();
+    if !is_async {
+        let new_body = quote_spanned! {span=>
+            {
+                let mut __options = #krate::__private::ScopeOptions::default();
+                __options.stuck_ms = #stuck;
+                __options.starvation_ms = #starvation;
+                __options.leak_ms = #leak;
+                __options.worker_stall_ms = #worker_stall;
+                let __out: #output = #krate::__private::run_plain_test(
+                    ::core::concat!(::core::module_path!(), "::", #name),
+                    __options,
+                    || #body,
+                );
+                __out
+            }
+        };
+        f.block = syn::parse2(new_body)?;
+        let attrs = std::mem::take(&mut f.attrs);
+        return Ok(quote! {
+            #[::core::prelude::v1::test]
+            #(#attrs)*
+            #f
+        });
+    }
     let new_body = quote_spanned! {span=>
         {
             let mut __options = #krate::__private::ScopeOptions::default();

@@ -1,0 +1,117 @@
+//! `leaked-permit` for permits and guards that outlive the task that took them.
+//!
+//! Where tokio tells lockscope that a task has ended (`on_task_terminate`, in runtimes built
+//! with `--cfg tokio_unstable` and instrumented by `#[lockscope::test]` or
+//! `lockscope::runtime::instrument`), a permit or guard its task took and that is still held
+//! afterwards has been moved somewhere that outlives the work (a response object, a
+//! collection): the linkerd concurrency-limit pattern. It is reported once it has outlived
+//! its task by the leak threshold, or in tests (where the leak threshold is the end of the
+//! test) by the stuck threshold, so that a permit handed on for a moment is not a leak.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use parking_lot::Mutex;
+
+use crate::actor::ActorId;
+use crate::finding::{Finding, FindingKind};
+use crate::held::HoldView;
+use crate::prim::site_string;
+use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
+use crate::snapshot::State;
+
+/// Ended tasks remembered at most (the oldest are forgotten first).
+const MEMORY: usize = 65_536;
+
+/// Tasks that ended, with when (coarse clock), oldest first.
+static ENDED: Mutex<VecDeque<(u64, u64)>> = Mutex::new(VecDeque::new());
+
+/// Task `actor` ended at `at` (coarse ns).
+pub(crate) fn ended(actor: ActorId, at: u64) {
+    let mut e = ENDED.lock();
+    if e.len() == MEMORY {
+        e.pop_front();
+    }
+    e.push_back((actor.as_u64(), at));
+}
+
+/// The rule, with the keys of the findings that still hold.
+#[derive(Default)]
+pub(crate) struct TaskEnded {
+    pub(crate) active: HashSet<String>,
+}
+
+impl Rule for TaskEnded {
+    fn kind(&self) -> FindingKind {
+        FindingKind::LeakedPermit
+    }
+
+    fn check(&mut self, state: &State) -> Vec<Verdict> {
+        self.active.clear();
+        let ended: HashMap<u64, u64> = {
+            let mut e = ENDED.lock();
+            if e.is_empty() {
+                return Vec::new();
+            }
+            // A task that ended can take nothing more: forget those that hold nothing now.
+            let holding: HashSet<u64> = state
+                .prims
+                .iter()
+                .flat_map(|p| p.holds.iter().map(|h| h.actor.as_u64()))
+                .collect();
+            e.retain(|(a, _)| holding.contains(a));
+            e.iter().copied().collect()
+        };
+        let mut out = Vec::new();
+        for p in &state.prims {
+            let mut outlived: Vec<(&HoldView, u64)> = Vec::new();
+            for h in &p.holds {
+                let Some(&end) = ended.get(&h.actor.as_u64()) else {
+                    continue;
+                };
+                let cfg = crate::scope::config_for(&[h.scope, p.prim.scope()]);
+                let grace = cfg.leak.unwrap_or(cfg.stuck).as_nanos() as u64;
+                let since_end = state.now_coarse.saturating_sub(end);
+                if since_end >= grace {
+                    outlived.push((h, since_end));
+                }
+            }
+            let Some(&(first, since_end)) = outlived.first() else {
+                continue;
+            };
+            let r = prim_ref(&p.prim);
+            let key = format!("task-ended|{}|{}", r.id, site_string(first.site));
+            let permits: u32 = outlived.iter().map(|(h, _)| h.permits).sum();
+            let what = if p.prim.kind() == crate::prim::PrimKind::Semaphore {
+                format!("{permits} permit{}", if permits == 1 { "" } else { "s" })
+            } else {
+                "a guard".to_owned()
+            };
+            let mut f = Finding::new(
+                FindingKind::LeakedPermit,
+                key.clone(),
+                format!(
+                    "{what} of {} acquired at {} by {} outlived that task by {} ms: the task has ended, the permit is still held",
+                    noun(&r),
+                    site_string(first.site),
+                    first.actor.describe(),
+                    since_end / 1_000_000
+                ),
+            );
+            for (h, _) in &outlived {
+                f.actors
+                    .push(holder(&r, h, state.now_coarse.saturating_sub(h.since)));
+                f.add_scope(h.scope);
+            }
+            f.details.push(
+                "it was moved out of its task (an owned guard/permit): look for a struct, a response or a collection that keeps it".into(),
+            );
+            f.add_scope(p.prim.scope());
+            f.add_prim(r);
+            f.fix = "release the permit when the work it limits is done: keep it in the task doing the work, or drop it explicitly before handing the result on".into();
+            self.active
+                .insert(format!("{}:{key}", FindingKind::LeakedPermit));
+            out.push(Verdict::Found(Box::new(f)));
+        }
+        out
+    }
+}
