@@ -548,13 +548,11 @@ pub fn try_failed(prim: &Prim) {
 
 /// A permit was `forget`-ed: it leaves the books as held and is counted as forgotten (a
 /// later `add_permits` pays it back).
-pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
-    prim.forgotten
-        .fetch_add(u64::from(permits), Ordering::Relaxed);
+pub fn forgot(prim: &Prim, hold: Hold, permits: u64) {
+    prim.forgotten.fetch_add(permits, Ordering::Relaxed);
     // Wrapping (two's complement): racing changes land in any order and must sum exactly; a
     // saturating update would lose one that raced ahead of its counterpart.
-    prim.capacity
-        .fetch_sub(u64::from(permits), Ordering::Relaxed);
+    prim.capacity.fetch_sub(permits, Ordering::Relaxed);
     prim.epoch.fetch_add(1, Ordering::Relaxed);
     released(prim, hold);
 }
