@@ -172,6 +172,12 @@ pub struct Prim {
     pub(crate) capacity: AtomicU64,
     /// Permits `forget`-ed and not yet added back.
     pub(crate) forgotten: AtomicU64,
+    /// Permits `forget`-ed so far, and added by `add_permits` so far (both only grow): the
+    /// leak rule pays forgets back oldest first from these (see `rules::leaked_permit`).
+    pub(crate) forgot_total: AtomicU64,
+    pub(crate) added_total: AtomicU64,
+    /// Where the latest forgotten permits were acquired (null: not known), for reports.
+    pub(crate) forgot_site: AtomicPtr<Location<'static>>,
     pub(crate) closed: AtomicBool,
     /// Bumped by capacity changes and `close`: progress that is not a release.
     pub(crate) epoch: AtomicU64,
@@ -224,6 +230,18 @@ impl Prim {
         // A signed balance kept wrapping: forgotten minus added, never below zero here.
         let balance = self.forgotten.load(Ordering::Relaxed) as i64;
         balance.max(0) as u64
+    }
+    /// Permits forgotten so far and permits added by `add_permits` so far (both only grow).
+    pub fn forgot_and_added(&self) -> (u64, u64) {
+        (
+            self.forgot_total.load(Ordering::Relaxed),
+            self.added_total.load(Ordering::Relaxed),
+        )
+    }
+    /// Where the latest forgotten permits had been acquired, when known.
+    pub fn forgot_site(&self) -> Option<&'static Location<'static>> {
+        // SAFETY: only `&'static Location`s are stored (in `hooks::forgot`), or null.
+        unsafe { self.forgot_site.load(Ordering::Relaxed).as_ref() }
     }
     /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {
@@ -383,6 +401,9 @@ pub fn register(
         series,
         capacity: AtomicU64::new(capacity),
         forgotten: AtomicU64::new(0),
+        forgot_total: AtomicU64::new(0),
+        added_total: AtomicU64::new(0),
+        forgot_site: AtomicPtr::new(std::ptr::null_mut()),
         closed: AtomicBool::new(false),
         epoch: AtomicU64::new(0),
         waiting: AtomicU32::new(0),
