@@ -369,10 +369,21 @@ pub(crate) fn report(mut f: Finding) -> bool {
         && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
         && !scope::any_armed()
     {
-        eprintln!("{text}");
+        to_stderr(&text);
     }
     scope::deliver(&rec);
     true
+}
+
+/// Writes `text` and a newline to the process's stderr stream itself, not through
+/// `eprintln!`: the test harness captures the print macros per test, and the watchdog thread
+/// inherits the capture of the test that happened to start it, so a finding it printed after
+/// that test ended would be dropped (a plain `#[tokio::test]` suite would never show it).
+pub(crate) fn to_stderr(text: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
 }
 
 /// Marks findings of `kind` whose keys are not in `still` as no longer holding.
