@@ -53,6 +53,8 @@ pub mod parking_lot;
 mod probe;
 mod test_support;
 pub mod tokio;
+#[cfg(feature = "tokio-util")]
+pub mod tokio_util;
 
 /// Marks an async test, like `#[tokio::test]`, with lockscope's detector armed for it.
 ///
