@@ -83,6 +83,21 @@ pub struct PrimRef {
     pub kind: &'static str,
     /// Where it was created (`file:line:col`).
     pub created_at: String,
+    /// Which of the unnamed primitives created at that site it is (1 for the first), or 0
+    /// when that tells nothing: it has a name of its own, or it is the only one so far.
+    pub instance: u32,
+}
+
+impl PrimRef {
+    /// Its name as reports show it: with `#<instance>` when there is one
+    /// (`src/lib.rs:59#2`: the second primitive created on that line).
+    pub fn label(&self) -> String {
+        if self.instance > 0 {
+            format!("{}#{}", self.name, self.instance)
+        } else {
+            self.name.clone()
+        }
+    }
 }
 
 impl std::fmt::Display for PrimRef {
@@ -90,7 +105,9 @@ impl std::fmt::Display for PrimRef {
         write!(
             f,
             "{} {:?} (created at {})",
-            self.kind, self.name, self.created_at
+            self.kind,
+            self.label(),
+            self.created_at
         )
     }
 }
@@ -249,7 +266,7 @@ impl std::fmt::Display for Finding {
                     out,
                     "    holds     {} {} ({}) for {} ms, acquired at {}",
                     h.primitive.kind,
-                    quoted(&h.primitive.name),
+                    quoted(&h.primitive.label()),
                     how(h),
                     h.for_ms,
                     h.site
@@ -260,7 +277,7 @@ impl std::fmt::Display for Finding {
                     out,
                     "    waits for {} {} ({}) for {} ms, at {}",
                     w.primitive.kind,
-                    quoted(&w.primitive.name),
+                    quoted(&w.primitive.label()),
                     how(w),
                     w.for_ms,
                     w.site
@@ -369,10 +386,21 @@ pub(crate) fn report(mut f: Finding) -> bool {
         && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
         && !scope::any_armed()
     {
-        eprintln!("{text}");
+        to_stderr(&text);
     }
     scope::deliver(&rec);
     true
+}
+
+/// Writes `text` and a newline to the process's stderr stream itself, not through
+/// `eprintln!`: the test harness captures the print macros per test, and the watchdog thread
+/// inherits the capture of the test that happened to start it, so a finding it printed after
+/// that test ended would be dropped (a plain `#[tokio::test]` suite would never show it).
+pub(crate) fn to_stderr(text: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
 }
 
 /// Marks findings of `kind` whose keys are not in `still` as no longer holding.

@@ -548,13 +548,18 @@ pub fn try_failed(prim: &Prim) {
 
 /// A permit was `forget`-ed: it leaves the books as held and is counted as forgotten (a
 /// later `add_permits` pays it back).
-pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
-    prim.forgotten
-        .fetch_add(u64::from(permits), Ordering::Relaxed);
+pub fn forgot(prim: &Prim, hold: Hold, permits: u64) {
+    if let Some(v) = hold.entry.as_ref().and_then(EntryRef::view) {
+        let site = v.site as *const Location<'static> as *mut Location<'static>;
+        if prim.forgot_site.load(Ordering::Relaxed) != site {
+            prim.forgot_site.store(site, Ordering::Relaxed);
+        }
+    }
+    prim.forgot_total.fetch_add(permits, Ordering::Relaxed);
+    prim.forgotten.fetch_add(permits, Ordering::Relaxed);
     // Wrapping (two's complement): racing changes land in any order and must sum exactly; a
     // saturating update would lose one that raced ahead of its counterpart.
-    prim.capacity
-        .fetch_sub(u64::from(permits), Ordering::Relaxed);
+    prim.capacity.fetch_sub(permits, Ordering::Relaxed);
     prim.epoch.fetch_add(1, Ordering::Relaxed);
     released(prim, hold);
 }
@@ -562,6 +567,7 @@ pub fn forgot(prim: &Prim, hold: Hold, permits: u32) {
 /// `add_permits(n)`: capacity grows; it makes up for forgotten permits, earlier or later ones
 /// (the forgotten balance goes below zero, read as none: see [`Prim::forgotten`]).
 pub fn added_permits(prim: &Prim, n: u64) {
+    prim.added_total.fetch_add(n, Ordering::Relaxed);
     prim.capacity.fetch_add(n, Ordering::Relaxed);
     // Wrapping, as in `forgot`.
     prim.forgotten.fetch_sub(n, Ordering::Relaxed);

@@ -168,10 +168,19 @@ pub struct Prim {
     pub(crate) site: &'static Location<'static>,
     pub(crate) scope: u32,
     pub(crate) series: u32,
+    /// Which of the unnamed primitives created at `site` this is: 1 for the first; 0 for a
+    /// primitive given a name of its own (see [`instance`](Prim::instance)).
+    pub(crate) instance: u32,
     /// Permits in existence (held + available): 1 for a mutex, `max_readers` for an rwlock.
     pub(crate) capacity: AtomicU64,
     /// Permits `forget`-ed and not yet added back.
     pub(crate) forgotten: AtomicU64,
+    /// Permits `forget`-ed so far, and added by `add_permits` so far (both only grow): the
+    /// leak rule pays forgets back oldest first from these (see `rules::leaked_permit`).
+    pub(crate) forgot_total: AtomicU64,
+    pub(crate) added_total: AtomicU64,
+    /// Where the latest forgotten permits were acquired (null: not known), for reports.
+    pub(crate) forgot_site: AtomicPtr<Location<'static>>,
     pub(crate) closed: AtomicBool,
     /// Bumped by capacity changes and `close`: progress that is not a release.
     pub(crate) epoch: AtomicU64,
@@ -204,6 +213,18 @@ impl Prim {
     pub fn site(&self) -> &'static Location<'static> {
         self.site
     }
+    /// Which of the unnamed primitives created at its site this is (1 for the first, counting
+    /// every one ever created there), or 0 when that tells nothing: it was given a name of its own,
+    /// or it is the only one created there so far. Reports show it after the name
+    /// (`src/lib.rs:59#2`), so that two pools a library creates on one line are told apart.
+    /// Metrics keep one series per name, so their label cardinality stays bounded.
+    pub fn instance(&self) -> u32 {
+        if self.instance > 0 && site_instances(self.site) > 1 {
+            self.instance
+        } else {
+            0
+        }
+    }
     /// The metrics series it is counted in.
     pub fn series(&self) -> u32 {
         self.series
@@ -224,6 +245,18 @@ impl Prim {
         // A signed balance kept wrapping: forgotten minus added, never below zero here.
         let balance = self.forgotten.load(Ordering::Relaxed) as i64;
         balance.max(0) as u64
+    }
+    /// Permits forgotten so far and permits added by `add_permits` so far (both only grow).
+    pub fn forgot_and_added(&self) -> (u64, u64) {
+        (
+            self.forgot_total.load(Ordering::Relaxed),
+            self.added_total.load(Ordering::Relaxed),
+        )
+    }
+    /// Where the latest forgotten permits had been acquired, when known.
+    pub fn forgot_site(&self) -> Option<&'static Location<'static>> {
+        // SAFETY: only `&'static Location`s are stored (in `hooks::forgot`), or null.
+        unsafe { self.forgot_site.load(Ordering::Relaxed).as_ref() }
     }
     /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {
@@ -309,6 +342,29 @@ struct SeriesTable {
 
 static SERIES: LazyLock<Mutex<SeriesTable>> = LazyLock::new(Mutex::default);
 
+/// Unnamed primitives created so far per creation site (keyed by the site's address: sites are
+/// `'static` and finite, so the map is bounded by the program's code).
+static SITES: LazyLock<Mutex<HashMap<usize, u32>>> = LazyLock::new(Mutex::default);
+
+/// Counts one more unnamed primitive created at `site`; returns its instance number (1 for the first).
+fn next_instance(site: &'static Location<'static>) -> u32 {
+    let mut sites = SITES.lock();
+    let n = sites
+        .entry(site as *const Location<'static> as usize)
+        .or_insert(0);
+    *n = n.saturating_add(1);
+    *n
+}
+
+/// How many unnamed primitives were created at `site` so far.
+fn site_instances(site: &'static Location<'static>) -> u32 {
+    SITES
+        .lock()
+        .get(&(site as *const Location<'static> as usize))
+        .copied()
+        .unwrap_or(0)
+}
+
 fn series_for(name: &Arc<str>, kind: PrimKind) -> (u32, Arc<str>) {
     let mut t = SERIES.lock();
     if let Some(&i) = t.index.get(&(name.clone(), kind)) {
@@ -356,6 +412,11 @@ pub fn register(
     site: &'static Location<'static>,
     capacity: u64,
 ) -> Arc<Prim> {
+    let instance = if name.is_none() {
+        next_instance(site)
+    } else {
+        0
+    };
     let name: Arc<str> = match name {
         Some(n) => match validate_name(&n) {
             Ok(()) => Arc::from(n.as_ref()),
@@ -381,8 +442,12 @@ pub fn register(
         site,
         scope: actor::current_scope(),
         series,
+        instance,
         capacity: AtomicU64::new(capacity),
         forgotten: AtomicU64::new(0),
+        forgot_total: AtomicU64::new(0),
+        added_total: AtomicU64::new(0),
+        forgot_site: AtomicPtr::new(std::ptr::null_mut()),
         closed: AtomicBool::new(false),
         epoch: AtomicU64::new(0),
         waiting: AtomicU32::new(0),

@@ -171,6 +171,9 @@ pub struct LockSnapshot {
     pub kind: &'static str,
     /// Creation site.
     pub created_at: String,
+    /// Which of the unnamed primitives created at that site it is (see [`Prim::instance`]);
+    /// 0 when it has its own name or is the only one.
+    pub instance: u32,
     /// Permits in existence (1 for a mutex, `max_readers` for an rwlock).
     pub capacity: u64,
     /// Permits not held by anyone.
@@ -219,6 +222,7 @@ pub fn locks() -> Vec<LockSnapshot> {
                 name: p.prim.name().to_owned(),
                 kind: kind.as_str(),
                 created_at: prim::site_string(p.prim.site()),
+                instance: p.prim.instance(),
                 capacity: p.capacity,
                 available: p.capacity.saturating_sub(held),
                 closed: p.closed,

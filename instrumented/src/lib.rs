@@ -54,6 +54,8 @@ mod probe;
 pub mod runtime;
 mod test_support;
 pub mod tokio;
+#[cfg(feature = "tokio-util")]
+pub mod tokio_util;
 
 /// Marks a test, like `#[tokio::test]` (on an `async fn`) or `#[test]` (on a plain `fn`,
 /// which runs with no runtime), with lockscope's detector armed for it.

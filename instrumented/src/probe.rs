@@ -173,7 +173,7 @@ impl Token {
     }
 
     /// The permits were forgotten: they leave the books as held, counted as forgotten.
-    pub(crate) fn forget(&mut self, prim: &Prim, permits: u32) {
+    pub(crate) fn forget(&mut self, prim: &Prim, permits: u64) {
         let (hold, span) = self.take();
         if let Some(span) = span {
             emit_released(take_span(span), &hold);
@@ -291,14 +291,18 @@ fn emit(span: &Option<SpanPtr>, what: &'static str, waited_ms: f64) {
     }
 }
 
-/// The first poll of an async acquisition, done as tokio's own acquire future does it: spend
-/// one unit of the task's cooperative budget (yielding if it is spent), then take the permits
-/// if they are free, without queueing (`try_take`). `Ready(false)`: they were not free, the
-/// budget unit is given back, and the caller queues with tokio's acquire future. Skipping the
-/// construction of that future is what keeps the uncontended path as cheap as tokio's.
+/// The first poll of an async acquisition: spend one unit of the task's cooperative budget,
+/// then take the permits if they are free, without queueing (`try_take`). `Ready(false)`:
+/// they were not free (the budget unit is given back), or the budget is spent; either way
+/// the caller goes on to tokio's own acquire future in the same poll, which queues the
+/// waiter (or takes the permits) and yields exactly as raw tokio does, so FIFO order holds
+/// for a task out of budget. Skipping the construction of that future is what keeps the
+/// uncontended path as cheap as tokio's.
 #[inline(always)]
 pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -> Poll<bool> {
-    let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+    let Poll::Ready(coop) = tokio::task::coop::poll_proceed(cx) else {
+        return Poll::Ready(false);
+    };
     if try_take() {
         coop.made_progress();
         Poll::Ready(true)

@@ -35,6 +35,13 @@ fn forgotten_of(prim: &Prim, forgotten: u64, capacity: u64, why: &str, end: bool
             if capacity == 1 { "" } else { "s" },
         ),
     );
+    if let Some(site) = prim.forgot_site() {
+        let site = site_string(site);
+        f.details.push(format!(
+            "the latest forgotten permits were acquired at {site}"
+        ));
+        f.add_site(&site);
+    }
     f.add_scope(prim.scope());
     f.add_prim(r);
     f.fix = "drop the permit instead of calling forget(), or call add_permits() once the work it stood for is done".into();
@@ -203,8 +210,57 @@ pub(crate) fn check_end_of_scope(scope: u32) {
 /// Long-running leak checks (only with a leak threshold).
 #[derive(Default)]
 pub(crate) struct LeakedPermit {
-    forgotten_since: HashMap<u64, u64>,
+    /// Per semaphore with forgotten permits: when it forgot how many in all.
+    forgets: HashMap<u64, ForgetLog>,
     pub(crate) active: HashSet<String>,
+}
+
+/// Samples `(precise ns, permits forgotten so far)` of one semaphore, oldest first: enough to
+/// tell how many permits had been forgotten by any moment of the last leak threshold.
+///
+/// `add_permits` pays back the oldest forget first (a pool forgets a permit at checkout and
+/// adds one at return), so a permit forgotten before `t` is still unpaid exactly when the
+/// permits added so far number fewer than those forgotten by `t`. Every sample is an exact
+/// reading, so a thinned log only reports later, never wrongly: the log keeps one sample per
+/// 1/[`ForgetLog::PER_WINDOW`] of the threshold, and at most [`ForgetLog::CAP`].
+#[derive(Default)]
+struct ForgetLog {
+    samples: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl ForgetLog {
+    const PER_WINDOW: u64 = 32;
+    const CAP: usize = 2 * Self::PER_WINDOW as usize;
+
+    /// Records `forgot` (permits forgotten so far) at `now`; returns how many permits
+    /// forgotten at least `leak` ns ago `added` (permits added so far) has not paid back.
+    fn unpaid(&mut self, now: u64, forgot: u64, added: u64, leak: u64) -> u64 {
+        let n = self.samples.len();
+        if self.samples.back().is_none_or(|&(_, f)| f != forgot) {
+            // The newest sample keeps up with the count; the ones before it stay spaced.
+            let recent =
+                n >= 2 && now.saturating_sub(self.samples[n - 2].0) < leak / Self::PER_WINDOW;
+            if recent {
+                self.samples[n - 1] = (now, forgot);
+            } else {
+                if n == Self::CAP {
+                    self.samples.pop_front();
+                }
+                self.samples.push_back((now, forgot));
+            }
+        }
+        let Some(cutoff) = now.checked_sub(leak) else {
+            return 0;
+        };
+        // Keep only the newest sample at or before the cutoff, and the ones after it.
+        while self.samples.len() > 1 && self.samples[1].0 <= cutoff {
+            self.samples.pop_front();
+        }
+        match self.samples.front() {
+            Some(&(t, f)) if t <= cutoff => f.saturating_sub(added),
+            _ => 0,
+        }
+    }
 }
 
 impl Rule for LeakedPermit {
@@ -215,7 +271,7 @@ impl Rule for LeakedPermit {
     fn check(&mut self, state: &State) -> Vec<Verdict> {
         let mut out = Vec::new();
         self.active.clear();
-        let mut forgotten_now = HashMap::new();
+        let mut kept = HashMap::new();
         // Latest activity per actor: newest hold start; waiting actors are active.
         let mut newest: HashMap<u64, u64> = HashMap::new();
         let mut waiting: HashSet<u64> = HashSet::new();
@@ -236,12 +292,22 @@ impl Rule for LeakedPermit {
             };
             let leak = leak.as_nanos() as u64;
             let id = p.prim.id().0;
-            if p.forgotten > 0 {
-                let since = *self.forgotten_since.get(&id).unwrap_or(&state.now_precise);
-                forgotten_now.insert(id, since);
-                if state.now_precise.saturating_sub(since) >= leak {
-                    let f =
-                        forgotten_finding(p, &format!("for over {} ms", leak / 1_000_000), false);
+            let (forgot, added) = p.prim.forgot_and_added();
+            if forgot > 0 {
+                let mut log = self.forgets.remove(&id).unwrap_or_default();
+                // Never more than the balance (a racing read of the two totals).
+                let unpaid = log
+                    .unpaid(state.now_precise, forgot, added, leak)
+                    .min(p.forgotten);
+                kept.insert(id, log);
+                if unpaid > 0 {
+                    let f = forgotten_of(
+                        &p.prim,
+                        unpaid,
+                        p.capacity,
+                        &format!("for over {} ms", leak / 1_000_000),
+                        false,
+                    );
                     self.active
                         .insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
                     out.push(Verdict::Found(Box::new(f)));
@@ -269,7 +335,69 @@ impl Rule for LeakedPermit {
                 }
             }
         }
-        self.forgotten_since = forgotten_now;
+        self.forgets = kept;
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ForgetLog;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_pool_that_keeps_returning_its_permits_never_leaks() {
+        // 4 permits always out, one returned and one taken every ms, for 10 leak windows.
+        let mut log = ForgetLog::default();
+        let leak = 500 * MS;
+        for ms in 0..5000 {
+            let forgot = 4 + ms;
+            assert_eq!(
+                log.unpaid(ms * MS, forgot, forgot - 4, leak),
+                0,
+                "at {ms} ms"
+            );
+        }
+        assert!(log.samples.len() <= ForgetLog::CAP);
+    }
+
+    #[test]
+    fn a_forget_unpaid_once_the_pool_goes_quiet_is_a_leak_past_the_threshold() {
+        // One permit forgotten and never paid while three cycle for a second: the adds pay
+        // the oldest forgets first, so the unpaid one is the latest; once the pool goes
+        // quiet, it is reported a threshold later.
+        let mut log = ForgetLog::default();
+        let leak = 500 * MS;
+        let base = 10_000;
+        for ms in 0..1000 {
+            let forgot = 4 + ms;
+            let t = (base + ms) * MS;
+            assert_eq!(log.unpaid(t, forgot, forgot - 4, leak), 0, "at {ms} ms");
+        }
+        let (forgot, added) = (4 + 999 + 1, 999 + 3 + 1);
+        let mut first = None;
+        for ms in 1000..3000 {
+            let unpaid = log.unpaid((base + ms) * MS, forgot, added, leak);
+            if unpaid > 0 {
+                assert_eq!(unpaid, 1);
+                first = Some(ms);
+                break;
+            }
+        }
+        let first = first.expect("reported");
+        // Reported after the threshold, and late by at most 1/PER_WINDOW of it.
+        assert!(
+            (1500..=1500 + 500 / ForgetLog::PER_WINDOW).contains(&first),
+            "{first}"
+        );
+        assert!(log.samples.len() <= ForgetLog::CAP);
+    }
+
+    #[test]
+    fn permits_added_before_the_forgets_pay_for_them() {
+        let mut log = ForgetLog::default();
+        assert_eq!(log.unpaid(0, 3, 5, MS), 0);
+        assert_eq!(log.unpaid(10 * MS, 3, 5, MS), 0);
     }
 }

@@ -47,6 +47,7 @@ pub(crate) fn prim_ref(p: &Prim) -> PrimRef {
         name: p.name().to_owned(),
         kind: p.kind().as_str(),
         created_at: prim::site_string(p.site()),
+        instance: p.instance(),
     }
 }
 
@@ -58,6 +59,7 @@ pub(crate) fn prim_ref_id(id: u64) -> PrimRef {
             name: format!("#{id} (dropped)"),
             kind: "unknown",
             created_at: "?".into(),
+            instance: 0,
         },
     }
 }
@@ -100,5 +102,5 @@ pub(crate) fn waiter(p: &PrimRef, w: &WaiterRec, for_ns: u64) -> ActorReport {
 
 /// `a "x"` / `a semaphore "x"` for sentences.
 pub(crate) fn noun(p: &PrimRef) -> String {
-    format!("{} {:?}", p.kind, p.name)
+    format!("{} {:?}", p.kind, p.label())
 }

@@ -131,18 +131,33 @@ impl Rule for StuckQueue {
                 ));
                 f.add_scope(w.scope);
             }
-            if let Some(w) = p.waiters.iter().find(|w| u64::from(w.permits) > p.capacity) {
+            // Permits forgotten (a pool's checkout: `forget`, then `add_permits` at return)
+            // still exist for the program, only outside the books of holds.
+            let checked_out = p.forgotten > 0;
+            let forgot_site = p.prim.forgot_site().map(crate::prim::site_string);
+            if let Some(w) = p
+                .waiters
+                .iter()
+                .find(|w| u64::from(w.permits) > p.capacity.saturating_add(p.forgotten))
+            {
                 f.details.push(format!(
                     "{} asks for {} permits but only {} exist: only add_permits can ever grant it, and everyone queued behind it waits too",
                     w.actor.describe(),
                     w.permits,
-                    p.capacity
+                    p.capacity.saturating_add(p.forgotten)
                 ));
-            } else if p.holds.is_empty() && p.forgotten > 0 {
+            } else if checked_out {
                 f.details.push(format!(
-                    "no live holder: {} permit{} were forgotten and never added back",
+                    "{} permit{} checked out: forgotten with forget() when taken{} (as object pools do), so no guard holds {}; only add_permits, when what {} stood for is returned, gives {} back",
                     p.forgotten,
-                    if p.forgotten == 1 { "" } else { "s" }
+                    if p.forgotten == 1 { " is" } else { "s are" },
+                    forgot_site
+                        .as_deref()
+                        .map(|s| format!(" (latest at {s})"))
+                        .unwrap_or_default(),
+                    if p.forgotten == 1 { "it" } else { "them" },
+                    if p.forgotten == 1 { "it" } else { "they" },
+                    if p.forgotten == 1 { "it" } else { "them" },
                 ));
             } else if p.holds.iter().all(|h| h.movable()) && !p.holds.is_empty() {
                 f.details.push("every permit is held by an owned guard (it may live in a struct or another task that never drops it)".into());
@@ -160,7 +175,13 @@ impl Rule for StuckQueue {
             f.actors = actors;
             f.add_scope(p.prim.scope());
             f.add_prim(r);
-            f.fix = if p.holds.is_empty() {
+            f.collect_sites();
+            if let Some(site) = &forgot_site {
+                f.add_site(site);
+            }
+            f.fix = if p.holds.is_empty() && checked_out {
+                "the permits are checked out (forgotten at checkout, added back at return): find who keeps the checked-out objects without returning them (a task that never ends, a struct that lives on), or make the pool larger if the load needs more".into()
+            } else if p.holds.is_empty() {
                 "nothing holds it, so only add_permits (or a release of permits lost outside lockscope's books, e.g. by std::mem::forget) can grant the waiters: ask for no more permits than exist, or add the missing ones".into()
             } else {
                 "find who holds it (see holders above) and why they never release: a guard stored in a long-lived struct, a permit moved into a task that never ends, or a holder waiting for something that needs this primitive".into()

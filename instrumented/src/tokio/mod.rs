@@ -66,8 +66,40 @@ pub(crate) fn try_lock_error() -> TryLockError {
 /// Panics exactly as tokio's `blocking_*` methods do when called from an async context.
 #[track_caller]
 pub(crate) fn assert_blocking_allowed() {
-    let probe = tokio::sync::Semaphore::const_new(1);
-    drop(probe.blocking_acquire());
+    let probe = tokio::sync::Mutex::new(());
+    drop(probe.blocking_lock());
+}
+
+/// Blocks this thread until `f` completes, as tokio's `blocking_*` methods do (they poll the
+/// async form on a parked thread). Written here rather than calling
+/// `Semaphore::blocking_acquire` so that lockscope builds with tokio releases before 1.54,
+/// which lack it. Callers check [`assert_blocking_allowed`] first, as tokio does.
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    fn fresh() -> Waker {
+        Waker::from(std::sync::Arc::new(Unpark(std::thread::current())))
+    }
+    thread_local! {
+        static WAKER: Waker = fresh();
+    }
+    let waker = WAKER.try_with(Waker::clone).unwrap_or_else(|_| fresh());
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
 }
 
 /// tokio's maximum number of readers of an `RwLock` (`u32::MAX >> 3`).

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 
 use super::mutex_guard::{MutexGuard, OwnedMutexGuard};
-use super::{TimeoutError, TryLockError, assert_blocking_allowed, try_lock_error};
+use super::{TimeoutError, TryLockError, assert_blocking_allowed, block_on, try_lock_error};
 use crate::probe::{self, Timed, TimedError};
 
 /// Wrapper for [`tokio::sync::Mutex`]: an asynchronous mutual-exclusion lock whose every
@@ -213,7 +213,7 @@ impl<T: ?Sized> Mutex<T> {
             self.cell.get(),
             acq(site),
             || self.sem.try_acquire().ok(),
-            || self.sem.blocking_acquire(),
+            || block_on(self.sem.acquire()),
         );
         match r {
             Ok((permit, token)) => {
@@ -244,7 +244,7 @@ impl<T: ?Sized> Mutex<T> {
             self.cell.get(),
             acq(site).with_flags(hooks::MOVABLE),
             || self.sem.try_acquire().ok(),
-            || self.sem.blocking_acquire(),
+            || block_on(self.sem.acquire()),
         ) {
             Ok((permit, token)) => {
                 permit.forget();

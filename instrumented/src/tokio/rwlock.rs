@@ -13,7 +13,9 @@ use lockscope_detector::prim::Prim;
 use super::rwlock_owned_write_guard::OwnedRwLockWriteGuard;
 use super::rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
 use super::rwlock_write_guard::RwLockWriteGuard;
-use super::{MAX_READS, TimeoutError, TryLockError, assert_blocking_allowed, try_lock_error};
+use super::{
+    MAX_READS, TimeoutError, TryLockError, assert_blocking_allowed, block_on, try_lock_error,
+};
 use crate::probe::{self, Timed, TimedError, Token};
 
 /// Wrapper for [`tokio::sync::RwLock`]: an asynchronous reader-writer lock whose every
@@ -291,7 +293,7 @@ impl<T: ?Sized> RwLock<T> {
             self.prim(),
             Self::read_acq(site),
             || self.s.try_acquire().ok(),
-            || self.s.blocking_acquire(),
+            || block_on(self.s.acquire()),
         ) {
             Ok((p, token)) => {
                 p.forget();
@@ -520,7 +522,7 @@ impl<T: ?Sized> RwLock<T> {
             self.prim(),
             self.write_acq(site),
             || self.s.try_acquire_many(self.mr).ok(),
-            || self.s.blocking_acquire_many(self.mr),
+            || block_on(self.s.acquire_many(self.mr)),
         ) {
             Ok((p, token)) => {
                 p.forget();

@@ -10,7 +10,7 @@ use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
 use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
-use super::{AcquireError, TimeoutError, TryAcquireError, assert_blocking_allowed};
+use super::{AcquireError, TimeoutError, TryAcquireError, assert_blocking_allowed, block_on};
 use crate::probe::{self, Timed, TimedError, Token};
 
 /// Wrapper for [`tokio::sync::Semaphore`]: tokio's fair (FIFO) counting semaphore, with
@@ -434,7 +434,7 @@ impl Semaphore {
             self.prim(),
             Self::acq(site, n),
             || self.ll.try_acquire_many(n).ok(),
-            || self.ll.blocking_acquire_many(n),
+            || block_on(self.ll.acquire_many(n)),
         )?;
         p.forget();
         Ok(self.permit(n, token))
@@ -700,7 +700,7 @@ impl Semaphore {
                 this.prim(),
                 acq,
                 || this.ll.try_acquire_many(n).ok(),
-                || this.ll.blocking_acquire_many(n),
+                || block_on(this.ll.acquire_many(n)),
             )?;
             p.forget();
             token

@@ -8,6 +8,12 @@ use lockscope_detector::hooks::Mode;
 use super::Semaphore;
 use crate::probe::Token;
 
+/// A permit count as the detector's hold tables keep it (`u32`, saturating): only permits
+/// merged past `u32::MAX` (tokio counts in `usize`) lose precision there, never here.
+fn book(permits: usize) -> u32 {
+    u32::try_from(permits).unwrap_or(u32::MAX)
+}
+
 /// Wrapper for [`tokio::sync::SemaphorePermit`]: permits returned to the semaphore on drop.
 ///
 /// ```
@@ -25,7 +31,8 @@ use crate::probe::Token;
 #[must_use]
 pub struct SemaphorePermit<'a> {
     sem: &'a Semaphore,
-    permits: u32,
+    /// As tokio's, in `usize`: merged permits may exceed `u32::MAX`.
+    permits: usize,
     token: Token,
 }
 
@@ -46,7 +53,8 @@ pub struct SemaphorePermit<'a> {
 #[must_use]
 pub struct OwnedSemaphorePermit {
     sem: Arc<Semaphore>,
-    permits: u32,
+    /// As tokio's, in `usize` (see [`SemaphorePermit`]).
+    permits: usize,
     token: Token,
 }
 
@@ -54,7 +62,7 @@ impl<'a> SemaphorePermit<'a> {
     pub(crate) fn new(sem: &'a Semaphore, permits: u32, token: Token) -> Self {
         SemaphorePermit {
             sem,
-            permits,
+            permits: permits as usize,
             token,
         }
     }
@@ -70,7 +78,7 @@ impl<'a> SemaphorePermit<'a> {
     /// s.add_permits(1); // paid back
     /// ```
     pub fn forget(mut self) {
-        let n = self.permits;
+        let n = self.permits as u64;
         self.token.forget(self.sem.prim(), n);
         self.permits = 0;
     }
@@ -96,7 +104,7 @@ impl<'a> SemaphorePermit<'a> {
         self.permits += other.permits;
         other.permits = 0;
         let prim = self.sem.prim();
-        self.token.update(prim, self.permits, Mode::Permits);
+        self.token.update(prim, book(self.permits), Mode::Permits);
         other.token.release(prim);
     }
 
@@ -109,17 +117,16 @@ impl<'a> SemaphorePermit<'a> {
     /// assert_eq!(a.split(2).unwrap().num_permits(), 2);
     /// ```
     pub fn split(&mut self, n: usize) -> Option<Self> {
-        let n = u32::try_from(n).ok()?;
         if n > self.permits {
             return None;
         }
         self.permits -= n;
         let prim = self.sem.prim();
-        self.token.update(prim, self.permits, Mode::Permits);
+        self.token.update(prim, book(self.permits), Mode::Permits);
         Some(SemaphorePermit {
             sem: self.sem,
             permits: n,
-            token: self.token.split(prim, n),
+            token: self.token.split(prim, book(n)),
         })
     }
 
@@ -141,7 +148,7 @@ impl<'a> SemaphorePermit<'a> {
     /// assert_eq!(s.try_acquire_many(2).unwrap().num_permits(), 2);
     /// ```
     pub fn num_permits(&self) -> usize {
-        self.permits as usize
+        self.permits
     }
 }
 
@@ -149,7 +156,7 @@ impl Drop for SemaphorePermit<'_> {
     #[inline]
     fn drop(&mut self) {
         self.token.release(self.sem.prim());
-        self.sem.ll.add_permits(self.permits as usize);
+        self.sem.ll.add_permits(self.permits);
     }
 }
 
@@ -166,7 +173,7 @@ impl OwnedSemaphorePermit {
     pub(crate) fn new(sem: Arc<Semaphore>, permits: u32, token: Token) -> Self {
         OwnedSemaphorePermit {
             sem,
-            permits,
+            permits: permits as usize,
             token,
         }
     }
@@ -182,7 +189,7 @@ impl OwnedSemaphorePermit {
     /// s.add_permits(1);
     /// ```
     pub fn forget(mut self) {
-        let n = self.permits;
+        let n = self.permits as u64;
         self.token.forget(self.sem.prim(), n);
         self.permits = 0;
     }
@@ -209,7 +216,7 @@ impl OwnedSemaphorePermit {
         self.permits += other.permits;
         other.permits = 0;
         let prim = self.sem.prim();
-        self.token.update(prim, self.permits, Mode::Permits);
+        self.token.update(prim, book(self.permits), Mode::Permits);
         other.token.release(prim);
     }
 
@@ -222,17 +229,16 @@ impl OwnedSemaphorePermit {
     /// assert_eq!(a.split(1).unwrap().num_permits(), 1);
     /// ```
     pub fn split(&mut self, n: usize) -> Option<Self> {
-        let n = u32::try_from(n).ok()?;
         if n > self.permits {
             return None;
         }
         self.permits -= n;
         let prim = self.sem.prim();
-        self.token.update(prim, self.permits, Mode::Permits);
+        self.token.update(prim, book(self.permits), Mode::Permits);
         Some(OwnedSemaphorePermit {
             sem: self.sem.clone(),
             permits: n,
-            token: self.token.split(prim, n),
+            token: self.token.split(prim, book(n)),
         })
     }
 
@@ -256,14 +262,14 @@ impl OwnedSemaphorePermit {
     /// assert_eq!(s.try_acquire_owned().unwrap().num_permits(), 1);
     /// ```
     pub fn num_permits(&self) -> usize {
-        self.permits as usize
+        self.permits
     }
 }
 
 impl Drop for OwnedSemaphorePermit {
     fn drop(&mut self) {
         self.token.release(self.sem.prim());
-        self.sem.ll.add_permits(self.permits as usize);
+        self.sem.ll.add_permits(self.permits);
     }
 }
 

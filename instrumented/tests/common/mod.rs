@@ -67,6 +67,11 @@ pub struct ChildRun {
 /// Runs this test binary again with `args`, `env` set to `1`, as a child (killed after 30 s:
 /// a child that was meant to be ended by lockscope's watchdog must not hang the suite).
 pub fn run_child(args: &[&str], env: &str) -> ChildRun {
+    run_child_env(args, &[(env, "1")])
+}
+
+/// [`run_child`] with the environment variables `envs` set.
+pub fn run_child_env(args: &[&str], envs: &[(&str, &str)]) -> ChildRun {
     use std::io::Read;
     use std::process::{Command, Stdio};
     use std::sync::mpsc;
@@ -74,7 +79,7 @@ pub fn run_child(args: &[&str], env: &str) -> ChildRun {
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(exe)
         .args(args)
-        .env(env, "1")
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
