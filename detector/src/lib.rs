@@ -42,6 +42,7 @@ pub mod snapshot;
 pub mod stats;
 #[doc(hidden)]
 pub mod testing;
+mod ticks;
 mod tls;
 pub mod wait;
 mod watchdog;
@@ -58,4 +59,5 @@ pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
 pub use scope::{ScopeOptions, TestScope};
 pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
 pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
+pub use ticks::watchdog_ticks;
 pub use watchdog::{WatchdogGuard, check_now, watchdog};

@@ -51,6 +51,7 @@ fn run() {
         let tick = config::current().tick;
         std::thread::sleep(tick);
         if config::enabled() {
+            crate::ticks::count();
             tick_once();
         }
     }

@@ -43,11 +43,14 @@
 //! | `lockscope_oldest_wait_seconds` | gauge | `lock`, `kind` |
 //! | `lockscope_holders` | gauge | `lock`, `kind` |
 //! | `lockscope_permits_available` | gauge | `lock` (semaphores) |
-//! | `lockscope_permits_total` | gauge | `lock` (semaphores) |
+//! | `lockscope_permits_capacity` | gauge | `lock` (semaphores) |
 //! | `lockscope_findings_total` | counter | `kind` (finding kind) |
 //! | `lockscope_active_findings` | gauge | `kind` (finding kind) |
 //! | `lockscope_dropped_series_total` | counter | |
 //! | `lockscope_detector_dropped_total` | counter | `what` (`findings`, `edges`, `events`) |
+//! | `lockscope_live_primitives` | gauge | `kind` (primitive kind) |
+//! | `lockscope_watchdog_ticks_total` | counter | |
+//! | `lockscope_build_info` | gauge, always 1 | `version` |
 //!
 //! `lock` is the primitive's name; primitives sharing a name and kind share one series, and
 //! past the detector's label cap (1,000 series by default; a name used by two kinds is two)
