@@ -22,6 +22,7 @@ use parking_lot::RwLock;
 
 /// What the detector does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum Mode {
     /// Wrappers only forward to the real primitive: one relaxed load and a branch per call.
     Off,
@@ -56,6 +57,7 @@ impl Mode {
 /// assert_eq!(cfg.stuck, Duration::from_secs(5));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// What the detector does.
     pub mode: Mode,

@@ -87,6 +87,10 @@ pub use routes::router;
 pub use server::{DEFAULT_ADDR, ServeOptions, Server, serve};
 pub use tracing_init::{DEFAULT_FILTER, init_tracing};
 
+/// The `axum` crate whose [`Router`](axum::Router) [`router`] returns, re-exported so that an
+/// app mounting it can name the type without depending on the same axum version itself.
+pub use axum;
+
 /// The `prometheus` crate this exporter builds on (its [`LockscopeCollector`] implements
 /// [`prometheus::core::Collector`]), re-exported so that versions always match.
 pub use prometheus;
