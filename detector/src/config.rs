@@ -23,6 +23,7 @@ use parking_lot::RwLock;
 
 /// What the detector does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum Mode {
     /// Wrappers only forward to the real primitive: one relaxed load and a branch per call.
     Off,
@@ -57,6 +58,7 @@ impl Mode {
 /// assert_eq!(cfg.stuck, Duration::from_secs(5));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// What the detector does.
     pub mode: Mode,

@@ -13,6 +13,7 @@ use crate::{clock, config, names, scope};
 
 /// The kind of a finding (API.md's table).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum FindingKind {
     /// Tasks or threads that can never proceed.
     Deadlock,

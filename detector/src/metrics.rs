@@ -4,7 +4,7 @@
 //! retired statistics of dropped ones. `acquisitions` is derived (completed holds plus holds
 //! alive now) and clamped so it never goes backwards between scrapes, as a counter must not.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
@@ -44,8 +44,8 @@ pub struct SeriesMetrics {
     pub holders: u64,
     /// `lockscope_permits_available` (semaphores).
     pub permits_available: Option<u64>,
-    /// `lockscope_permits_total` (semaphores).
-    pub permits_total: Option<u64>,
+    /// `lockscope_permits_capacity` (semaphores).
+    pub permits_capacity: Option<u64>,
 }
 
 /// Everything `/metrics` shows.
@@ -63,6 +63,11 @@ pub struct MetricsSnapshot {
     pub detector_dropped: [(&'static str, u64); 4],
     /// Live primitives.
     pub live_primitives: usize,
+    /// `lockscope_live_primitives{kind}`: live primitives per `kind` label, in label order;
+    /// every kind that has a series is listed, 0 included.
+    pub live_by_kind: Vec<(&'static str, u64)>,
+    /// `lockscope_watchdog_ticks_total`: analyses the watchdog thread has run.
+    pub watchdog_ticks: u64,
 }
 
 static LAST_ACQ: LazyLock<Mutex<HashMap<u32, u64>>> = LazyLock::new(Mutex::default);
@@ -75,6 +80,7 @@ static LAST_ACQ: LazyLock<Mutex<HashMap<u32, u64>>> = LazyLock::new(Mutex::defau
 pub fn metrics() -> MetricsSnapshot {
     let now = clock::precise_now();
     let mut live = 0;
+    let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
     let (mut series, dropped_series) = prim::with_series(|all, dropped, walk| {
         // Under the series lock, as unregistering moves a primitive's tallies into `retired`.
         let tallies = held::tallies();
@@ -96,14 +102,18 @@ pub fn metrics() -> MetricsSnapshot {
                     oldest_wait_seconds: 0.0,
                     holders: 0,
                     permits_available: s.kind.is_semaphore().then_some(0),
-                    permits_total: s.kind.is_semaphore().then_some(0),
+                    permits_capacity: s.kind.is_semaphore().then_some(0),
                 }
             })
             .collect();
         // Live primitives: id -> (series, capacity if a semaphore, permits held).
         let mut prims: HashMap<u64, (usize, Option<u64>, u64)> = HashMap::new();
+        for s in all {
+            by_kind.entry(s.kind.as_str()).or_insert(0);
+        }
         walk(&mut |p| {
             live += 1;
+            *by_kind.entry(p.kind().as_str()).or_insert(0) += 1;
             let i = p.series() as usize;
             let Some(m) = series.get_mut(i) else {
                 return;
@@ -145,7 +155,7 @@ pub fn metrics() -> MetricsSnapshot {
             if let Some(cap) = cap {
                 let m = &mut series[i];
                 // Saturating: nine semaphores of `MAX_PERMITS` sharing a name overflow a u64.
-                let total = m.permits_total.get_or_insert(0);
+                let total = m.permits_capacity.get_or_insert(0);
                 *total = total.saturating_add(cap);
                 let available = m.permits_available.get_or_insert(0);
                 *available = available.saturating_add(cap.saturating_sub(held));
@@ -168,6 +178,8 @@ pub fn metrics() -> MetricsSnapshot {
         active_findings: finding::active_counts(),
         detector_dropped: finding::dropped_counts(),
         live_primitives: live,
+        live_by_kind: by_kind.into_iter().collect(),
+        watchdog_ticks: crate::ticks::watchdog_ticks(),
     }
 }
 

@@ -29,6 +29,7 @@ impl std::fmt::Display for PrimitiveId {
 
 /// What kind of primitive this is; decides the `kind` label and how waiters are granted.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum PrimKind {
     /// `tokio::sync::Mutex`: one permit, strict FIFO.
     Mutex,

@@ -38,15 +38,9 @@ struct Rules {
 static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
 static START: Once = Once::new();
 static EXIT_GUARDS: AtomicUsize = AtomicUsize::new(0);
-static TICKS: AtomicU64 = AtomicU64::new(0);
 static PANICKED_TICKS: AtomicU64 = AtomicU64::new(0);
 /// Test hook: the next tick panics (see [`inject_tick_panic`]).
 static INJECT_PANIC: AtomicBool = AtomicBool::new(false);
-
-/// Watchdog analyses run so far (`lockscope_watchdog_ticks_total`).
-pub fn watchdog_ticks() -> u64 {
-    TICKS.load(Ordering::Relaxed)
-}
 
 /// Watchdog analyses lost to a panic (`lockscope_detector_dropped_total{what="tick"}`).
 pub(crate) fn panicked_ticks() -> u64 {
@@ -78,6 +72,7 @@ fn run() {
         let tick = config::current().tick;
         std::thread::sleep(tick);
         if config::enabled() {
+            crate::ticks::count();
             guarded_tick();
         }
     }
@@ -122,7 +117,6 @@ pub fn check_now() -> usize {
 }
 
 fn tick_once() -> usize {
-    TICKS.fetch_add(1, Ordering::Relaxed);
     if INJECT_PANIC.swap(false, Ordering::Relaxed) {
         panic!("injected by lockscope_detector::watchdog::inject_tick_panic");
     }

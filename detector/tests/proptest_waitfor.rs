@@ -578,7 +578,7 @@ fn access(k: Kind, n: u32, sel: u8) -> (Acc, u32) {
     match k {
         Kind::Mutex | Kind::PlMutex => (Acc::Lock, 1),
         Kind::RwLock(max) => {
-            if sel % 2 == 0 {
+            if sel.is_multiple_of(2) {
                 (Acc::Read, 1)
             } else {
                 (Acc::Lock, max)
@@ -598,10 +598,10 @@ fn build(mut actors: Vec<Who>, kinds: Vec<(Kind, bool)>, holds: &[Raw], waits: &
     // One block_on driver per runtime.
     let mut drivers = HashSet::new();
     for w in &mut actors {
-        if let Who::Driver(r) = *w {
-            if !drivers.insert(r) {
-                *w = Who::Thread;
-            }
+        if let Who::Driver(r) = *w
+            && !drivers.insert(r)
+        {
+            *w = Who::Thread;
         }
     }
     let mut s = Scenario {

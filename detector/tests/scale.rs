@@ -133,6 +133,7 @@ impl Builder {
                     _ => !writer,
                 }
             }
+            k => panic!("the scale model has no rule for {k:?}"),
         }
     }
 
@@ -292,6 +293,7 @@ pub fn scale_state() -> Scale {
                         (1, Mode::Shared)
                     }
                 }
+                k => panic!("the scale model has no rule for {k:?}"),
             };
             if b.prims[p].holds.iter().any(|h| h.actor == task(n)) || !b.grantable(p, permits, mode)
             {
@@ -373,6 +375,7 @@ pub fn scale_state() -> Scale {
                     (1, Mode::Exclusive)
                 }
             }
+            k => panic!("the scale model has no rule for {k:?}"),
         };
         if b.prims[p].holds.is_empty() || b.grantable(p, permits, mode) {
             continue;

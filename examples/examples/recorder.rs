@@ -11,7 +11,7 @@
 //! app get the same taps: start, then 300 ms later a double tap on stop (5 ms apart).
 //!
 //! 1. Unguarded: the double release is caught by lockscope's own gauge of the device,
-//!    `lockscope_permits_total{lock="mic_unguarded"} 2`: the driver now believes in two
+//!    `lockscope_permits_capacity{lock="mic_unguarded"} 2`: the driver now believes in two
 //!    microphones, and the next two starts would both "succeed".
 //! 2. "Give up" (`try_lock` on a transition lock; right for double taps and periodic syncs):
 //!    a tap that arrives while a transition is in progress is dropped, and counted in
@@ -204,7 +204,7 @@ async fn main() {
     let a = app.clone();
     deliver(move |n, tap| a.clone().on_tap(n, tap)).await;
     println!("the device has 1 microphone, stopped now; lockscope counts its permits:");
-    show("mic_unguarded", &["lockscope_permits_total"]);
+    show("mic_unguarded", &["lockscope_permits_capacity"]);
     let total = app.driver.device.available_permits();
     if total > 1 {
         println!("caught: a double release, {total} permits for one microphone");
@@ -218,7 +218,7 @@ async fn main() {
     });
     let a = app.clone();
     deliver(move |n, tap| a.clone().on_tap(n, tap)).await;
-    show("mic_give_up", &["lockscope_permits_total"]);
+    show("mic_give_up", &["lockscope_permits_capacity"]);
     println!("dropped taps, as lockscope counts them:");
     show("mic_transition", &["lockscope_try_failures_total"]);
 
@@ -229,7 +229,7 @@ async fn main() {
     });
     let a = app.clone();
     deliver(move |n, tap| a.clone().on_tap(n, tap)).await;
-    show("mic_wait", &["lockscope_permits_total"]);
+    show("mic_wait", &["lockscope_permits_capacity"]);
     println!("taps that queued for their turn, as lockscope counts them:");
     show(
         "mic_state",

@@ -267,13 +267,13 @@ fn recorder_shows_the_double_release_the_dropped_tap_and_the_serialised_taps() {
         "recorder",
         &[
             "tap 3 Stop: released the microphone",
-            "lockscope_permits_total{lock=\"mic_unguarded\"} 2",
+            "lockscope_permits_capacity{lock=\"mic_unguarded\"} 2",
             "caught: a double release, 2 permits for one microphone",
             "tap 3 Stop: dropped, a transition is in progress",
-            "lockscope_permits_total{lock=\"mic_give_up\"} 1",
+            "lockscope_permits_capacity{lock=\"mic_give_up\"} 1",
             "lockscope_try_failures_total{lock=\"mic_transition\",kind=\"mutex\"} 1",
             "tap 3 Stop: already done when its turn came, nothing to do",
-            "lockscope_permits_total{lock=\"mic_wait\"} 1",
+            "lockscope_permits_capacity{lock=\"mic_wait\"} 1",
             "lockscope_contended_acquisitions_total{lock=\"mic_state\",kind=\"mutex\"} 1",
             "lockscope findings about the guarded versions: 0",
         ],
@@ -283,7 +283,7 @@ fn recorder_shows_the_double_release_the_dropped_tap_and_the_serialised_taps() {
 // --- the demo ------------------------------------------------------------------------------
 
 /// The metric families of API.md's table.
-const METRICS: [&str; 16] = [
+const METRICS: [&str; 19] = [
     "lockscope_acquisitions_total",
     "lockscope_contended_acquisitions_total",
     "lockscope_try_failures_total",
@@ -295,11 +295,14 @@ const METRICS: [&str; 16] = [
     "lockscope_oldest_wait_seconds",
     "lockscope_holders",
     "lockscope_permits_available",
-    "lockscope_permits_total",
+    "lockscope_permits_capacity",
     "lockscope_findings_total",
     "lockscope_active_findings",
     "lockscope_dropped_series_total",
     "lockscope_detector_dropped_total",
+    "lockscope_live_primitives",
+    "lockscope_watchdog_ticks_total",
+    "lockscope_build_info",
 ];
 
 const KINDS: [&str; 7] = [

@@ -43,11 +43,14 @@
 //! | `lockscope_oldest_wait_seconds` | gauge | `lock`, `kind` |
 //! | `lockscope_holders` | gauge | `lock`, `kind` |
 //! | `lockscope_permits_available` | gauge | `lock` (semaphores) |
-//! | `lockscope_permits_total` | gauge | `lock` (semaphores) |
+//! | `lockscope_permits_capacity` | gauge | `lock` (semaphores) |
 //! | `lockscope_findings_total` | counter | `kind` (finding kind) |
 //! | `lockscope_active_findings` | gauge | `kind` (finding kind) |
 //! | `lockscope_dropped_series_total` | counter | |
 //! | `lockscope_detector_dropped_total` | counter | `what` (`findings`, `edges`, `events`) |
+//! | `lockscope_live_primitives` | gauge | `kind` (primitive kind) |
+//! | `lockscope_watchdog_ticks_total` | counter | |
+//! | `lockscope_build_info` | gauge, always 1 | `version` |
 //!
 //! `lock` is the primitive's name; primitives sharing a name and kind share one series, and
 //! past the detector's label cap (1,000 series by default; a name used by two kinds is two)
@@ -83,6 +86,10 @@ pub use metrics::{CONTENT_TYPE, LockscopeCollector, render};
 pub use routes::router;
 pub use server::{DEFAULT_ADDR, ServeOptions, Server, serve};
 pub use tracing_init::{DEFAULT_FILTER, init_tracing};
+
+/// The `axum` crate whose [`Router`](axum::Router) [`router`] returns, re-exported so that an
+/// app mounting it can name the type without depending on the same axum version itself.
+pub use axum;
 
 /// The `prometheus` crate this exporter builds on (its [`LockscopeCollector`] implements
 /// [`prometheus::core::Collector`]), re-exported so that versions always match.

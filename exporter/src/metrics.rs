@@ -20,6 +20,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const LOCK: &str = "lock";
 const KIND: &str = "kind";
 const WHAT: &str = "what";
+const VERSION: &str = "version";
 
 /// Where a family's samples come from in a [`MetricsSnapshot`].
 #[derive(Clone, Copy)]
@@ -34,6 +35,10 @@ pub(crate) enum Source {
     FindingKinds(fn(&MetricsSnapshot) -> &[(FindingKind, u64)]),
     /// One sample per `what` of [`lockscope_detector::dropped_counts`].
     DetectorDropped,
+    /// One sample per primitive `kind` label: the live primitives of that kind.
+    LiveByKind,
+    /// One sample, always 1, labelled with this crate's version.
+    BuildInfo,
     /// One unlabelled sample.
     Scalar(fn(&MetricsSnapshot) -> f64),
 }
@@ -133,11 +138,11 @@ pub(crate) const METRICS: &[MetricDef] = &[
         source: Source::Semaphore(|s| s.permits_available),
     },
     MetricDef {
-        name: "lockscope_permits_total",
+        name: "lockscope_permits_capacity",
         help: "Semaphore capacity now (after add_permits and forget).",
         kind: MetricType::GAUGE,
         labels: &[LOCK],
-        source: Source::Semaphore(|s| s.permits_total),
+        source: Source::Semaphore(|s| s.permits_capacity),
     },
     MetricDef {
         name: "lockscope_findings_total",
@@ -166,6 +171,27 @@ pub(crate) const METRICS: &[MetricDef] = &[
         kind: MetricType::COUNTER,
         labels: &[WHAT],
         source: Source::DetectorDropped,
+    },
+    MetricDef {
+        name: "lockscope_live_primitives",
+        help: "Primitives alive now, per kind.",
+        kind: MetricType::GAUGE,
+        labels: &[KIND],
+        source: Source::LiveByKind,
+    },
+    MetricDef {
+        name: "lockscope_watchdog_ticks_total",
+        help: "Analyses the watchdog thread has run (a flat line is a dead watchdog).",
+        kind: MetricType::COUNTER,
+        labels: &[],
+        source: Source::Scalar(|m| m.watchdog_ticks as f64),
+    },
+    MetricDef {
+        name: "lockscope_build_info",
+        help: "Always 1; the version label is the lockscope version serving these metrics.",
+        kind: MetricType::GAUGE,
+        labels: &[VERSION],
+        source: Source::BuildInfo,
     },
 ];
 
@@ -286,7 +312,7 @@ fn add_series(into: &mut SeriesMetrics, s: &SeriesMetrics) {
     into.oldest_wait_seconds = into.oldest_wait_seconds.max(s.oldest_wait_seconds);
     into.holders += s.holders;
     into.permits_available = add_opt(into.permits_available, s.permits_available);
-    into.permits_total = add_opt(into.permits_total, s.permits_total);
+    into.permits_capacity = add_opt(into.permits_capacity, s.permits_capacity);
 }
 
 fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -337,6 +363,16 @@ fn samples(
             .iter()
             .map(|(what, n)| scalar(def.kind, labels(def, &[what]), *n as f64))
             .collect(),
+        Source::LiveByKind => snapshot
+            .live_by_kind
+            .iter()
+            .map(|(kind, n)| scalar(def.kind, labels(def, &[kind]), *n as f64))
+            .collect(),
+        Source::BuildInfo => vec![scalar(
+            def.kind,
+            labels(def, &[env!("CARGO_PKG_VERSION")]),
+            1.0,
+        )],
         Source::Scalar(value) => vec![scalar(def.kind, Vec::new(), value(snapshot))],
     }
 }
@@ -495,11 +531,14 @@ mod tests {
         ("lockscope_oldest_wait_seconds", "gauge", &["lock", "kind"]),
         ("lockscope_holders", "gauge", &["lock", "kind"]),
         ("lockscope_permits_available", "gauge", &["lock"]),
-        ("lockscope_permits_total", "gauge", &["lock"]),
+        ("lockscope_permits_capacity", "gauge", &["lock"]),
         ("lockscope_findings_total", "counter", &["kind"]),
         ("lockscope_active_findings", "gauge", &["kind"]),
         ("lockscope_dropped_series_total", "counter", &[]),
         ("lockscope_detector_dropped_total", "counter", &["what"]),
+        ("lockscope_live_primitives", "gauge", &["kind"]),
+        ("lockscope_watchdog_ticks_total", "counter", &[]),
+        ("lockscope_build_info", "gauge", &["version"]),
     ];
 
     #[test]
@@ -515,7 +554,11 @@ mod tests {
             );
             let label_count = match def.source {
                 Source::Series(_) | Source::SeriesHistogram(_) => 2,
-                Source::Semaphore(_) | Source::FindingKinds(_) | Source::DetectorDropped => 1,
+                Source::Semaphore(_)
+                | Source::FindingKinds(_)
+                | Source::DetectorDropped
+                | Source::LiveByKind
+                | Source::BuildInfo => 1,
                 Source::Scalar(_) => 0,
             };
             assert_eq!(def.labels.len(), label_count, "{name}: labels vs source");

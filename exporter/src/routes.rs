@@ -83,6 +83,8 @@ pub(crate) fn router_with_timeout(timeout: Duration) -> Router {
         .layer(middleware::from_fn(move |req: Request, next: Next| {
             request_timeout(timeout, req, next)
         }))
+        // gzip when the client asks (`Accept-Encoding: gzip`, as Prometheus does).
+        .layer(tower_http::compression::CompressionLayer::new())
 }
 
 async fn request_timeout(timeout: Duration, req: Request, next: Next) -> Response {

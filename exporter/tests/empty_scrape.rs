@@ -6,7 +6,8 @@
 
 mod common;
 
-const EXPECTED: &str = "\
+const EXPECTED: &str = concat!(
+    "\
 # HELP lockscope_acquisitions_total Acquisitions granted (completed holds plus holds alive now).\n\
 # TYPE lockscope_acquisitions_total counter\n\
 # HELP lockscope_active_findings Findings that still hold now, per finding kind.\n\
@@ -18,6 +19,11 @@ lockscope_active_findings{kind=\"lock-order-inversion\"} 0\n\
 lockscope_active_findings{kind=\"nested-acquire\"} 0\n\
 lockscope_active_findings{kind=\"starvation\"} 0\n\
 lockscope_active_findings{kind=\"stuck-queue\"} 0\n\
+# HELP lockscope_build_info Always 1; the version label is the lockscope version serving these metrics.\n\
+# TYPE lockscope_build_info gauge\n\
+lockscope_build_info{version=\"",
+    env!("CARGO_PKG_VERSION"),
+    "\"} 1\n\
 # HELP lockscope_cancelled_total Acquire futures dropped while waiting.\n\
 # TYPE lockscope_cancelled_total counter\n\
 # HELP lockscope_contended_acquisitions_total Acquisitions that had to wait.\n\
@@ -43,12 +49,14 @@ lockscope_findings_total{kind=\"stuck-queue\"} 0\n\
 # TYPE lockscope_hold_seconds histogram\n\
 # HELP lockscope_holders Guards and permits held now.\n\
 # TYPE lockscope_holders gauge\n\
+# HELP lockscope_live_primitives Primitives alive now, per kind.\n\
+# TYPE lockscope_live_primitives gauge\n\
 # HELP lockscope_oldest_wait_seconds Age of the oldest waiter now, in seconds (0 when nobody waits).\n\
 # TYPE lockscope_oldest_wait_seconds gauge\n\
 # HELP lockscope_permits_available Semaphore permits not held by anyone now.\n\
 # TYPE lockscope_permits_available gauge\n\
-# HELP lockscope_permits_total Semaphore capacity now (after add_permits and forget).\n\
-# TYPE lockscope_permits_total gauge\n\
+# HELP lockscope_permits_capacity Semaphore capacity now (after add_permits and forget).\n\
+# TYPE lockscope_permits_capacity gauge\n\
 # HELP lockscope_timeouts_total Timed acquisitions that gave up at their deadline.\n\
 # TYPE lockscope_timeouts_total counter\n\
 # HELP lockscope_try_failures_total try_ acquisitions that gave up because the primitive was unavailable.\n\
@@ -57,7 +65,11 @@ lockscope_findings_total{kind=\"stuck-queue\"} 0\n\
 # TYPE lockscope_wait_seconds histogram\n\
 # HELP lockscope_waiters Acquisitions waiting now (queue depth).\n\
 # TYPE lockscope_waiters gauge\n\
-";
+# HELP lockscope_watchdog_ticks_total Analyses the watchdog thread has run (a flat line is a dead watchdog).\n\
+# TYPE lockscope_watchdog_ticks_total counter\n\
+lockscope_watchdog_ticks_total 0\n\
+"
+);
 
 #[test]
 fn an_empty_scrape_is_exactly_the_headers_and_the_zero_samples() {

@@ -5,7 +5,7 @@ mod common;
 use std::panic::Location;
 use std::time::Duration;
 
-use common::{get, request};
+use common::{get, request, request_with};
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::{PrimCell, PrimKind};
 use lockscope_exporter::{ServeErrorKind, ServeOptions};
@@ -29,9 +29,11 @@ async fn metrics_over_http() {
         r.header("content-type"),
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
+    // Not asked for gzip: plain text.
+    assert_eq!(r.header("content-encoding"), None);
     assert!(
         r.text()
-            .contains("lockscope_permits_total{lock=\"http/sem\"} 3\n"),
+            .contains("lockscope_permits_capacity{lock=\"http/sem\"} 3\n"),
         "{}",
         r.text()
     );
@@ -41,6 +43,60 @@ async fn metrics_over_http() {
             "{name}"
         );
     }
+    drop(s);
+    server.shutdown().await;
+}
+
+/// Prometheus sends `Accept-Encoding: gzip`; the answer is then gzip-compressed, and
+/// decompresses to the same text format.
+#[tokio::test]
+async fn metrics_are_gzipped_when_the_scraper_asks() {
+    use std::io::Read as _;
+
+    let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    let s = PrimCell::new(
+        Some("http/gzip".into()),
+        PrimKind::Semaphore,
+        Location::caller(),
+        5,
+    );
+    let r = request_with(addr, "GET", "/metrics", "Accept-Encoding: gzip\r\n").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(
+        r.body.starts_with(&[0x1f, 0x8b]),
+        "not a gzip stream: {:?}",
+        &r.body[..r.body.len().min(16)]
+    );
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&r.body[..])
+        .read_to_string(&mut text)
+        .expect("a valid gzip stream of UTF-8 text");
+    assert!(
+        text.contains("lockscope_permits_capacity{lock=\"http/gzip\"} 5\n"),
+        "{text}"
+    );
+    for (name, kind) in common::API_MD_FAMILIES {
+        assert!(text.contains(&format!("# TYPE {name} {kind}\n")), "{name}");
+    }
+    assert!(
+        r.body.len() * 3 < text.len(),
+        "gzip saved little: {} bytes for {} of text",
+        r.body.len(),
+        text.len()
+    );
+    // An encoding the exporter does not offer gets plain text.
+    let r = request_with(addr, "GET", "/metrics", "Accept-Encoding: br\r\n").await;
+    assert_eq!(r.header("content-encoding"), None);
+    assert!(
+        r.text()
+            .contains("lockscope_permits_capacity{lock=\"http/gzip\"} 5\n")
+    );
     drop(s);
     server.shutdown().await;
 }

@@ -235,7 +235,7 @@ async fn the_server_survives_load_and_abuse() {
         assert_eq!(r.status, 200);
         assert!(
             r.text()
-                .contains("lockscope_permits_total{lock=\"load/sem\"} 2\n")
+                .contains("lockscope_permits_capacity{lock=\"load/sem\"} 2\n")
         );
         assert!(get(addr, "/debug/findings").await.json().is_array());
     })

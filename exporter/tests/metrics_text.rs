@@ -99,7 +99,7 @@ fn a_semaphore_shows_its_permits() {
          lockscope_holders{{{l}}} 1\n\
          lockscope_oldest_wait_seconds{{{l}}} 0\n\
          lockscope_permits_available{{lock=\"text/sem\"}} 4\n\
-         lockscope_permits_total{{lock=\"text/sem\"}} 7\n\
+         lockscope_permits_capacity{{lock=\"text/sem\"}} 7\n\
          lockscope_timeouts_total{{{l}}} 0\n\
          lockscope_try_failures_total{{{l}}} 0\n\
          {}\
@@ -110,8 +110,8 @@ fn a_semaphore_shows_its_permits() {
     assert_eq!(lines_of(&text, "text/sem"), expected);
     // Families with a lock label and samples come out with their HELP and TYPE lines.
     assert!(text.contains(
-        "# HELP lockscope_permits_total Semaphore capacity now (after add_permits and forget).\n\
-         # TYPE lockscope_permits_total gauge\n"
+        "# HELP lockscope_permits_capacity Semaphore capacity now (after add_permits and forget).\n\
+         # TYPE lockscope_permits_capacity gauge\n"
     ));
     hooks::released(prim, hold);
 }
@@ -127,7 +127,7 @@ fn huge_semaphores_sharing_a_name_saturate_their_gauges() {
     let text = lockscope_exporter::render();
     let max = u64::MAX as f64;
     assert_eq!(
-        value(&text, r#"lockscope_permits_total{lock="text/huge"}"#),
+        value(&text, r#"lockscope_permits_capacity{lock="text/huge"}"#),
         max
     );
     assert_eq!(
@@ -314,4 +314,57 @@ fn every_family_has_samples_after_a_workload() {
         );
     }
     common::promtool_check_metrics(&text);
+}
+
+/// `lockscope_live_primitives{kind}` counts the live primitives of each kind, down to 0 when
+/// they are dropped (other tests of this binary only ever add theirs on top, and no test keeps
+/// a blocking rwlock, so that kind is this test's alone).
+#[test]
+fn live_primitives_count_each_kind() {
+    const LINE: &str = r#"lockscope_live_primitives{kind="blocking_rwlock"}"#;
+    let cells: Vec<PrimCell> = (0..3)
+        .map(|_| cell("text/live", PrimKind::BlockingRwLock, 1))
+        .collect();
+    assert_eq!(value(&lockscope_exporter::render(), LINE), 3.0);
+    drop(cells);
+    assert_eq!(value(&lockscope_exporter::render(), LINE), 0.0);
+    let text = lockscope_exporter::render();
+    assert!(value(&text, r#"lockscope_live_primitives{kind="mutex"}"#) >= 0.0);
+}
+
+#[test]
+fn build_info_names_the_version() {
+    let text = lockscope_exporter::render();
+    assert_eq!(
+        value(
+            &text,
+            &format!(
+                "lockscope_build_info{{version=\"{}\"}}",
+                env!("CARGO_PKG_VERSION")
+            )
+        ),
+        1.0
+    );
+}
+
+/// The watchdog thread, started by the first primitive, counts each analysis it runs.
+#[test]
+fn watchdog_ticks_move() {
+    let _keep = cell("text/ticks", PrimKind::Mutex, 1);
+    let ticks = || {
+        value(
+            &lockscope_exporter::render(),
+            "lockscope_watchdog_ticks_total",
+        )
+    };
+    let first = ticks();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while ticks() <= first {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lockscope_watchdog_ticks_total stayed at {first} for 5 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(lockscope_detector::watchdog_ticks() as f64 > first);
 }

@@ -49,12 +49,12 @@ async fn a_scrape_of_10k_primitives_is_fast() {
     assert_eq!(r.status, 200);
     // The label cap (1,000 names) folds the rest into `other`, which carries their sum.
     let text = r.text();
-    assert_eq!(text.matches("lockscope_permits_total{").count(), 1001);
+    assert_eq!(text.matches("lockscope_permits_capacity{").count(), 1001);
     assert!(
         text.contains("lockscope_dropped_series_total 9000\n"),
         "dropped series"
     );
-    assert!(text.contains("lockscope_permits_total{lock=\"other\"} 36000\n"));
+    assert!(text.contains("lockscope_permits_capacity{lock=\"other\"} 36000\n"));
     assert!(
         text.contains("lockscope_acquisitions_total{lock=\"other\",kind=\"semaphore\"} 9000\n")
     );

@@ -118,3 +118,9 @@ pub use lockscope_detector as detector;
 /// The exporter: `/metrics` and `/debug/*` over HTTP (`lockscope-exporter`).
 #[cfg(feature = "exporter")]
 pub use lockscope_exporter as exporter;
+
+/// The README's code blocks, compiled (and run, unless marked `no_run`) by `cargo test` as
+/// doctests of this crate, so the README cannot drift from the API.
+#[cfg(all(doctest, feature = "exporter"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

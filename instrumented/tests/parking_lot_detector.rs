@@ -507,11 +507,11 @@ fn reentrant_recursion_is_silent() {
     fn recurse(m: &ReentrantMutex<RefCell<Vec<u32>>>, inner: &Mutex<u32>, depth: u32) {
         let g = m.lock();
         g.borrow_mut().push(depth);
-        if depth % 2 == 0 {
+        if depth.is_multiple_of(2) {
             *inner.lock() += 1;
         }
         if depth > 0 {
-            if depth % 3 == 0 {
+            if depth.is_multiple_of(3) {
                 let _again = m.try_lock().expect("a re-entry never fails");
             }
             recurse(m, inner, depth - 1);

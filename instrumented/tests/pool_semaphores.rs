@@ -14,14 +14,11 @@ use lockscope::tokio::Semaphore;
 use common::until;
 
 fn arm(name: &str, leak_ms: u64) -> TestScope {
-    TestScope::arm(
-        name,
-        ScopeOptions {
-            stuck_ms: Some(300),
-            starvation_ms: Some(60_000),
-            leak_ms: Some(leak_ms),
-        },
-    )
+    let mut options = ScopeOptions::default();
+    options.stuck_ms = Some(300);
+    options.starvation_ms = Some(60_000);
+    options.leak_ms = Some(leak_ms);
+    TestScope::arm(name, options)
 }
 
 /// Checks out one object (the permit forgotten, as deadpool does).

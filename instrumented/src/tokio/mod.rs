@@ -41,6 +41,22 @@ pub use tokio::sync::{
     futures, mpsc, oneshot, watch,
 };
 
+/// Makes the tokio primitive inside a wrapper. Under `tokio_unstable`, tokio reports its own
+/// primitives to tokio-console; the wrapper already is a console resource, by name, so the
+/// inner one is made with tracing off rather than shown as a second, anonymous `Semaphore`.
+/// Otherwise this is just `make()`.
+#[cfg(tokio_unstable)]
+pub(crate) fn untraced<T>(make: impl FnOnce() -> T) -> T {
+    tracing::dispatcher::with_default(&tracing::Dispatch::none(), make)
+}
+
+/// Makes the tokio primitive inside a wrapper (see the `tokio_unstable` version).
+#[cfg(not(tokio_unstable))]
+#[inline]
+pub(crate) fn untraced<T>(make: impl FnOnce() -> T) -> T {
+    make()
+}
+
 /// An error value for a failed `try_lock`/`try_read`/`try_write`.
 ///
 /// `tokio::sync::TryLockError` has no public constructor; this takes one from a tokio mutex
@@ -48,7 +64,7 @@ pub use tokio::sync::{
 #[cold]
 pub(crate) fn try_lock_error() -> TryLockError {
     static LOCKED: std::sync::LazyLock<tokio::sync::Mutex<()>> = std::sync::LazyLock::new(|| {
-        let m = tokio::sync::Mutex::new(());
+        let m = untraced(|| tokio::sync::Mutex::new(()));
         // UNWRAP: a fresh mutex is unlocked.
         std::mem::forget(m.try_lock().expect("fresh mutex"));
         m

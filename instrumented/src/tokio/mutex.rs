@@ -66,7 +66,7 @@ impl<T: ?Sized> Mutex<T> {
     {
         Mutex {
             cell: PrimCell::new(None, PrimKind::Mutex, Location::caller(), 1),
-            sem: tokio::sync::Semaphore::new(1),
+            sem: super::untraced(|| tokio::sync::Semaphore::new(1)),
             c: UnsafeCell::new(t),
         }
     }
@@ -92,7 +92,7 @@ impl<T: ?Sized> Mutex<T> {
                 Location::caller(),
                 1,
             ),
-            sem: tokio::sync::Semaphore::new(1),
+            sem: super::untraced(|| tokio::sync::Semaphore::new(1)),
             c: UnsafeCell::new(t),
         }
     }

@@ -108,7 +108,7 @@ impl<T: ?Sized> RwLock<T> {
                 u64::from(max_reads),
             ),
             mr: max_reads,
-            s: tokio::sync::Semaphore::new(max_reads as usize),
+            s: super::untraced(|| tokio::sync::Semaphore::new(max_reads as usize)),
             c: UnsafeCell::new(value),
         }
     }

@@ -67,7 +67,7 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn new(permits: usize) -> Self {
-        let ll = tokio::sync::Semaphore::new(permits);
+        let ll = super::untraced(|| tokio::sync::Semaphore::new(permits));
         Semaphore {
             cell: PrimCell::new(
                 None,
@@ -91,7 +91,7 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn named(name: impl AsRef<str>, permits: usize) -> Self {
-        let ll = tokio::sync::Semaphore::new(permits);
+        let ll = super::untraced(|| tokio::sync::Semaphore::new(permits));
         Semaphore {
             cell: PrimCell::new(
                 Some(name.as_ref().into()),
