@@ -58,4 +58,4 @@ pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
 pub use scope::{ScopeOptions, TestScope};
 pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
 pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
-pub use watchdog::{WatchdogGuard, check_now, watchdog};
+pub use watchdog::{WatchdogGuard, check_now, watchdog, watchdog_ticks};

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Once};
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ struct Rules {
 static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
 static START: Once = Once::new();
 static EXIT_GUARDS: AtomicUsize = AtomicUsize::new(0);
+static TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// Starts the watchdog thread once (no-op when already running).
 pub fn ensure_started() {
@@ -52,8 +53,20 @@ fn run() {
         std::thread::sleep(tick);
         if config::enabled() {
             tick_once();
+            TICKS.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Analyses the watchdog thread has run so far (not counting [`check_now`]). A count that
+/// stops growing while the detector is on means the watchdog is dead or stuck.
+///
+/// ```
+/// let before = lockscope_detector::watchdog_ticks();
+/// assert!(lockscope_detector::watchdog_ticks() >= before);
+/// ```
+pub fn watchdog_ticks() -> u64 {
+    TICKS.load(Ordering::Relaxed)
 }
 
 /// Runs one analysis now, on the calling thread: deadlocks (confirmed over two calls, as over
