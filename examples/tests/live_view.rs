@@ -80,7 +80,7 @@ async fn the_live_view_shows_a_deadlock_in_a_real_browser() {
     .expect("inversion thread");
 
     // Stuck queues, two of them under hostile names.
-    let mut tasks = stuck("pool/worker").await;
+    let mut tasks: Vec<tokio::task::JoinHandle<()>> = stuck("pool/worker").await;
     tasks.extend(stuck(SCRIPT_NAME).await);
     tasks.extend(stuck(QUOTE_NAME).await);
 
@@ -103,8 +103,25 @@ async fn the_live_view_shows_a_deadlock_in_a_real_browser() {
     let names = [format!("task {}", t1.id()), format!("task {}", t2.id())];
     let formed = Instant::now();
 
-    let checked =
-        tokio::task::spawn_blocking(move || check_page(&b, &url, &names, formed, &dir)).await;
+    let shot = dir.join("live-view.png");
+    let checked = tokio::task::spawn_blocking(move || {
+        check_page(&b, &url, &names, formed, &shot);
+        b
+    })
+    .await;
+    let checked = match checked {
+        // Then 10,000 more primitives, 100 of them with a queue, in the same page.
+        Ok(b) => {
+            let (bulk, permits, waiters) = bulk(10_000, 100).await;
+            tasks.extend(waiters);
+            let shot = dir.join("live-view-10k.png");
+            let r =
+                tokio::task::spawn_blocking(move || check_at_scale(&b, 10_000, 100, &shot)).await;
+            drop((bulk, permits));
+            r
+        }
+        Err(e) => Err(e),
+    };
     for t in tasks.into_iter().chain([t1, t2]) {
         t.abort();
     }
@@ -114,9 +131,144 @@ async fn the_live_view_shows_a_deadlock_in_a_real_browser() {
     }
 }
 
+type Bulk = (
+    Vec<Arc<lockscope::tokio::Semaphore>>,
+    Vec<lockscope::tokio::OwnedSemaphorePermit>,
+    Vec<tokio::task::JoinHandle<()>>,
+);
+
+/// `n` semaphores of two permits under `n` names; the first `queued` fully held, each with
+/// one task waiting.
+async fn bulk(n: usize, queued: usize) -> Bulk {
+    let sems: Vec<_> = (0..n)
+        .map(|i| {
+            Arc::new(lockscope::tokio::Semaphore::named(
+                format!("bulk/{i:05}"),
+                2,
+            ))
+        })
+        .collect();
+    let mut permits = Vec::new();
+    let mut waiters = Vec::new();
+    for s in &sems[..queued] {
+        permits.push(s.clone().acquire_many_owned(2).await.expect("open"));
+        let s = s.clone();
+        waiters.push(tokio::spawn(async move {
+            let _p = s.acquire().await;
+        }));
+    }
+    (sems, permits, waiters)
+}
+
+/// The page with `n` more primitives, `queued` of them with waiters: the table pages, sorts
+/// and filters, the graph shows the top of the queues and still the deadlock, the label cap
+/// shows, and a poll renders in bounded time.
+fn check_at_scale(b: &Browser, n: usize, queued: usize, shot: &std::path::Path) {
+    // The filter typed earlier still applies: clear it, as a person would.
+    let filter = b.find("#filter");
+    b.clear_input(&filter);
+    let count = b.wait_for(
+        "the bulk primitives in the locks table",
+        Duration::from_secs(10),
+        &format!(
+            "const n = Number(document.getElementById('locks-count').textContent.replace(/,/g, '')); \
+             return n >= {n} ? n : null"
+        ),
+    );
+    eprintln!("live view: {count} primitives listed");
+    let page = b.js(
+        "return { rows: document.querySelectorAll('#locks-body tr').length, \
+                  info: document.getElementById('page-info').textContent, \
+                  first_waiters: Number(document.querySelector('#locks-body tr td.w').textContent), \
+                  note: document.getElementById('waitfor-note').textContent, \
+                  cap: document.getElementById('cap-note').textContent, \
+                  red: document.querySelectorAll('#waitfor svg path.edge.red').length, \
+                  locks_drawn: document.querySelectorAll('#waitfor svg g.node.lock').length }",
+        json!([]),
+    );
+    eprintln!("live view at scale: {page}");
+    assert_eq!(page["rows"], 100, "one page of the table: {page}");
+    assert!(
+        page["info"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("1\u{2013}100 of 10,"),
+        "{page}"
+    );
+    assert!(
+        page["first_waiters"].as_u64() >= Some(1),
+        "sorted by waiters: {page}"
+    );
+    let note = page["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("top 16 of "),
+        "the graph shows the top queues: {page}"
+    );
+    assert!(page["locks_drawn"].as_u64() <= Some(16), "{page}");
+    assert!(
+        page["red"].as_u64() >= Some(4),
+        "the deadlock is still drawn: {page}"
+    );
+    assert!(
+        page["cap"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("label cap reached"),
+        "{page}"
+    );
+    // A few polls, each timed by the page itself.
+    let polls = b.js("return Number(document.body.dataset.polls)", json!([]));
+    let timing = b.wait_for(
+        "three more polls",
+        Duration::from_secs(10),
+        &format!(
+            "const d = document.body.dataset; \
+             return Number(d.polls) >= {} + 3 ? {{fetch: Number(d.fetchMs), render: Number(d.renderMs)}} : null",
+            polls.as_u64().unwrap_or(0)
+        ),
+    );
+    eprintln!("live view: one poll with {n} more primitives: {timing} (ms)");
+    assert!(
+        timing["render"].as_u64() < Some(1000),
+        "rendering a poll takes too long: {timing}"
+    );
+    b.screenshot(shot);
+    // Sort by name (ascending), then filter: both over all of them, not just the page shown.
+    let th = b.find("#locks-head th:first-child");
+    b.click(&th);
+    b.wait_for(
+        "the table sorted by name",
+        Duration::from_secs(2),
+        "return document.querySelector('#locks-head th').classList.contains('asc')",
+    );
+    let shown: Vec<String> = serde_json::from_value(b.js(
+        "return [...document.querySelectorAll('#locks-body tr')].map(t => t.dataset.name)",
+        json!([]),
+    ))
+    .expect("names");
+    let mut sorted = shown.clone();
+    sorted.sort_by_key(|s| s.to_lowercase());
+    assert_eq!(shown, sorted, "sorted by name");
+    b.type_into(&filter, "bulk/0999");
+    let rows = b.wait_for(
+        "the filtered table at scale",
+        Duration::from_secs(3),
+        "const r = [...document.querySelectorAll('#locks-body tr')].map(t => t.dataset.name); \
+         return r.length === 10 ? r : null",
+    );
+    assert_eq!(rows[0], "bulk/09990", "{rows}");
+    assert!(queued < 9990, "the filtered ones have no queue");
+}
+
 /// Everything a person would check, in one browser session (dropped, so ended, on return or
 /// panic).
-fn check_page(b: &Browser, url: &str, tasks: &[String; 2], formed: Instant, dir: &std::path::Path) {
+fn check_page(
+    b: &Browser,
+    url: &str,
+    tasks: &[String; 2],
+    formed: Instant,
+    shot: &std::path::Path,
+) {
     b.goto(url);
     let size = b.js("return [window.innerWidth, window.innerHeight]", json!([]));
     assert_eq!(size, json!([1280, 800]), "the viewport");
@@ -230,7 +382,7 @@ fn check_page(b: &Browser, url: &str, tasks: &[String; 2], formed: Instant, dir:
     // Hostile names are text: no alert, no new script, and the names visible as written.
     assert_eq!(b.alert_text(), None, "a lock name ran as script");
     let hostile = b.js(
-        "const cells = [...document.querySelectorAll('#locks-body td.name')]; \
+        "const cells = [...document.querySelectorAll('#locks-body td.name .n')]; \
          const vis = (n) => cells.some(c => c.firstChild && c.firstChild.nodeValue === n && c.offsetParent !== null); \
          const titles = [...document.querySelectorAll('#waitfor svg title')].map(t => t.textContent); \
          return { scripts: document.scripts.length, \
@@ -259,8 +411,7 @@ fn check_page(b: &Browser, url: &str, tasks: &[String; 2], formed: Instant, dir:
         "the page loaded something from elsewhere"
     );
 
-    let shot = dir.join("live-view.png");
-    b.screenshot(&shot);
+    b.screenshot(shot);
     eprintln!("live view: screenshot at {}", shot.display());
 
     // The locks table filters, as typed.

@@ -245,6 +245,11 @@ impl Browser {
         );
     }
 
+    /// Empties a text field as a person would: Ctrl+A (released with the NULL key), Backspace.
+    pub fn clear_input(&self, element: &str) {
+        self.type_into(element, "\u{E009}a\u{E000}\u{E003}");
+    }
+
     /// The text of an open alert, prompt or confirm, if one is showing.
     pub fn alert_text(&self) -> Option<String> {
         match self.try_cmd("GET", "/alert/text", None) {
