@@ -19,10 +19,13 @@
 //!
 //! | endpoint | answer |
 //! |---|---|
+//! | `GET /` | the live view: findings, locks and both graphs in a browser, refreshed every 1.5 s |
 //! | `GET /metrics` | Prometheus text format: every `lockscope_*` family (see [`render`]) |
-//! | `GET /debug/findings` | JSON array of the findings, each with `"kind"` |
+//! | `GET /debug/findings` | JSON array of the findings, each with `"kind"` and `"report"` (its text) |
 //! | `GET /debug/locks` | JSON array of the live primitives with their holders and waiters |
 //! | `GET /debug/graph` | the wait-for and lock-order graphs as JSON; `?format=dot` for Graphviz |
+//! | `GET /debug/report` | the findings as plain text, as a failing test prints them |
+//! | `GET /debug/status` | JSON: the detector's mode, thresholds, watchdog ticks, uptime, label cap |
 //!
 //! Nothing served changes state, and nothing reveals more than lock names, call sites and
 //! task or thread ids. Already have an axum app? Mount [`router`] in it instead. Already have
@@ -75,6 +78,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod live;
 mod metrics;
 mod routes;
 mod server;

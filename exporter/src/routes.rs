@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::Semaphore;
 
-use crate::metrics;
+use crate::{live, metrics};
 
 /// Content type of the JSON endpoints.
 const JSON: &str = "application/json";
@@ -32,17 +32,20 @@ const RENDER_SLOTS: usize = 2;
 /// A plain tokio semaphore on purpose: the exporter must not observe itself (habit 7).
 static RENDER: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(RENDER_SLOTS)));
 
-const NOT_FOUND: &str =
-    "not found; lockscope serves /metrics, /debug/findings, /debug/locks and /debug/graph\n";
+const NOT_FOUND: &str = "not found; lockscope serves / (the live view), /metrics, /debug/findings, \
+     /debug/locks, /debug/graph, /debug/report and /debug/status\n";
 
 /// The lockscope endpoints as an axum [`Router`], to mount in your own application:
 ///
 /// | route | answer |
 /// |---|---|
+/// | `GET /` | the live view: one self-contained HTML page reading the routes below |
 /// | `GET /metrics` | Prometheus text format ([`render`](crate::render)) |
-/// | `GET /debug/findings` | JSON array of [`lockscope_detector::findings`], each with `"kind"` |
+/// | `GET /debug/findings` | JSON array of [`lockscope_detector::findings`], each with `"kind"` and `"report"` (its text) |
 /// | `GET /debug/locks` | JSON array of [`lockscope_detector::locks`] |
 /// | `GET /debug/graph` | JSON of [`lockscope_detector::graph()`]; `?format=dot` for Graphviz |
+/// | `GET /debug/report` | the findings as plain text, as a failing `#[lockscope::test]` prints them |
+/// | `GET /debug/status` | JSON: mode, thresholds, watchdog ticks, uptime, label cap |
 ///
 /// Every route is read-only and answers `HEAD` too; other methods get `405`, other paths
 /// `404`. Each request is bounded by a 10-second timeout (`503` past it), and at most two
@@ -68,11 +71,15 @@ pub fn router() -> Router {
 }
 
 pub(crate) fn router_with_timeout(timeout: Duration) -> Router {
+    live::start_clock();
     Router::new()
+        .route("/", get(index_handler))
         .route("/metrics", get(metrics_handler))
         .route("/debug/findings", get(findings_handler))
         .route("/debug/locks", get(locks_handler))
         .route("/debug/graph", get(graph_handler))
+        .route("/debug/report", get(report_handler))
+        .route("/debug/status", get(status_handler))
         .fallback(|| async {
             (
                 StatusCode::NOT_FOUND,
@@ -146,8 +153,37 @@ async fn metrics_handler() -> Response {
     }
 }
 
+async fn index_handler() -> Response {
+    let mut r = body(StatusCode::OK, live::HTML, live::INDEX_HTML);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(live::CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r
+}
+
+async fn report_handler() -> Response {
+    match render_blocking(live::report_text).await {
+        Ok(text) => body(StatusCode::OK, TEXT, text),
+        Err(r) => r,
+    }
+}
+
+async fn status_handler() -> Response {
+    json(&live::status())
+}
+
 async fn findings_handler() -> Response {
-    match render_blocking(lockscope_detector::findings).await {
+    match render_blocking(live::findings_with_reports).await {
         Ok(findings) => json(&findings),
         Err(r) => r,
     }

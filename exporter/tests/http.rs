@@ -179,7 +179,6 @@ async fn unknown_paths_404_and_wrong_methods_405() {
     let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
     let addr = server.local_addr();
     for path in [
-        "/",
         "/nope",
         "/metrics/",
         "/metrics/x",
@@ -197,10 +196,13 @@ async fn unknown_paths_404_and_wrong_methods_405() {
     }
     for method in ["POST", "PUT", "DELETE", "PATCH"] {
         for path in [
+            "/",
             "/metrics",
             "/debug/findings",
             "/debug/locks",
             "/debug/graph",
+            "/debug/report",
+            "/debug/status",
         ] {
             let r = request(addr, method, path).await;
             assert_eq!(r.status, 405, "{method} {path}");

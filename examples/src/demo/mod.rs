@@ -141,6 +141,7 @@ async fn run(args: Args) -> ExitCode {
     };
     let metrics_addr = exporter.local_addr();
     // On stdout, one line each, for scripts (and the tests) to find the ports.
+    println!("lockscope demo: live view on http://{metrics_addr}/");
     println!("lockscope demo: metrics on http://{metrics_addr}/metrics");
     println!("lockscope demo: bank API on http://{api_addr}/");
     info!(
