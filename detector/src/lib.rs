@@ -87,7 +87,7 @@ pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
 pub use scope::{ScopeOptions, TestScope};
 pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
 pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
+pub use ticks::watchdog_ticks;
 #[doc(hidden)]
 pub use watchdog::inject_tick_panic;
-pub use ticks::watchdog_ticks;
 pub use watchdog::{WatchdogGuard, check_now, watchdog};

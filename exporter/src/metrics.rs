@@ -167,7 +167,7 @@ pub(crate) const METRICS: &[MetricDef] = &[
     },
     MetricDef {
         name: "lockscope_detector_dropped_total",
-        help: "Events, edges or findings the detector dropped to stay within its memory bounds.",
+        help: "Events, edges or findings the detector dropped to stay within its memory bounds, and watchdog ticks lost to a panicking rule (what=\"tick\").",
         kind: MetricType::COUNTER,
         labels: &[WHAT],
         source: Source::DetectorDropped,

@@ -28,11 +28,12 @@ lockscope_build_info{version=\"",
 # TYPE lockscope_cancelled_total counter\n\
 # HELP lockscope_contended_acquisitions_total Acquisitions that had to wait.\n\
 # TYPE lockscope_contended_acquisitions_total counter\n\
-# HELP lockscope_detector_dropped_total Events, edges or findings the detector dropped to stay within its memory bounds.\n\
+# HELP lockscope_detector_dropped_total Events, edges or findings the detector dropped to stay within its memory bounds, and watchdog ticks lost to a panicking rule (what=\"tick\").\n\
 # TYPE lockscope_detector_dropped_total counter\n\
 lockscope_detector_dropped_total{what=\"edges\"} 0\n\
 lockscope_detector_dropped_total{what=\"events\"} 0\n\
 lockscope_detector_dropped_total{what=\"findings\"} 0\n\
+lockscope_detector_dropped_total{what=\"tick\"} 0\n\
 # HELP lockscope_dropped_series_total Primitives folded into lock=\"other\" by the label cap.\n\
 # TYPE lockscope_dropped_series_total counter\n\
 lockscope_dropped_series_total 0\n\
