@@ -7,6 +7,12 @@
 //! release clears the key with one store, from whichever thread drops the guard; it never
 //! touches any other entry, so it cannot race with the owner filling a free one.
 //!
+//! An entry carries a generation, bumped by every fill, that makes a snapshot's read of it a
+//! seqlock read: the owner stores an odd generation, then the fields, then the even one; a
+//! reader keeps what it read only if it saw the same even generation before and after, so a
+//! view never mixes two holds that used the entry one after the other (even two holds of the
+//! same primitive). The owner is the only writer of the generation: plain stores, no RMW.
+//!
 //! The owner keeps a bitmap of the entries it filled in a `const` thread-local. Remote clears
 //! do not update it, so the bitmap may call a free entry taken, never the reverse; it is
 //! re-read from the keys when it fills up.
@@ -25,7 +31,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
@@ -106,19 +112,24 @@ pub const FLAG_PINNED_THREAD: u8 = 16;
 /// Flag: split off another hold (`SemaphorePermit::split`): not an acquisition of its own.
 pub const FLAG_SPLIT: u8 = 32;
 
-/// Packs the descriptive half of an entry into one word.
+/// Packs the descriptive half of an entry into one word: `permits | mode << 32 | flags << 40`.
+/// (The test scope has a word of its own, whole: no scope id is ever truncated.)
 #[inline]
-pub fn pack_meta(permits: u32, mode: Mode, flags: u8, scope: u32) -> u64 {
-    u64::from(permits)
-        | (u64::from(mode as u8) << 32)
-        | (u64::from(flags) << 40)
-        | (u64::from(scope.min(0xffff)) << 48)
+pub fn pack_meta(permits: u32, mode: Mode, flags: u8) -> u64 {
+    u64::from(permits) | (u64::from(mode as u8) << 32) | (u64::from(flags) << 40)
 }
 
 /// One hold. All fields but the two set at creation are atomics, so snapshots can read them
 /// while the owner writes.
+///
+/// 8-aligned (asserted below), so that the low bits of a pointer to it are free for a
+/// wrapper's tags (see [`Hold::into_raw`](crate::hooks::Hold::into_raw)).
 pub struct Entry {
     key: AtomicU64,
+    /// `generation | scope << 32`: the generation is odd while the owner fills the entry and
+    /// even once it is filled (see the module docs); the scope is the acquiring thread's test
+    /// scope, whole.
+    tag: AtomicU64,
     actor: AtomicU64,
     site: AtomicPtr<Location<'static>>,
     since: AtomicU64,
@@ -136,6 +147,7 @@ impl Entry {
     fn new(owner: *const ThreadHeld, slot: u32) -> Entry {
         Entry {
             key: AtomicU64::new(0),
+            tag: AtomicU64::new(0),
             actor: AtomicU64::new(0),
             site: AtomicPtr::new(std::ptr::null_mut()),
             since: AtomicU64::new(0),
@@ -177,43 +189,89 @@ impl HoldView {
     }
 }
 
+/// Alignment of [`Entry`]: the pointer tags a wrapper may use are the bits below it.
+pub const ENTRY_ALIGN: usize = std::mem::align_of::<Entry>();
+const _: () = assert!(
+    ENTRY_ALIGN >= 8,
+    "entries leave three low pointer bits free"
+);
+
+/// What a new hold entry records.
+#[derive(Clone, Copy)]
+pub(crate) struct NewHold {
+    /// Primitive id (the entry's key).
+    pub(crate) prim: u64,
+    /// Holder ([`actor::ActorId`] as a word).
+    pub(crate) actor: u64,
+    /// Where it was acquired.
+    pub(crate) site: &'static Location<'static>,
+    /// Since when (coarse clock).
+    pub(crate) since: u64,
+    /// [`pack_meta`]'s word.
+    pub(crate) meta: u64,
+    /// Test scope of the acquiring thread.
+    pub(crate) scope: u32,
+}
+
 impl Entry {
+    /// Fills a free entry. Only the table's owner fills, so the generation has one writer.
     #[inline]
-    fn fill(&self, prim: u64, actor: u64, site: &'static Location<'static>, since: u64, meta: u64) {
-        self.actor.store(actor, Ordering::Relaxed);
+    fn fill(&self, h: NewHold) {
+        let generation = (self.tag.load(Ordering::Relaxed) as u32) | 1;
+        let scope = u64::from(h.scope) << 32;
+        self.tag
+            .store(u64::from(generation) | scope, Ordering::Relaxed);
+        // Release fence: a reader that sees any field stored below sees the odd generation
+        // above (or later), so it drops what it read (the seqlock's writer side).
+        fence(Ordering::Release);
+        self.actor.store(h.actor, Ordering::Relaxed);
         self.site.store(
-            (site as *const Location<'static>).cast_mut(),
+            (h.site as *const Location<'static>).cast_mut(),
             Ordering::Relaxed,
         );
-        self.since.store(since, Ordering::Relaxed);
-        self.meta.store(meta, Ordering::Relaxed);
-        // Release: a reader that sees this key (Acquire) sees the fields stored above.
-        self.key.store(prim, Ordering::Release);
+        self.since.store(h.since, Ordering::Relaxed);
+        self.meta.store(h.meta, Ordering::Relaxed);
+        // Release: a reader that sees this key (Acquire) sees the fields stored above (the
+        // owner's bitmap refresh and the task index read the key alone).
+        self.key.store(h.prim, Ordering::Release);
+        // Release: a reader that sees this even generation (Acquire) sees the fields above.
+        self.tag.store(
+            u64::from(generation.wrapping_add(1)) | scope,
+            Ordering::Release,
+        );
     }
 
+    /// A consistent copy of the hold, or `None` when the entry is free or being refilled.
     fn view(&self, thread: u64) -> Option<HoldView> {
-        // Acquire: pairs with the Release in `fill`.
+        // Acquire: pairs with the Release of the even generation in `fill`.
+        let tag = self.tag.load(Ordering::Acquire);
+        if tag & 1 != 0 {
+            return None; // being filled
+        }
         let prim = self.key.load(Ordering::Acquire);
         if prim == 0 {
             return None;
         }
-        let actor = actor::ActorId::from_u64(self.actor.load(Ordering::Relaxed))?;
+        let actor = self.actor.load(Ordering::Relaxed);
         let site = self.site.load(Ordering::Relaxed);
         let since = self.since.load(Ordering::Relaxed);
         let meta = self.meta.load(Ordering::Relaxed);
-        if site.is_null() || self.key.load(Ordering::Relaxed) != prim {
+        // Acquire fence: if a load above saw a later fill's store, the generation below is
+        // that fill's (or later), not `tag` (the seqlock's reader side).
+        fence(Ordering::Acquire);
+        if self.tag.load(Ordering::Relaxed) != tag || site.is_null() {
             return None;
         }
         Some(HoldView {
             prim,
-            actor,
+            actor: actor::ActorId::from_u64(actor)?,
             // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
             site: unsafe { &*site },
             since,
             permits: meta as u32,
             mode: Mode::from_u8((meta >> 32) as u8),
             flags: (meta >> 40) as u8,
-            scope: (meta >> 48) as u32,
+            scope: (tag >> 32) as u32,
             thread,
         })
     }
@@ -505,18 +563,21 @@ impl EntryRef {
         )
     }
 
-    /// The reference as a word (entries are 8-aligned: the low three bits are 0).
+    /// The reference as a pointer, for a wrapper that keeps it in one word: entries are
+    /// [`ENTRY_ALIGN`]-aligned, so the low three bits are 0 and free for the wrapper's tags
+    /// (set and cleared with `map_addr`, which keeps the pointer's provenance).
     #[inline]
-    pub(crate) fn into_raw(self) -> usize {
-        self.0.as_ptr() as usize
+    pub(crate) fn into_ptr(self) -> *mut Entry {
+        self.0.as_ptr()
     }
 
     /// # Safety
     ///
-    /// `raw` is 0 or a word from [`EntryRef::into_raw`], turned back once.
+    /// `ptr` is null or a pointer from [`EntryRef::into_ptr`] (its tag bits cleared), turned
+    /// back once.
     #[inline]
-    pub(crate) unsafe fn from_raw(raw: usize) -> Option<EntryRef> {
-        NonNull::new(raw as *mut Entry).map(EntryRef)
+    pub(crate) unsafe fn from_ptr(ptr: *mut Entry) -> Option<EntryRef> {
+        NonNull::new(ptr).map(EntryRef)
     }
 
     /// The lockscope number of the thread whose table holds this entry.
@@ -569,7 +630,8 @@ fn release_overflow(th: &ThreadHeld, i: u32) {
     th.overflow_len.fetch_sub(1, Ordering::Release);
 }
 
-/// Records a hold on the current thread's table. `None` only while the thread is exiting.
+/// Records a hold on the current thread's table, with this thread's test scope. `None` only
+/// while the thread is exiting.
 #[inline]
 pub fn push(
     prim: u64,
@@ -579,20 +641,26 @@ pub fn push(
     meta: u64,
 ) -> Option<EntryRef> {
     LOCAL
-        .try_with(|l| push_in(l, prim, actor, site, since, meta))
+        .try_with(|l| {
+            let scope = l.scope.get();
+            push_in(
+                l,
+                NewHold {
+                    prim,
+                    actor,
+                    site,
+                    since,
+                    meta,
+                    scope,
+                },
+            )
+        })
         .ok()
         .flatten()
 }
 
 #[inline]
-pub(crate) fn push_in(
-    l: &Local,
-    prim: u64,
-    actor: u64,
-    site: &'static Location<'static>,
-    since: u64,
-    meta: u64,
-) -> Option<EntryRef> {
+pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
     let mut h = l.held.get();
     if h.is_null() {
         h = init(l)?;
@@ -608,23 +676,16 @@ pub(crate) fn push_in(
     if mask != FULL {
         let i = (!mask).trailing_zeros() as usize;
         let e = &th.inline[i];
-        e.fill(prim, actor, site, since, meta);
+        e.fill(hold);
         l.mask.set(mask | (1 << i));
         return Some(EntryRef(NonNull::from(e)));
     }
-    push_overflow(th, prim, actor, site, since, meta)
+    push_overflow(th, hold)
 }
 
 #[cold]
 #[inline(never)]
-fn push_overflow(
-    th: &ThreadHeld,
-    prim: u64,
-    actor: u64,
-    site: &'static Location<'static>,
-    since: u64,
-    meta: u64,
-) -> Option<EntryRef> {
+fn push_overflow(th: &ThreadHeld, hold: NewHold) -> Option<EntryRef> {
     let mut o = th.overflow.lock();
     let i = match o.free.pop() {
         Some(i) => i,
@@ -639,8 +700,8 @@ fn push_overflow(
         }
     };
     let e: *const Entry = o.entry(i);
-    o.entry(i).fill(prim, actor, site, since, meta);
-    o.by_actor.entry(actor).or_default().push(i);
+    o.entry(i).fill(hold);
+    o.by_actor.entry(hold.actor).or_default().push(i);
     th.overflow_len.fetch_add(1, Ordering::Release);
     drop(o);
     // Chunks are boxed and never freed before the table: the address is stable.
@@ -929,7 +990,7 @@ mod tests {
         let me = 77;
         let mut refs = Vec::new();
         for p in 1..=(INLINE as u64 + 40) {
-            refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0, 0)).unwrap());
+            refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0)).unwrap());
         }
         let mut n = 0;
         for_each_mine(me, |_| n += 1);
@@ -945,8 +1006,84 @@ mod tests {
         refs.into_iter().for_each(EntryRef::release);
         assert!(!holds_any_here(me));
         // Inline entries are reused after remote clears.
-        let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0, 0)).unwrap();
+        let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0)).unwrap();
         assert_eq!(r.view().unwrap().prim, 5);
         r.release();
+    }
+
+    /// A hold's scope is kept whole (it was cut to 16 bits: issue 17).
+    #[test]
+    fn a_hold_keeps_a_scope_id_past_16_bits() {
+        let scope = 0x0012_3456;
+        let hold = NewHold {
+            prim: 9,
+            actor: 78,
+            site: site(),
+            since: 5,
+            meta: pack_meta(1, Mode::Exclusive, 0),
+            scope,
+        };
+        let r = LOCAL.with(|l| push_in(l, hold)).unwrap();
+        assert_eq!(r.view().unwrap().scope, scope);
+        r.release();
+    }
+
+    /// The same entry refilled over and over with holds of one primitive (so the key alone
+    /// cannot tell them apart) while another thread snapshots it: every view must be one
+    /// hold, never fields of two (issue 17).
+    #[test]
+    fn a_snapshot_never_mixes_two_holds_of_one_entry() {
+        use std::sync::atomic::AtomicBool;
+        const FILLS: u64 = 200_000;
+        let stop = Arc::new(AtomicBool::new(false));
+        // The writer's table, found by the reader through the entry pointer.
+        let first = push(7, 1, site(), 1, pack_meta(1, Mode::Permits, 0)).unwrap();
+        struct Shared(*const Entry);
+        // SAFETY: entries are only read through shared references (atomics), and tables are
+        // never freed.
+        unsafe impl Send for Shared {}
+        let entry = first.0.as_ptr().cast_const();
+        let shared = Shared(entry);
+        first.release();
+        let reader = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let shared = shared;
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: tables are never freed; only read through shared references.
+                    let e = unsafe { &*shared.0 };
+                    if let Some(v) = e.view(0) {
+                        let n = v.actor.as_u64();
+                        assert_eq!(v.since, n, "since of another hold: {v:?}");
+                        assert_eq!(
+                            u64::from(v.permits),
+                            n & 0xffff,
+                            "permits of another hold: {v:?}"
+                        );
+                        seen += 1;
+                    }
+                }
+                seen
+            })
+        };
+        for n in 2..FILLS {
+            let r = push(
+                7,
+                n,
+                site(),
+                n,
+                pack_meta((n & 0xffff) as u32, Mode::Permits, 0),
+            )
+            .unwrap();
+            assert!(
+                std::ptr::eq(r.0.as_ptr(), entry),
+                "the entry was not reused"
+            );
+            r.release();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen = reader.join().unwrap();
+        println!("{seen} consistent views");
     }
 }
