@@ -31,16 +31,17 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{self as std_atomic, AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
 use crate::actor;
+use crate::loom::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, fence};
 use crate::tls::{LOCAL, Local};
 
-/// Inline entries per thread.
-pub const INLINE: usize = 16;
+/// Inline entries per thread (two in the loom models, to keep them small).
+pub const INLINE: usize = if cfg!(loom) { 2 } else { 16 };
 const FULL: u32 = (1u32 << INLINE) - 1;
 const CHUNK: usize = 32;
 
@@ -136,7 +137,7 @@ pub struct Entry {
     meta: AtomicU64,
     /// Where the task index points at this entry (null: not indexed). Touched only by the
     /// entry's current holder.
-    task_ref: AtomicPtr<AtomicPtr<Entry>>,
+    task_ref: AtomicPtr<std_atomic::AtomicPtr<Entry>>,
     /// The table this entry belongs to (fixed at creation).
     owner: *const ThreadHeld,
     /// Its index: `< INLINE` inline, else `INLINE + overflow index` (fixed at creation).
@@ -316,8 +317,8 @@ const TALLIES: usize = 16;
 #[derive(Default)]
 struct Tally {
     /// The primitive's id; 0: free.
-    prim: AtomicU64,
-    count: AtomicU64,
+    prim: std_atomic::AtomicU64,
+    count: std_atomic::AtomicU64,
 }
 
 #[inline]
@@ -403,6 +404,36 @@ unsafe impl Send for ThreadHeld {}
 unsafe impl Sync for ThreadHeld {}
 
 impl ThreadHeld {
+    /// A new table for thread number `thread`.
+    fn new(thread: u64) -> Arc<ThreadHeld> {
+        Arc::new_cyclic(|me| ThreadHeld {
+            thread: AtomicU64::new(thread),
+            inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
+            overflow: Mutex::new(Overflow {
+                chunks: Vec::new(),
+                free: Vec::new(),
+                by_actor: HashMap::new(),
+            }),
+            overflow_len: AtomicUsize::new(0),
+            orphaned: AtomicBool::new(false),
+            tallies: Default::default(),
+        })
+    }
+
+    /// Takes this table for thread number `thread` if its thread exited and it holds
+    /// nothing. Called under the table list's lock, so two threads never take one table.
+    fn recycle(&self, thread: u64) -> bool {
+        let free = self.orphaned.load(Ordering::Acquire)
+            && !self.occupied()
+            && self.overflow_len.load(Ordering::Acquire) == 0;
+        if free {
+            self.thread.store(thread, Ordering::Relaxed);
+            // Release: the new owner's thread number is visible with the table.
+            self.orphaned.store(false, Ordering::Release);
+        }
+        free
+    }
+
     fn occupied(&self) -> bool {
         self.overflow_len.load(Ordering::Acquire) != 0
             || self
@@ -474,30 +505,10 @@ fn init(l: &Local) -> Option<*const ThreadHeld> {
         // Recycle the table of an exited thread that holds nothing: tables are never freed
         // (an entry pointer, in a guard or the task index, must never dangle), so their number
         // stays the peak number of threads alive at once.
-        let free = threads.iter().find(|t| {
-            t.orphaned.load(Ordering::Acquire)
-                && !t.occupied()
-                && t.overflow_len.load(Ordering::Acquire) == 0
-        });
-        match free {
-            Some(t) => {
-                t.thread.store(thread, Ordering::Relaxed);
-                t.orphaned.store(false, Ordering::Release);
-                t.clone()
-            }
+        match threads.iter().find(|t| t.recycle(thread)) {
+            Some(t) => t.clone(),
             None => {
-                let th = Arc::new_cyclic(|me| ThreadHeld {
-                    thread: AtomicU64::new(thread),
-                    inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
-                    overflow: Mutex::new(Overflow {
-                        chunks: Vec::new(),
-                        free: Vec::new(),
-                        by_actor: HashMap::new(),
-                    }),
-                    overflow_len: AtomicUsize::new(0),
-                    orphaned: AtomicBool::new(false),
-                    tallies: Default::default(),
-                });
+                let th = ThreadHeld::new(thread);
                 threads.push(th.clone());
                 th
             }
@@ -797,18 +808,18 @@ const REFS: usize = 7;
 
 #[repr(align(64))]
 struct TaskSlot {
-    task: AtomicU64,
+    task: std_atomic::AtomicU64,
     /// Which `refs` are in use (a hint: set by the owner, cleared by releases with a plain
     /// load and store, so a race can leave a stale bit, costing a scan, or lose one, a miss).
     bits: AtomicU8,
-    refs: [AtomicPtr<Entry>; REFS],
+    refs: [std_atomic::AtomicPtr<Entry>; REFS],
 }
 
 static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
     TaskSlot {
-        task: AtomicU64::new(0),
+        task: std_atomic::AtomicU64::new(0),
         bits: AtomicU8::new(0),
-        refs: [const { AtomicPtr::new(std::ptr::null_mut()) }; REFS],
+        refs: [const { std_atomic::AtomicPtr::new(std::ptr::null_mut()) }; REFS],
     }
 }; TASK_SLOTS];
 
@@ -871,8 +882,10 @@ pub(crate) fn index_task(e: &Entry, task: u64) {
     let r = &s.refs[i];
     r.store((e as *const Entry).cast_mut(), Ordering::Relaxed);
     s.bits.store(bits | (1 << i), Ordering::Relaxed);
-    e.task_ref
-        .store((r as *const AtomicPtr<Entry>).cast_mut(), Ordering::Relaxed);
+    e.task_ref.store(
+        (r as *const std_atomic::AtomicPtr<Entry>).cast_mut(),
+        Ordering::Relaxed,
+    );
 }
 
 /// Drops `e` from the task index (before its key is cleared).
@@ -890,7 +903,7 @@ fn unindex(e: &Entry) {
             let at = r as usize - base;
             let slot = &SLOTS[at / std::mem::size_of::<TaskSlot>()];
             let i = (r as usize - slot.refs.as_ptr() as usize)
-                / std::mem::size_of::<AtomicPtr<Entry>>();
+                / std::mem::size_of::<std_atomic::AtomicPtr<Entry>>();
             let bits = slot.bits.load(Ordering::Relaxed);
             slot.bits.store(bits & !(1 << i), Ordering::Relaxed);
         }
@@ -1085,5 +1098,173 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         let seen = reader.join().unwrap();
         println!("{seen} consistent views");
+    }
+}
+
+/// Loom models of one hold table (`RUSTFLAGS="--cfg loom" cargo test -p lockscope-detector
+/// --release --lib loom`): the owner's acquires and releases, a release from another thread,
+/// a snapshot racing a refill, and the recycling of an exited thread's table. Each builds its
+/// own table and the owner's thread-locals by hand (loom's threads have no `LOCAL`), and
+/// asserts the books: what a snapshot sees is a hold that was taken and not yet released,
+/// whole, and the table ends holding exactly what was not released.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// Explores `f` with at most three preemptions (enough for these two- and three-thread
+    /// models, and minutes rather than hours in CI) unless `LOOM_MAX_PREEMPTIONS` says more.
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        if b.preemption_bound.is_none() {
+            b.preemption_bound = Some(3);
+        }
+        b.check(f);
+    }
+
+    /// The thread-locals of thread number `seq`, owning `table`.
+    fn owner_of(table: &Arc<ThreadHeld>, seq: u64) -> Local {
+        Local {
+            thread_seq: Cell::new(seq),
+            scope: Cell::new(0),
+            held: Cell::new(Arc::as_ptr(table)),
+            mask: Cell::new(0),
+            dead: Cell::new(false),
+            blocking_in_task: Cell::new(0),
+            blocking_task: Cell::new(0),
+            flavor: Cell::new(0),
+        }
+    }
+
+    /// A hold of `prim` by actor `n`, started at `n`, for `n` permits, in scope `n`: every
+    /// field says `n`, so a view mixing two holds shows.
+    fn hold(prim: u64, n: u64) -> NewHold {
+        NewHold {
+            prim,
+            actor: n,
+            site: Location::caller(),
+            since: n,
+            meta: pack_meta(n as u32, Mode::Permits, 0),
+            scope: n as u32,
+        }
+    }
+
+    /// Every hold the table shows, each checked whole; `(prim, n)` pairs.
+    fn books(table: &ThreadHeld) -> Vec<(u64, u64)> {
+        let mut seen = Vec::new();
+        table.for_each(|v| {
+            let n = v.actor.as_u64();
+            assert_eq!(v.since, n, "{v:?} mixes two holds");
+            assert_eq!(u64::from(v.permits), n, "{v:?} mixes two holds");
+            assert_eq!(u64::from(v.scope), n, "{v:?} mixes two holds");
+            seen.push((v.prim, n));
+        });
+        seen.sort_unstable();
+        seen
+    }
+
+    /// A thread that takes one snapshot of `table` while the model's owner works.
+    fn snapshot(table: &Arc<ThreadHeld>) -> loom::thread::JoinHandle<Vec<(u64, u64)>> {
+        let table = table.clone();
+        loom::thread::spawn(move || books(&table))
+    }
+
+    #[test]
+    fn loom_acquire_and_local_release_against_a_snapshot() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let snap = snapshot(&table);
+            let l = owner_of(&table, 1);
+            let a = push_in(&l, hold(10, 1)).unwrap();
+            let b = push_in(&l, hold(11, 2)).unwrap();
+            a.release_in(Some(&l));
+            let seen = snap.join().unwrap();
+            assert!(
+                seen.iter().all(|h| [(10, 1), (11, 2)].contains(h)),
+                "{seen:?}"
+            );
+            assert_eq!(books(&table), vec![(11, 2)]);
+            assert_eq!(l.mask.get(), 0b10, "the owner's bitmap lost track");
+            b.release_in(Some(&l));
+            assert!(books(&table).is_empty());
+        });
+    }
+
+    #[test]
+    fn loom_release_from_another_thread_frees_the_entry_for_the_owner() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let l = owner_of(&table, 1);
+            let a = push_in(&l, hold(10, 1)).unwrap();
+            let a_entry = a.0;
+            let remote = loom::thread::spawn(move || a.release_in(None));
+            let b = push_in(&l, hold(11, 2)).unwrap();
+            remote.join().unwrap();
+            // The bitmap still calls `a`'s entry taken; the full table re-reads the keys.
+            let c = push_in(&l, hold(12, 3)).unwrap();
+            assert_eq!(c.0, a_entry, "the remotely freed entry was not reused");
+            assert_eq!(books(&table), vec![(11, 2), (12, 3)]);
+            b.release_in(Some(&l));
+            c.release_in(Some(&l));
+            assert!(books(&table).is_empty());
+        });
+    }
+
+    #[test]
+    fn loom_a_snapshot_never_mixes_a_hold_with_its_entry_s_next() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let snap = snapshot(&table);
+            let l = owner_of(&table, 1);
+            // Two holds of the same primitive, one after the other, in the same entry.
+            push_in(&l, hold(10, 1)).unwrap().release_in(Some(&l));
+            let second = push_in(&l, hold(10, 2)).unwrap();
+            let seen = snap.join().unwrap();
+            assert!(
+                seen.iter().all(|h| [(10, 1), (10, 2)].contains(h)),
+                "{seen:?}"
+            );
+            assert_eq!(books(&table), vec![(10, 2)]);
+            second.release_in(Some(&l));
+        });
+    }
+
+    #[test]
+    fn loom_an_exited_thread_s_table_is_recycled_only_once_empty() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let l = owner_of(&table, 1);
+            // The owner takes a hold whose guard moves away, then exits.
+            let moved = push_in(&l, hold(10, 1)).unwrap();
+            table.orphaned.store(true, Ordering::Release);
+            let releaser = loom::thread::spawn(move || moved.release_in(None));
+            let newcomer = {
+                let table = table.clone();
+                loom::thread::spawn(move || {
+                    if !table.recycle(2) {
+                        return None;
+                    }
+                    // Taken: it must hold nothing, and its new owner's hold is the only one.
+                    assert!(books(&table).is_empty(), "recycled while holding");
+                    let l = owner_of(&table, 2);
+                    let h = push_in(&l, hold(11, 2)).unwrap();
+                    Some((books(&table), h))
+                })
+            };
+            releaser.join().unwrap();
+            if let Some((seen, h)) = newcomer.join().unwrap() {
+                assert_eq!(seen, vec![(11, 2)]);
+                assert_eq!(table.thread.load(Ordering::Relaxed), 2);
+                assert_eq!(books(&table), vec![(11, 2)]);
+                h.release_in(None);
+            } else {
+                assert!(
+                    table.orphaned.load(Ordering::Relaxed),
+                    "not taken, yet not orphaned"
+                );
+            }
+            assert!(books(&table).is_empty());
+        });
     }
 }

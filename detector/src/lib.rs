@@ -33,6 +33,7 @@ pub mod graph;
 mod graph_snapshot;
 pub mod held;
 pub mod hooks;
+mod loom;
 pub mod metrics;
 pub mod names;
 pub mod prim;

@@ -149,7 +149,11 @@ async fn the_demo_stays_healthy_under_scrapes_and_repeated_injections() {
 
     let mut child = Command::new(demo_path())
         .args(["--addr", "127.0.0.1:0", "--pathology", "none"])
-        .args(["--duration", &(secs + 60).to_string()])
+        // Outlives the soak: the warm-up, the intervals, the injections and a margin.
+        .args([
+            "--duration",
+            &(secs + 2 * interval.as_secs() + 120).to_string(),
+        ])
         .env_remove("RUST_LOG")
         .env_remove("LOCKSCOPE_MODE")
         .stdout(Stdio::piped())
