@@ -1,5 +1,5 @@
-//! The lock-order graph's bound counts known and inverted edges together (issue 17: a mutant
-//! that multiplied them went unnoticed). Its own test binary: it installs a process-wide
+//! The lock-order graph's bound counts known and inverted edges together, and a dropped
+//! primitive takes its edges with it (issue 17: mutants of both went unnoticed). Its own test binary: it installs a process-wide
 //! configuration with a tiny bound.
 
 use std::panic::Location;
@@ -26,7 +26,7 @@ fn nest(outer: &PrimCell, inner: &PrimCell) {
 }
 
 #[test]
-fn the_edge_bound_counts_inverted_edges_too() {
+fn the_edge_bound_counts_inverted_edges_and_drops_free_room() {
     Config::builder()
         .max_edges(3)
         .build()
