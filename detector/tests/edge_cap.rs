@@ -53,4 +53,22 @@ fn the_edge_bound_counts_inverted_edges_and_drops_free_room() {
         before + 1,
         "the dropped edge was not counted"
     );
+    assert_eq!(lockorder::edge_count(), 3);
+
+    // A dropped primitive takes its edges, known and inverted, with it (and frees room).
+    let gone = id(&a);
+    drop(a);
+    let edges = lockorder::edges();
+    assert!(
+        !edges.iter().any(|o| o.from == gone || o.to == gone),
+        "edges of a dropped primitive stay: {edges:?}"
+    );
+    assert_eq!(lockorder::edge_count(), 1, "{edges:?}");
+    nest(&e, &f);
+    assert!(
+        lockorder::edges()
+            .iter()
+            .any(|o| o.from == id(&e) && o.to == id(&f)),
+        "no room after the drop"
+    );
 }
