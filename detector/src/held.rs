@@ -7,6 +7,12 @@
 //! release clears the key with one store, from whichever thread drops the guard; it never
 //! touches any other entry, so it cannot race with the owner filling a free one.
 //!
+//! An entry carries a generation, bumped by every fill, that makes a snapshot's read of it a
+//! seqlock read: the owner stores an odd generation, then the fields, then the even one; a
+//! reader keeps what it read only if it saw the same even generation before and after, so a
+//! view never mixes two holds that used the entry one after the other (even two holds of the
+//! same primitive). The owner is the only writer of the generation: plain stores, no RMW.
+//!
 //! The owner keeps a bitmap of the entries it filled in a `const` thread-local. Remote clears
 //! do not update it, so the bitmap may call a free entry taken, never the reverse; it is
 //! re-read from the keys when it fills up.
@@ -25,16 +31,17 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{self as std_atomic, AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
 use crate::actor;
+use crate::loom::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, fence};
 use crate::tls::{LOCAL, Local};
 
-/// Inline entries per thread.
-pub const INLINE: usize = 16;
+/// Inline entries per thread (two in the loom models, to keep them small).
+pub const INLINE: usize = if cfg!(loom) { 2 } else { 16 };
 const FULL: u32 = (1u32 << INLINE) - 1;
 const CHUNK: usize = 32;
 
@@ -106,26 +113,31 @@ pub const FLAG_PINNED_THREAD: u8 = 16;
 /// Flag: split off another hold (`SemaphorePermit::split`): not an acquisition of its own.
 pub const FLAG_SPLIT: u8 = 32;
 
-/// Packs the descriptive half of an entry into one word.
+/// Packs the descriptive half of an entry into one word: `permits | mode << 32 | flags << 40`.
+/// (The test scope has a word of its own, whole: no scope id is ever truncated.)
 #[inline]
-pub fn pack_meta(permits: u32, mode: Mode, flags: u8, scope: u32) -> u64 {
-    u64::from(permits)
-        | (u64::from(mode as u8) << 32)
-        | (u64::from(flags) << 40)
-        | (u64::from(scope.min(0xffff)) << 48)
+pub fn pack_meta(permits: u32, mode: Mode, flags: u8) -> u64 {
+    u64::from(permits) | (u64::from(mode as u8) << 32) | (u64::from(flags) << 40)
 }
 
 /// One hold. All fields but the two set at creation are atomics, so snapshots can read them
 /// while the owner writes.
+///
+/// 8-aligned (asserted below), so that the low bits of a pointer to it are free for a
+/// wrapper's tags (see [`Hold::into_raw`](crate::hooks::Hold::into_raw)).
 pub struct Entry {
     key: AtomicU64,
+    /// `generation | scope << 32`: the generation is odd while the owner fills the entry and
+    /// even once it is filled (see the module docs); the scope is the acquiring thread's test
+    /// scope, whole.
+    tag: AtomicU64,
     actor: AtomicU64,
     site: AtomicPtr<Location<'static>>,
     since: AtomicU64,
     meta: AtomicU64,
     /// Where the task index points at this entry (null: not indexed). Touched only by the
     /// entry's current holder.
-    task_ref: AtomicPtr<AtomicPtr<Entry>>,
+    task_ref: AtomicPtr<std_atomic::AtomicPtr<Entry>>,
     /// The table this entry belongs to (fixed at creation).
     owner: *const ThreadHeld,
     /// Its index: `< INLINE` inline, else `INLINE + overflow index` (fixed at creation).
@@ -136,6 +148,7 @@ impl Entry {
     fn new(owner: *const ThreadHeld, slot: u32) -> Entry {
         Entry {
             key: AtomicU64::new(0),
+            tag: AtomicU64::new(0),
             actor: AtomicU64::new(0),
             site: AtomicPtr::new(std::ptr::null_mut()),
             since: AtomicU64::new(0),
@@ -177,43 +190,89 @@ impl HoldView {
     }
 }
 
+/// Alignment of [`Entry`]: the pointer tags a wrapper may use are the bits below it.
+pub const ENTRY_ALIGN: usize = std::mem::align_of::<Entry>();
+const _: () = assert!(
+    ENTRY_ALIGN >= 8,
+    "entries leave three low pointer bits free"
+);
+
+/// What a new hold entry records.
+#[derive(Clone, Copy)]
+pub(crate) struct NewHold {
+    /// Primitive id (the entry's key).
+    pub(crate) prim: u64,
+    /// Holder ([`actor::ActorId`] as a word).
+    pub(crate) actor: u64,
+    /// Where it was acquired.
+    pub(crate) site: &'static Location<'static>,
+    /// Since when (coarse clock).
+    pub(crate) since: u64,
+    /// [`pack_meta`]'s word.
+    pub(crate) meta: u64,
+    /// Test scope of the acquiring thread.
+    pub(crate) scope: u32,
+}
+
 impl Entry {
+    /// Fills a free entry. Only the table's owner fills, so the generation has one writer.
     #[inline]
-    fn fill(&self, prim: u64, actor: u64, site: &'static Location<'static>, since: u64, meta: u64) {
-        self.actor.store(actor, Ordering::Relaxed);
+    fn fill(&self, h: NewHold) {
+        let generation = (self.tag.load(Ordering::Relaxed) as u32) | 1;
+        let scope = u64::from(h.scope) << 32;
+        self.tag
+            .store(u64::from(generation) | scope, Ordering::Relaxed);
+        // Release fence: a reader that sees any field stored below sees the odd generation
+        // above (or later), so it drops what it read (the seqlock's writer side).
+        fence(Ordering::Release);
+        self.actor.store(h.actor, Ordering::Relaxed);
         self.site.store(
-            (site as *const Location<'static>).cast_mut(),
+            (h.site as *const Location<'static>).cast_mut(),
             Ordering::Relaxed,
         );
-        self.since.store(since, Ordering::Relaxed);
-        self.meta.store(meta, Ordering::Relaxed);
-        // Release: a reader that sees this key (Acquire) sees the fields stored above.
-        self.key.store(prim, Ordering::Release);
+        self.since.store(h.since, Ordering::Relaxed);
+        self.meta.store(h.meta, Ordering::Relaxed);
+        // Release: a reader that sees this key (Acquire) sees the fields stored above (the
+        // owner's bitmap refresh and the task index read the key alone).
+        self.key.store(h.prim, Ordering::Release);
+        // Release: a reader that sees this even generation (Acquire) sees the fields above.
+        self.tag.store(
+            u64::from(generation.wrapping_add(1)) | scope,
+            Ordering::Release,
+        );
     }
 
+    /// A consistent copy of the hold, or `None` when the entry is free or being refilled.
     fn view(&self, thread: u64) -> Option<HoldView> {
-        // Acquire: pairs with the Release in `fill`.
+        // Acquire: pairs with the Release of the even generation in `fill`.
+        let tag = self.tag.load(Ordering::Acquire);
+        if tag & 1 != 0 {
+            return None; // being filled
+        }
         let prim = self.key.load(Ordering::Acquire);
         if prim == 0 {
             return None;
         }
-        let actor = actor::ActorId::from_u64(self.actor.load(Ordering::Relaxed))?;
+        let actor = self.actor.load(Ordering::Relaxed);
         let site = self.site.load(Ordering::Relaxed);
         let since = self.since.load(Ordering::Relaxed);
         let meta = self.meta.load(Ordering::Relaxed);
-        if site.is_null() || self.key.load(Ordering::Relaxed) != prim {
+        // Acquire fence: if a load above saw a later fill's store, the generation below is
+        // that fill's (or later), not `tag` (the seqlock's reader side).
+        fence(Ordering::Acquire);
+        if self.tag.load(Ordering::Relaxed) != tag || site.is_null() {
             return None;
         }
         Some(HoldView {
             prim,
-            actor,
+            actor: actor::ActorId::from_u64(actor)?,
             // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
             site: unsafe { &*site },
             since,
             permits: meta as u32,
             mode: Mode::from_u8((meta >> 32) as u8),
             flags: (meta >> 40) as u8,
-            scope: (meta >> 48) as u32,
+            scope: (tag >> 32) as u32,
             thread,
         })
     }
@@ -258,8 +317,8 @@ const TALLIES: usize = 16;
 #[derive(Default)]
 struct Tally {
     /// The primitive's id; 0: free.
-    prim: AtomicU64,
-    count: AtomicU64,
+    prim: std_atomic::AtomicU64,
+    count: std_atomic::AtomicU64,
 }
 
 #[inline]
@@ -345,6 +404,36 @@ unsafe impl Send for ThreadHeld {}
 unsafe impl Sync for ThreadHeld {}
 
 impl ThreadHeld {
+    /// A new table for thread number `thread`.
+    fn new(thread: u64) -> Arc<ThreadHeld> {
+        Arc::new_cyclic(|me| ThreadHeld {
+            thread: AtomicU64::new(thread),
+            inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
+            overflow: Mutex::new(Overflow {
+                chunks: Vec::new(),
+                free: Vec::new(),
+                by_actor: HashMap::new(),
+            }),
+            overflow_len: AtomicUsize::new(0),
+            orphaned: AtomicBool::new(false),
+            tallies: Default::default(),
+        })
+    }
+
+    /// Takes this table for thread number `thread` if its thread exited and it holds
+    /// nothing. Called under the table list's lock, so two threads never take one table.
+    fn recycle(&self, thread: u64) -> bool {
+        let free = self.orphaned.load(Ordering::Acquire)
+            && !self.occupied()
+            && self.overflow_len.load(Ordering::Acquire) == 0;
+        if free {
+            self.thread.store(thread, Ordering::Relaxed);
+            // Release: the new owner's thread number is visible with the table.
+            self.orphaned.store(false, Ordering::Release);
+        }
+        free
+    }
+
     fn occupied(&self) -> bool {
         self.overflow_len.load(Ordering::Acquire) != 0
             || self
@@ -416,30 +505,10 @@ fn init(l: &Local) -> Option<*const ThreadHeld> {
         // Recycle the table of an exited thread that holds nothing: tables are never freed
         // (an entry pointer, in a guard or the task index, must never dangle), so their number
         // stays the peak number of threads alive at once.
-        let free = threads.iter().find(|t| {
-            t.orphaned.load(Ordering::Acquire)
-                && !t.occupied()
-                && t.overflow_len.load(Ordering::Acquire) == 0
-        });
-        match free {
-            Some(t) => {
-                t.thread.store(thread, Ordering::Relaxed);
-                t.orphaned.store(false, Ordering::Release);
-                t.clone()
-            }
+        match threads.iter().find(|t| t.recycle(thread)) {
+            Some(t) => t.clone(),
             None => {
-                let th = Arc::new_cyclic(|me| ThreadHeld {
-                    thread: AtomicU64::new(thread),
-                    inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
-                    overflow: Mutex::new(Overflow {
-                        chunks: Vec::new(),
-                        free: Vec::new(),
-                        by_actor: HashMap::new(),
-                    }),
-                    overflow_len: AtomicUsize::new(0),
-                    orphaned: AtomicBool::new(false),
-                    tallies: Default::default(),
-                });
+                let th = ThreadHeld::new(thread);
                 threads.push(th.clone());
                 th
             }
@@ -505,18 +574,21 @@ impl EntryRef {
         )
     }
 
-    /// The reference as a word (entries are 8-aligned: the low three bits are 0).
+    /// The reference as a pointer, for a wrapper that keeps it in one word: entries are
+    /// [`ENTRY_ALIGN`]-aligned, so the low three bits are 0 and free for the wrapper's tags
+    /// (set and cleared with `map_addr`, which keeps the pointer's provenance).
     #[inline]
-    pub(crate) fn into_raw(self) -> usize {
-        self.0.as_ptr() as usize
+    pub(crate) fn into_ptr(self) -> *mut Entry {
+        self.0.as_ptr()
     }
 
     /// # Safety
     ///
-    /// `raw` is 0 or a word from [`EntryRef::into_raw`], turned back once.
+    /// `ptr` is null or a pointer from [`EntryRef::into_ptr`] (its tag bits cleared), turned
+    /// back once.
     #[inline]
-    pub(crate) unsafe fn from_raw(raw: usize) -> Option<EntryRef> {
-        NonNull::new(raw as *mut Entry).map(EntryRef)
+    pub(crate) unsafe fn from_ptr(ptr: *mut Entry) -> Option<EntryRef> {
+        NonNull::new(ptr).map(EntryRef)
     }
 
     /// The lockscope number of the thread whose table holds this entry.
@@ -569,7 +641,8 @@ fn release_overflow(th: &ThreadHeld, i: u32) {
     th.overflow_len.fetch_sub(1, Ordering::Release);
 }
 
-/// Records a hold on the current thread's table. `None` only while the thread is exiting.
+/// Records a hold on the current thread's table, with this thread's test scope. `None` only
+/// while the thread is exiting.
 #[inline]
 pub fn push(
     prim: u64,
@@ -579,20 +652,26 @@ pub fn push(
     meta: u64,
 ) -> Option<EntryRef> {
     LOCAL
-        .try_with(|l| push_in(l, prim, actor, site, since, meta))
+        .try_with(|l| {
+            let scope = l.scope.get();
+            push_in(
+                l,
+                NewHold {
+                    prim,
+                    actor,
+                    site,
+                    since,
+                    meta,
+                    scope,
+                },
+            )
+        })
         .ok()
         .flatten()
 }
 
 #[inline]
-pub(crate) fn push_in(
-    l: &Local,
-    prim: u64,
-    actor: u64,
-    site: &'static Location<'static>,
-    since: u64,
-    meta: u64,
-) -> Option<EntryRef> {
+pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
     let mut h = l.held.get();
     if h.is_null() {
         h = init(l)?;
@@ -608,23 +687,16 @@ pub(crate) fn push_in(
     if mask != FULL {
         let i = (!mask).trailing_zeros() as usize;
         let e = &th.inline[i];
-        e.fill(prim, actor, site, since, meta);
+        e.fill(hold);
         l.mask.set(mask | (1 << i));
         return Some(EntryRef(NonNull::from(e)));
     }
-    push_overflow(th, prim, actor, site, since, meta)
+    push_overflow(th, hold)
 }
 
 #[cold]
 #[inline(never)]
-fn push_overflow(
-    th: &ThreadHeld,
-    prim: u64,
-    actor: u64,
-    site: &'static Location<'static>,
-    since: u64,
-    meta: u64,
-) -> Option<EntryRef> {
+fn push_overflow(th: &ThreadHeld, hold: NewHold) -> Option<EntryRef> {
     let mut o = th.overflow.lock();
     let i = match o.free.pop() {
         Some(i) => i,
@@ -639,8 +711,8 @@ fn push_overflow(
         }
     };
     let e: *const Entry = o.entry(i);
-    o.entry(i).fill(prim, actor, site, since, meta);
-    o.by_actor.entry(actor).or_default().push(i);
+    o.entry(i).fill(hold);
+    o.by_actor.entry(hold.actor).or_default().push(i);
     th.overflow_len.fetch_add(1, Ordering::Release);
     drop(o);
     // Chunks are boxed and never freed before the table: the address is stable.
@@ -736,18 +808,18 @@ const REFS: usize = 7;
 
 #[repr(align(64))]
 struct TaskSlot {
-    task: AtomicU64,
+    task: std_atomic::AtomicU64,
     /// Which `refs` are in use (a hint: set by the owner, cleared by releases with a plain
     /// load and store, so a race can leave a stale bit, costing a scan, or lose one, a miss).
     bits: AtomicU8,
-    refs: [AtomicPtr<Entry>; REFS],
+    refs: [std_atomic::AtomicPtr<Entry>; REFS],
 }
 
 static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
     TaskSlot {
-        task: AtomicU64::new(0),
+        task: std_atomic::AtomicU64::new(0),
         bits: AtomicU8::new(0),
-        refs: [const { AtomicPtr::new(std::ptr::null_mut()) }; REFS],
+        refs: [const { std_atomic::AtomicPtr::new(std::ptr::null_mut()) }; REFS],
     }
 }; TASK_SLOTS];
 
@@ -810,8 +882,10 @@ pub(crate) fn index_task(e: &Entry, task: u64) {
     let r = &s.refs[i];
     r.store((e as *const Entry).cast_mut(), Ordering::Relaxed);
     s.bits.store(bits | (1 << i), Ordering::Relaxed);
-    e.task_ref
-        .store((r as *const AtomicPtr<Entry>).cast_mut(), Ordering::Relaxed);
+    e.task_ref.store(
+        (r as *const std_atomic::AtomicPtr<Entry>).cast_mut(),
+        Ordering::Relaxed,
+    );
 }
 
 /// Drops `e` from the task index (before its key is cleared).
@@ -829,7 +903,7 @@ fn unindex(e: &Entry) {
             let at = r as usize - base;
             let slot = &SLOTS[at / std::mem::size_of::<TaskSlot>()];
             let i = (r as usize - slot.refs.as_ptr() as usize)
-                / std::mem::size_of::<AtomicPtr<Entry>>();
+                / std::mem::size_of::<std_atomic::AtomicPtr<Entry>>();
             let bits = slot.bits.load(Ordering::Relaxed);
             slot.bits.store(bits & !(1 << i), Ordering::Relaxed);
         }
@@ -929,7 +1003,7 @@ mod tests {
         let me = 77;
         let mut refs = Vec::new();
         for p in 1..=(INLINE as u64 + 40) {
-            refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0, 0)).unwrap());
+            refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0)).unwrap());
         }
         let mut n = 0;
         for_each_mine(me, |_| n += 1);
@@ -945,8 +1019,252 @@ mod tests {
         refs.into_iter().for_each(EntryRef::release);
         assert!(!holds_any_here(me));
         // Inline entries are reused after remote clears.
-        let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0, 0)).unwrap();
+        let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0)).unwrap();
         assert_eq!(r.view().unwrap().prim, 5);
         r.release();
+    }
+
+    /// A hold's scope is kept whole (it was cut to 16 bits: issue 17).
+    #[test]
+    fn a_hold_keeps_a_scope_id_past_16_bits() {
+        let scope = 0x0012_3456;
+        let hold = NewHold {
+            prim: 9,
+            actor: 78,
+            site: site(),
+            since: 5,
+            meta: pack_meta(1, Mode::Exclusive, 0),
+            scope,
+        };
+        let r = LOCAL.with(|l| push_in(l, hold)).unwrap();
+        assert_eq!(r.view().unwrap().scope, scope);
+        r.release();
+    }
+
+    /// The same entry refilled over and over with holds of one primitive (so the key alone
+    /// cannot tell them apart) while another thread snapshots it: every view must be one
+    /// hold, never fields of two (issue 17).
+    #[test]
+    fn a_snapshot_never_mixes_two_holds_of_one_entry() {
+        use std::sync::atomic::AtomicBool;
+        const FILLS: u64 = 200_000;
+        let stop = Arc::new(AtomicBool::new(false));
+        // The writer's table, found by the reader through the entry pointer.
+        let first = push(7, 1, site(), 1, pack_meta(1, Mode::Permits, 0)).unwrap();
+        struct Shared(*const Entry);
+        // SAFETY: entries are only read through shared references (atomics), and tables are
+        // never freed.
+        unsafe impl Send for Shared {}
+        let entry = first.0.as_ptr().cast_const();
+        let shared = Shared(entry);
+        first.release();
+        let reader = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let shared = shared;
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: tables are never freed; only read through shared references.
+                    let e = unsafe { &*shared.0 };
+                    if let Some(v) = e.view(0) {
+                        let n = v.actor.as_u64();
+                        assert_eq!(v.since, n, "since of another hold: {v:?}");
+                        assert_eq!(
+                            u64::from(v.permits),
+                            n & 0xffff,
+                            "permits of another hold: {v:?}"
+                        );
+                        seen += 1;
+                    }
+                }
+                seen
+            })
+        };
+        for n in 2..FILLS {
+            let r = push(
+                7,
+                n,
+                site(),
+                n,
+                pack_meta((n & 0xffff) as u32, Mode::Permits, 0),
+            )
+            .unwrap();
+            assert!(
+                std::ptr::eq(r.0.as_ptr(), entry),
+                "the entry was not reused"
+            );
+            r.release();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen = reader.join().unwrap();
+        println!("{seen} consistent views");
+    }
+}
+
+/// Loom models of one hold table (`RUSTFLAGS="--cfg loom" cargo test -p lockscope-detector
+/// --release --lib loom`): the owner's acquires and releases, a release from another thread,
+/// a snapshot racing a refill, and the recycling of an exited thread's table. Each builds its
+/// own table and the owner's thread-locals by hand (loom's threads have no `LOCAL`), and
+/// asserts the books: what a snapshot sees is a hold that was taken and not yet released,
+/// whole, and the table ends holding exactly what was not released.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// Explores `f` with at most three preemptions (enough for these two- and three-thread
+    /// models, and minutes rather than hours in CI) unless `LOOM_MAX_PREEMPTIONS` says more.
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        if b.preemption_bound.is_none() {
+            b.preemption_bound = Some(3);
+        }
+        b.check(f);
+    }
+
+    /// The thread-locals of thread number `seq`, owning `table`.
+    fn owner_of(table: &Arc<ThreadHeld>, seq: u64) -> Local {
+        Local {
+            thread_seq: Cell::new(seq),
+            scope: Cell::new(0),
+            held: Cell::new(Arc::as_ptr(table)),
+            mask: Cell::new(0),
+            dead: Cell::new(false),
+            blocking_in_task: Cell::new(0),
+            blocking_task: Cell::new(0),
+            flavor: Cell::new(0),
+        }
+    }
+
+    /// A hold of `prim` by actor `n`, started at `n`, for `n` permits, in scope `n`: every
+    /// field says `n`, so a view mixing two holds shows.
+    fn hold(prim: u64, n: u64) -> NewHold {
+        NewHold {
+            prim,
+            actor: n,
+            site: Location::caller(),
+            since: n,
+            meta: pack_meta(n as u32, Mode::Permits, 0),
+            scope: n as u32,
+        }
+    }
+
+    /// Every hold the table shows, each checked whole; `(prim, n)` pairs.
+    fn books(table: &ThreadHeld) -> Vec<(u64, u64)> {
+        let mut seen = Vec::new();
+        table.for_each(|v| {
+            let n = v.actor.as_u64();
+            assert_eq!(v.since, n, "{v:?} mixes two holds");
+            assert_eq!(u64::from(v.permits), n, "{v:?} mixes two holds");
+            assert_eq!(u64::from(v.scope), n, "{v:?} mixes two holds");
+            seen.push((v.prim, n));
+        });
+        seen.sort_unstable();
+        seen
+    }
+
+    /// A thread that takes one snapshot of `table` while the model's owner works.
+    fn snapshot(table: &Arc<ThreadHeld>) -> loom::thread::JoinHandle<Vec<(u64, u64)>> {
+        let table = table.clone();
+        loom::thread::spawn(move || books(&table))
+    }
+
+    #[test]
+    fn loom_acquire_and_local_release_against_a_snapshot() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let snap = snapshot(&table);
+            let l = owner_of(&table, 1);
+            let a = push_in(&l, hold(10, 1)).unwrap();
+            let b = push_in(&l, hold(11, 2)).unwrap();
+            a.release_in(Some(&l));
+            let seen = snap.join().unwrap();
+            assert!(
+                seen.iter().all(|h| [(10, 1), (11, 2)].contains(h)),
+                "{seen:?}"
+            );
+            assert_eq!(books(&table), vec![(11, 2)]);
+            assert_eq!(l.mask.get(), 0b10, "the owner's bitmap lost track");
+            b.release_in(Some(&l));
+            assert!(books(&table).is_empty());
+        });
+    }
+
+    #[test]
+    fn loom_release_from_another_thread_frees_the_entry_for_the_owner() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let l = owner_of(&table, 1);
+            let a = push_in(&l, hold(10, 1)).unwrap();
+            let a_entry = a.0;
+            let remote = loom::thread::spawn(move || a.release_in(None));
+            let b = push_in(&l, hold(11, 2)).unwrap();
+            remote.join().unwrap();
+            // The bitmap still calls `a`'s entry taken; the full table re-reads the keys.
+            let c = push_in(&l, hold(12, 3)).unwrap();
+            assert_eq!(c.0, a_entry, "the remotely freed entry was not reused");
+            assert_eq!(books(&table), vec![(11, 2), (12, 3)]);
+            b.release_in(Some(&l));
+            c.release_in(Some(&l));
+            assert!(books(&table).is_empty());
+        });
+    }
+
+    #[test]
+    fn loom_a_snapshot_never_mixes_a_hold_with_its_entry_s_next() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let snap = snapshot(&table);
+            let l = owner_of(&table, 1);
+            // Two holds of the same primitive, one after the other, in the same entry.
+            push_in(&l, hold(10, 1)).unwrap().release_in(Some(&l));
+            let second = push_in(&l, hold(10, 2)).unwrap();
+            let seen = snap.join().unwrap();
+            assert!(
+                seen.iter().all(|h| [(10, 1), (10, 2)].contains(h)),
+                "{seen:?}"
+            );
+            assert_eq!(books(&table), vec![(10, 2)]);
+            second.release_in(Some(&l));
+        });
+    }
+
+    #[test]
+    fn loom_an_exited_thread_s_table_is_recycled_only_once_empty() {
+        model(|| {
+            let table = ThreadHeld::new(1);
+            let l = owner_of(&table, 1);
+            // The owner takes a hold whose guard moves away, then exits.
+            let moved = push_in(&l, hold(10, 1)).unwrap();
+            table.orphaned.store(true, Ordering::Release);
+            let releaser = loom::thread::spawn(move || moved.release_in(None));
+            let newcomer = {
+                let table = table.clone();
+                loom::thread::spawn(move || {
+                    if !table.recycle(2) {
+                        return None;
+                    }
+                    // Taken: it must hold nothing, and its new owner's hold is the only one.
+                    assert!(books(&table).is_empty(), "recycled while holding");
+                    let l = owner_of(&table, 2);
+                    let h = push_in(&l, hold(11, 2)).unwrap();
+                    Some((books(&table), h))
+                })
+            };
+            releaser.join().unwrap();
+            if let Some((seen, h)) = newcomer.join().unwrap() {
+                assert_eq!(seen, vec![(11, 2)]);
+                assert_eq!(table.thread.load(Ordering::Relaxed), 2);
+                assert_eq!(books(&table), vec![(11, 2)]);
+                h.release_in(None);
+            } else {
+                assert!(
+                    table.orphaned.load(Ordering::Relaxed),
+                    "not taken, yet not orphaned"
+                );
+            }
+            assert!(books(&table).is_empty());
+        });
     }
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use crate::actor::{self, ActorId};
 use crate::held::{
     self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY,
-    FLAG_SPLIT, FLAG_TRY,
+    FLAG_SPLIT, FLAG_TRY, NewHold,
 };
 use crate::prim::Prim;
 use crate::rules;
@@ -43,7 +43,7 @@ pub use crate::prim::{PrimCell, PrimKind};
 #[derive(Clone, Copy)]
 pub struct Acq {
     site: &'static Location<'static>,
-    /// `permits | mode << 32 | flags << 40` ([`held::pack_meta`] without the scope).
+    /// `permits | mode << 32 | flags << 40` ([`held::pack_meta`]).
     meta: u64,
 }
 
@@ -53,7 +53,7 @@ impl Acq {
     pub fn new(site: &'static Location<'static>, permits: u32, mode: Mode) -> Acq {
         Acq {
             site,
-            meta: held::pack_meta(permits, mode, 0, 0),
+            meta: held::pack_meta(permits, mode, 0),
         }
     }
 
@@ -125,23 +125,30 @@ impl Hold {
         self.entry.is_some()
     }
 
-    /// The hold as one word, never with its lowest bit set (0: nothing recorded), for a
-    /// wrapper that packs it with something else.
+    /// The hold as one pointer, null when nothing was recorded, for a wrapper that keeps it
+    /// in one word with tags of its own: its low three bits are always 0 (entries are
+    /// 8-aligned, asserted at compile time), so the wrapper may set them with the pointer's
+    /// `map_addr` and must clear them the same way before [`from_raw`]
+    /// (strict provenance: the pointer never goes through an integer).
+    ///
+    /// [`from_raw`]: Hold::from_raw
     #[inline]
-    pub fn into_raw(self) -> usize {
-        self.entry.map_or(0, EntryRef::into_raw)
+    pub fn into_raw(self) -> *mut () {
+        self.entry
+            .map_or(std::ptr::null_mut(), |e| e.into_ptr().cast::<()>())
     }
 
     /// The hold [`into_raw`](Hold::into_raw) gave.
     ///
     /// # Safety
     ///
-    /// `raw` comes from `into_raw`, and each such word is turned back into a hold once.
+    /// `raw` comes from `into_raw` (tag bits cleared), and each such pointer is turned back
+    /// into a hold once.
     #[inline]
-    pub unsafe fn from_raw(raw: usize) -> Hold {
+    pub unsafe fn from_raw(raw: *mut ()) -> Hold {
         Hold {
-            // SAFETY: as the caller promises: a word from `EntryRef::into_raw`, or 0.
-            entry: unsafe { EntryRef::from_raw(raw) },
+            // SAFETY: as the caller promises: a pointer from `EntryRef::into_ptr`, or null.
+            entry: unsafe { EntryRef::from_ptr(raw.cast()) },
         }
     }
 
@@ -165,10 +172,17 @@ impl Hold {
         let Some(view) = self.entry.as_ref().and_then(EntryRef::view) else {
             return Hold::none();
         };
-        let meta = held::pack_meta(permits, view.mode, view.flags | FLAG_SPLIT, view.scope);
-        Hold {
-            entry: held::push(prim.id.0, view.actor.as_u64(), view.site, view.since, meta),
-        }
+        let meta = held::pack_meta(permits, view.mode, view.flags | FLAG_SPLIT);
+        let hold = NewHold {
+            prim: prim.id.0,
+            actor: view.actor.as_u64(),
+            site: view.site,
+            since: view.since,
+            meta,
+            scope: view.scope,
+        };
+        let entry = LOCAL.try_with(|l| held::push_in(l, hold)).ok().flatten();
+        Hold { entry }
     }
 }
 
@@ -217,8 +231,17 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
             check_blocking_neighbours(l, actor);
         }
     }
-    let meta = acq.meta | (u64::from(l.scope.get().min(0xffff)) << 48);
-    let entry = held::push_in(l, prim.id.0, actor.as_u64(), acq.site(), since & TIME, meta);
+    let entry = held::push_in(
+        l,
+        NewHold {
+            prim: prim.id.0,
+            actor: actor.as_u64(),
+            site: acq.site(),
+            since: since & TIME,
+            meta: acq.meta,
+            scope: l.scope.get(),
+        },
+    );
     if actor.is_task()
         && let Some(e) = &entry
     {

@@ -44,6 +44,7 @@ mod graph_snapshot;
 pub mod held;
 #[doc(hidden)]
 pub mod hooks;
+mod loom;
 #[doc(hidden)]
 pub mod metrics;
 pub mod names;

@@ -10,11 +10,19 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{ServeError, ServeErrorKind};
 use crate::routes;
+
+mod conns;
+use conns::{Conn, Conns, Evict};
+
+/// How long a connection is left to send its request head before it may be closed to make
+/// room for a newer one: without it, a flood of reconnecting clients could close a scraper's
+/// connection before its request arrived.
+const EVICTION_GRACE: Duration = Duration::from_millis(100);
 
 /// The default listening address, `127.0.0.1:9464` (loopback only: expose it on purpose).
 pub const DEFAULT_ADDR: &str = "127.0.0.1:9464";
@@ -51,7 +59,8 @@ pub async fn serve(addr: &str) -> Result<Server, ServeError> {
 ///
 /// | option | default | what it bounds |
 /// |---|---|---|
-/// | [`max_connections`](Self::max_connections) | 512 | open connections; more wait in the kernel's accept queue |
+/// | [`max_connections`](Self::max_connections) | 4096 | open connections; past it the one idle the longest is closed |
+/// | [`first_byte_timeout`](Self::first_byte_timeout) | 2 s | time a new connection may stay silent |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | time to send a request head, and idle time of a kept-alive connection |
 /// | [`max_header_bytes`](Self::max_header_bytes) | 16 KiB | request line and headers; larger get `431` (so do more than 100 headers, hyper's own limit) |
 /// | [`request_timeout`](Self::request_timeout) | 10 s | time from request head to response (`503` past it) |
@@ -60,6 +69,15 @@ pub async fn serve(addr: &str) -> Result<Server, ServeError> {
 ///
 /// Request bodies are never read, and responses are built whole before they are sent, so
 /// the memory of the server is bounded by these numbers and the size of one response.
+///
+/// Idle connections cannot crowd out a scrape: a connection is *busy* only while one of its
+/// requests is answered (at most two renders run at once, the rest wait holding no thread),
+/// and when `max_connections` are open a new one is accepted anyway and the connection idle
+/// the longest (silent, trickling its head, or kept alive between requests) is closed, once
+/// it has been idle for 100 ms. Only when every open connection is busy do new ones wait in
+/// the kernel's queue. Running out of
+/// file descriptors closes the idlest connection too. A silent connection costs a file
+/// descriptor and a parked task, no buffer.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -79,6 +97,7 @@ pub async fn serve(addr: &str) -> Result<Server, ServeError> {
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
     max_connections: usize,
+    first_byte_timeout: Duration,
     header_read_timeout: Duration,
     max_header_bytes: usize,
     request_timeout: Duration,
@@ -99,7 +118,8 @@ impl ServeOptions {
     /// The defaults (see the table above).
     pub fn new() -> ServeOptions {
         ServeOptions {
-            max_connections: 512,
+            max_connections: 4096,
+            first_byte_timeout: Duration::from_secs(2),
             header_read_timeout: Duration::from_secs(10),
             max_header_bytes: 16 * 1024,
             request_timeout: routes::DEFAULT_REQUEST_TIMEOUT,
@@ -108,9 +128,17 @@ impl ServeOptions {
         }
     }
 
-    /// Open connections at most (at least 1).
+    /// Open connections at most (at least 1); a new one past it closes the connection idle
+    /// the longest, if any (else it waits for a request to finish).
     pub fn max_connections(mut self, n: usize) -> ServeOptions {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// Time a new connection has to send the first byte of its request (capped by the
+    /// [`header_read_timeout`](Self::header_read_timeout)); a silent one is closed past it.
+    pub fn first_byte_timeout(mut self, d: Duration) -> ServeOptions {
+        self.first_byte_timeout = d;
         self
     }
 
@@ -257,7 +285,7 @@ async fn shutdown_asked(rx: &mut watch::Receiver<bool>) {
 }
 
 async fn accept_loop(listener: TcpListener, opts: ServeOptions, mut stop: watch::Receiver<bool>) {
-    let slots = Arc::new(Semaphore::new(opts.max_connections));
+    let table = Arc::new(Conns::default());
     let service = TowerToHyperService::new(routes::router_with_timeout(opts.request_timeout));
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -265,39 +293,53 @@ async fn accept_loop(listener: TcpListener, opts: ServeOptions, mut stop: watch:
         .max_header_size(opts.max_header_bytes)
         .max_buf_size(opts.max_header_bytes.max(MIN_BUF))
         .keep_alive(true);
+    let limits = ConnLimits {
+        first_byte: opts.first_byte_timeout.min(opts.header_read_timeout),
+        write: opts.write_timeout,
+    };
     let mut conns = JoinSet::new();
-    let mut slot: Option<OwnedSemaphorePermit> = None;
     loop {
-        let Some(permit) = slot.take() else {
+        if table.len() >= opts.max_connections {
+            // Full: close the connection idle the longest to take the next client. If every
+            // connection answers a request, or the idlest only just arrived, new clients wait
+            // in the kernel's queue until that changes.
+            let ripe = match table.evict_idlest(EVICTION_GRACE) {
+                Evict::Evicted => continue,
+                Evict::NotBefore(t) => t,
+                Evict::NoneIdle => tokio::time::Instant::now() + opts.request_timeout,
+            };
             tokio::select! {
                 biased;
                 () = shutdown_asked(&mut stop) => break,
                 Some(done) = conns.join_next() => log_conn_end(done),
-                // The semaphore is never closed, so this branch always matches.
-                Ok(p) = slots.clone().acquire_owned() => slot = Some(p),
+                () = table.room_maybe() => {}
+                () = tokio::time::sleep_until(ripe) => {}
             }
             continue;
-        };
+        }
         tokio::select! {
             biased;
             () = shutdown_asked(&mut stop) => break,
-            Some(done) = conns.join_next() => {
-                log_conn_end(done);
-                slot = Some(permit);
-            }
+            Some(done) = conns.join_next() => log_conn_end(done),
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    conns.spawn(serve_conn(stream, permit, http.clone(), service.clone(), opts.write_timeout, stop.clone()));
+                    let conn = table.open();
+                    conns.spawn(serve_conn(stream, conn, http.clone(), service.clone(), limits, stop.clone()));
                 }
+                Err(e) if is_per_connection(&e) => {}
                 Err(e) => {
-                    slot = Some(permit);
-                    if !is_per_connection(&e) {
-                        // Out of file descriptors or similar: back off instead of spinning.
+                    // Out of file descriptors or similar: free one by closing the idlest
+                    // connection, else back off instead of spinning.
+                    let pause = if table.evict_idlest(Duration::ZERO) == Evict::Evicted {
+                        tracing::debug!(target: "lockscope::exporter", "accept failed: {e}; closed the idlest connection");
+                        Duration::from_millis(5)
+                    } else {
                         tracing::warn!(target: "lockscope::exporter", "accept failed: {e}; retrying in 100 ms");
-                        tokio::select! {
-                            () = shutdown_asked(&mut stop) => break,
-                            () = tokio::time::sleep(Duration::from_millis(100)) => {}
-                        }
+                        Duration::from_millis(100)
+                    };
+                    tokio::select! {
+                        () = shutdown_asked(&mut stop) => break,
+                        () = tokio::time::sleep(pause) => {}
                     }
                 }
             },
@@ -339,28 +381,89 @@ fn log_conn_end(done: Result<(), tokio::task::JoinError>) {
 
 type Service = TowerToHyperService<axum::Router>;
 
+/// Per-connection deadlines, copied into each connection task.
+#[derive(Clone, Copy)]
+struct ConnLimits {
+    first_byte: Duration,
+    write: Duration,
+}
+
+/// The router, marking its connection busy while it answers a request.
+struct Tracked {
+    inner: Service,
+    conn: Arc<Conn>,
+}
+
+impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Tracked {
+    type Response =
+        <Service as hyper::service::Service<hyper::Request<hyper::body::Incoming>>>::Response;
+    type Error = <Service as hyper::service::Service<hyper::Request<hyper::body::Incoming>>>::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn call(&self, req: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        let busy = self.conn.busy();
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let r = answer.await;
+            drop(busy);
+            r
+        })
+    }
+}
+
 async fn serve_conn(
     stream: TcpStream,
-    permit: OwnedSemaphorePermit,
+    conn: Conn,
     http: http1::Builder,
     service: Service,
-    write_timeout: Duration,
+    limits: ConnLimits,
     mut stop: watch::Receiver<bool>,
 ) {
+    // Wait for the first byte without hyper, so that a silent connection holds no buffer.
+    // `peek` waits for a byte without consuming it (readiness alone can be spurious); an end
+    // of stream or an error ends the connection here too.
+    let mut first = [0u8; 1];
+    let spoke = tokio::select! {
+        r = tokio::time::timeout(limits.first_byte, stream.peek(&mut first)) => matches!(r, Ok(Ok(1))),
+        () = conn.evicted() => false,
+        () = shutdown_asked(&mut stop) => false,
+    };
+    if !spoke {
+        // Reset rather than close: a connection that never spoke loses nothing, and the
+        // server keeps no TIME_WAIT entry for it (a reconnecting flood would otherwise fill
+        // the port space with them). A zero linger never blocks the drop.
+        #[allow(deprecated)]
+        let _ = stream.set_linger(Some(Duration::ZERO));
+        return;
+    }
     let _ = stream.set_nodelay(true);
-    let io = TokioIo::new(crate::stall::WriteStall::new(stream, write_timeout));
-    let conn = http.serve_connection(io, service);
-    let mut conn = std::pin::pin!(conn);
+    let conn = Arc::new(conn);
+    let io = TokioIo::new(crate::stall::WriteStall::new(stream, limits.write));
+    let served = http.serve_connection(
+        io,
+        Tracked {
+            inner: service,
+            conn: conn.clone(),
+        },
+    );
+    let mut served = std::pin::pin!(served);
     let result = tokio::select! {
-        r = conn.as_mut() => r,
-        () = shutdown_asked(&mut stop) => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
+        r = served.as_mut() => r,
+        () = async {
+            tokio::select! {
+                () = shutdown_asked(&mut stop) => {}
+                () = conn.evicted() => {}
+            }
+        } => {
+            // Idle: closes now; answering a request: closes once the response is written.
+            served.as_mut().graceful_shutdown();
+            served.await
         }
     };
     if let Err(e) = result {
         // Timeouts, oversized heads, garbage and resets are the client's business.
         tracing::debug!(target: "lockscope::exporter", "connection ended: {e}");
     }
-    drop(permit);
 }

@@ -44,10 +44,19 @@ use tracing::{Level, Span};
 /// Every guard consumes its token with [`Token::release`], [`Token::release_books`] or
 /// [`Token::forget`] in its `Drop`; a token dropped any other way leaves its hold in the books
 /// (and frees its span).
-pub(crate) struct Token(usize);
+pub(crate) struct Token(*mut ());
 
-/// The token's word points to a [`Spanned`].
+// SAFETY: the pointer is either a hold table entry (the detector's `Hold`, which is
+// `Send + Sync`: only atomic stores from any thread) or a `Box<Spanned>` owned by this
+// token alone, whose contents are `Send + Sync`.
+unsafe impl Send for Token {}
+// SAFETY: `&Token` offers nothing that reads or writes through the pointer.
+unsafe impl Sync for Token {}
+
+/// The token's pointer, tag bit cleared, points to a [`Spanned`] (else to a hold entry). The
+/// bit is free in both: entries are 8-aligned (the detector asserts it), and so is `Spanned`.
 const SPANNED: usize = 1;
+const _: () = assert!(std::mem::align_of::<Spanned>() > SPANNED);
 
 /// A hold with its span (the slow path: a subscriber listens at TRACE).
 struct Spanned {
@@ -58,7 +67,7 @@ struct Spanned {
 impl Drop for Token {
     #[inline]
     fn drop(&mut self) {
-        if self.0 & SPANNED != 0 {
+        if self.0.addr() & SPANNED != 0 {
             let (_, span) = self.take();
             free(span);
         }
@@ -75,7 +84,7 @@ impl Token {
     /// A token that recorded nothing (detector off).
     #[inline]
     pub(crate) const fn none() -> Token {
-        Token(0)
+        Token(std::ptr::null_mut())
     }
 
     #[inline]
@@ -88,26 +97,28 @@ impl Token {
 
     #[cold]
     fn spanned(hold: Hold, span: SpanPtr) -> Token {
-        Token(Box::into_raw(Box::new(Spanned { hold, span })) as usize | SPANNED)
+        let b = Box::into_raw(Box::new(Spanned { hold, span })).cast::<()>();
+        Token(b.map_addr(|a| a | SPANNED))
     }
 
     /// Takes the hold and span out, leaving a token that recorded nothing.
     #[inline]
     fn take(&mut self) -> (Hold, Option<SpanPtr>) {
-        let raw = std::mem::replace(&mut self.0, 0);
-        if raw & SPANNED == 0 {
-            // SAFETY: a word from `Hold::into_raw` (or 0), taken once (the token is now 0).
+        let raw = std::mem::replace(&mut self.0, std::ptr::null_mut());
+        if raw.addr() & SPANNED == 0 {
+            // SAFETY: a pointer from `Hold::into_raw` (or null), taken once (the token is now
+            // null).
             (unsafe { Hold::from_raw(raw) }, None)
         } else {
-            // SAFETY: the box `spanned` leaked, taken once (the token is now 0).
-            let b = unsafe { Box::from_raw((raw & !SPANNED) as *mut Spanned) };
+            // SAFETY: the box `spanned` leaked, taken once (the token is now null).
+            let b = unsafe { Box::from_raw(raw.map_addr(|a| a & !SPANNED).cast::<Spanned>()) };
             (b.hold, Some(b.span))
         }
     }
 
     /// Runs `f` on the hold in place.
     fn with_hold<R>(&mut self, f: impl FnOnce(&mut Hold) -> R) -> R {
-        if self.0 & SPANNED == 0 {
+        if self.0.addr() & SPANNED == 0 {
             // SAFETY: as in `take`; the word is put back below, so the hold stays owned once.
             let mut hold = unsafe { Hold::from_raw(self.0) };
             let r = f(&mut hold);
@@ -115,7 +126,7 @@ impl Token {
             r
         } else {
             // SAFETY: the live box `spanned` leaked, borrowed mutably through `&mut self`.
-            f(&mut unsafe { &mut *((self.0 & !SPANNED) as *mut Spanned) }.hold)
+            f(&mut unsafe { &mut *self.0.map_addr(|a| a & !SPANNED).cast::<Spanned>() }.hold)
         }
     }
 
@@ -125,7 +136,7 @@ impl Token {
     /// out of line, so that a guard's `Drop` with the detector off stays a test and a branch.
     #[inline]
     pub(crate) fn release(&mut self, prim: &Prim) {
-        if self.0 != 0 {
+        if !self.0.is_null() {
             self.release_recorded(prim);
         }
     }
@@ -144,7 +155,7 @@ impl Token {
     /// statistics stay out of the lock's critical section.
     #[inline]
     pub(crate) fn release_books(&mut self, prim: &Prim) -> Released {
-        if self.0 == 0 {
+        if self.0.is_null() {
             return Released::default();
         }
         let (hold, span) = self.take();
@@ -161,9 +172,9 @@ impl Token {
 
     /// A token for `permits` split off this one.
     pub(crate) fn split(&mut self, prim: &Prim, permits: u32) -> Token {
-        let span = if self.0 & SPANNED != 0 {
+        let span = if self.0.addr() & SPANNED != 0 {
             // SAFETY: the live box `spanned` leaked; only read here.
-            let s = unsafe { &*((self.0 & !SPANNED) as *const Spanned) };
+            let s = unsafe { &*self.0.map_addr(|a| a & !SPANNED).cast::<Spanned>() };
             Some(box_span(s.span.as_ref().clone()))
         } else {
             None

@@ -411,6 +411,115 @@ mod tests {
         assert!(g.insert(7, 8).is_ok());
     }
 
+    /// Every index distinct, every edge from a lower to a higher one.
+    fn check_strict_order(g: &Graph) {
+        check_order(g);
+        let mut ords: Vec<u64> = g.nodes.values().map(|n| n.ord).collect();
+        ords.sort_unstable();
+        ords.dedup();
+        assert_eq!(ords.len(), g.nodes.len(), "two nodes share an index");
+    }
+
+    /// Diamonds reached from both ends of a reordered region (issue 17: the only test was a
+    /// chain, so the search bounds could be loosened without a failure): inserting the edges
+    /// of layered diamonds against their order keeps one strict topological order, and every
+    /// back edge is a cycle whose path runs along edges.
+    #[test]
+    fn pearce_kelly_keeps_the_order_through_diamonds() {
+        // Layers of two nodes, every node linked to both of the next layer: 2^depth paths.
+        const LAYERS: u64 = 6;
+        let node = |layer: u64, i: u64| 100 + layer * 2 + i;
+        let mut edges = Vec::new();
+        for layer in 0..LAYERS - 1 {
+            for i in 0..2 {
+                for j in 0..2 {
+                    edges.push((node(layer, i), node(layer + 1, j)));
+                }
+            }
+        }
+        // Create the nodes deepest first, so that every edge runs against the order, and
+        // insert the edges from the bottom layer up, each one forcing a reorder.
+        for orders in [
+            edges.iter().rev().copied().collect::<Vec<_>>(),
+            edges.clone(),
+        ] {
+            let mut g = Graph::default();
+            for layer in (0..LAYERS).rev() {
+                g.ensure(node(layer, 1));
+                g.ensure(node(layer, 0));
+            }
+            for &(a, b) in &orders {
+                g.insert(a, b)
+                    .unwrap_or_else(|p| panic!("{a}->{b}: false cycle {p:?}"));
+                g.edges.insert((a, b), info());
+                check_strict_order(&g);
+            }
+            let (top, bottom) = (node(0, 0), node(LAYERS - 1, 1));
+            let path = g.insert(bottom, top).unwrap_err();
+            assert_eq!(path.first(), Some(&top), "{path:?}");
+            assert_eq!(path.last(), Some(&bottom), "{path:?}");
+            for w in path.windows(2) {
+                assert!(
+                    g.edges.contains_key(&(w[0], w[1])),
+                    "{path:?} leaves the edges"
+                );
+            }
+            // A cross edge between the two nodes of one layer is no cycle.
+            g.insert(node(2, 0), node(2, 1)).unwrap();
+            g.edges.insert((node(2, 0), node(2, 1)), info());
+            check_strict_order(&g);
+        }
+    }
+
+    /// An edge seen again after the caches forgot it (the slow path runs again) keeps its
+    /// first sighting, and an inversion seen again stays one (issue 17: no test evicted the
+    /// caches).
+    #[test]
+    fn an_edge_seen_again_past_the_caches_keeps_its_first_sighting() {
+        use crate::prim::{PrimKind, register};
+        let first = Location::caller();
+        let second = Location::caller();
+        let a = register(Some("lockorder/again_a".into()), PrimKind::Mutex, first, 1);
+        let b = register(Some("lockorder/again_b".into()), PrimKind::Mutex, first, 1);
+        let actor = ActorId::from_thread_seq(1);
+        let holding = |p: &Prim| HoldView {
+            prim: p.id.0,
+            actor,
+            site: first,
+            since: 0,
+            permits: 1,
+            mode: Mode::Exclusive,
+            flags: 0,
+            scope: 0,
+            thread: 1,
+        };
+        let acq = |site| Acq::new(site, 1, Mode::Exclusive);
+        // a -> b, then again from another site, straight to the slow path both times.
+        add_edge_slow(&holding(&a), &b, actor, &acq(first));
+        add_edge_slow(&holding(&a), &b, actor, &acq(second));
+        let (x, y) = (a.id.0, b.id.0);
+        {
+            let g = GRAPH.lock();
+            assert!(
+                std::ptr::eq(g.edges[&(x, y)].to_site, first),
+                "first sighting lost"
+            );
+            assert_eq!(g.nodes[&x].out.iter().filter(|&&n| n == y).count(), 1);
+        }
+        // b -> a closes the cycle: inverted, once, with its first sighting.
+        add_edge_slow(&holding(&b), &a, actor, &acq(first));
+        add_edge_slow(&holding(&b), &a, actor, &acq(second));
+        let g = GRAPH.lock();
+        assert!(
+            std::ptr::eq(g.inverted[&(y, x)].to_site, first),
+            "first sighting lost"
+        );
+        assert!(
+            !g.edges.contains_key(&(y, x)),
+            "an inversion entered the order"
+        );
+    }
+
     #[test]
     fn removal_breaks_cycles() {
         let mut g = Graph::default();

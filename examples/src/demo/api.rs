@@ -5,7 +5,9 @@
 //! | `GET /` | this list |
 //! | `GET /balance/{id}` | the balance of account `id` |
 //! | `POST /transfer/{from}/{to}/{cents}` | a transfer (`422` when refused) |
-//! | `POST /pathology/{name}` | injects one pathology (`202`; `409` while another runs) |
+//! | `GET /audit` | the books: accounts plus house, conserved or not |
+//! | `GET /stats` | the load generator's counts: `served R refused F failed X` |
+//! | `POST /pathology/{name}` | injects one pathology (`202`; `409` while another runs, or while an injected deadlock or leak of that kind lives) |
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,14 +18,17 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 
 use super::bank::Bank;
-use super::pathology::{LegacyPair, Pathology, inject};
+use super::load::LoadStats;
+use super::pathology::{Injected, Pathology, inject};
 
 /// What the handlers share.
 pub struct Service {
     /// The bank.
     pub bank: Arc<Bank>,
-    /// The legacy partner's accounts (the inversion and deadlock pathologies).
-    pub legacy: LegacyPair,
+    /// What the injections left behind (the legacy accounts, a live deadlock or leak).
+    pub injected: Arc<Injected>,
+    /// The load generator's counts.
+    pub stats: Arc<LoadStats>,
     /// An injection is in progress (the tour's or one asked over HTTP).
     pub injecting: AtomicBool,
 }
@@ -32,6 +37,8 @@ type Answer = (StatusCode, String);
 
 const HELP: &str = "lockscope demo bank
 GET  /balance/{id}                 balance of account id (1-10)
+GET  /audit                        the books: accounts plus house, conserved or not
+GET  /stats                        requests the load generator got served, refused, failed
 POST /transfer/{from}/{to}/{cents}  a transfer
 POST /pathology/{name}             inject one: nested-acquire, lock-order-inversion, deadlock,
                                    blocking-in-async, stuck-queue, starvation, leaked-permit
@@ -65,6 +72,18 @@ async fn transfer(
     }
 }
 
+async fn audit(State(s): State<Arc<Service>>) -> Answer {
+    (StatusCode::OK, format!("{}\n", s.bank.audit().await))
+}
+
+async fn stats(State(s): State<Arc<Service>>) -> Answer {
+    let (ok, refused, failed) = s.stats.get();
+    (
+        StatusCode::OK,
+        format!("served {ok} refused {refused} failed {failed}\n"),
+    )
+}
+
 async fn pathology(State(s): State<Arc<Service>>, Path(name): Path<String>) -> Answer {
     let Some(p) = Pathology::from_name(&name) else {
         return (
@@ -72,6 +91,9 @@ async fn pathology(State(s): State<Arc<Service>>, Path(name): Path<String>) -> A
             format!("no pathology {name:?}\n\n{HELP}"),
         );
     };
+    if let Some(why) = s.injected.refusal(p) {
+        return (StatusCode::CONFLICT, format!("{why}\n"));
+    }
     if s.injecting.swap(true, Ordering::SeqCst) {
         return (
             StatusCode::CONFLICT,
@@ -81,7 +103,7 @@ async fn pathology(State(s): State<Arc<Service>>, Path(name): Path<String>) -> A
     }
     let svc = s.clone();
     tokio::spawn(async move {
-        inject(&svc.bank, &svc.legacy, p).await;
+        inject(&svc.bank, &svc.injected, p).await;
         svc.injecting.store(false, Ordering::SeqCst);
     });
     (
@@ -98,6 +120,8 @@ pub fn router(service: Arc<Service>) -> Router {
     Router::new()
         .route("/", get(help))
         .route("/balance/{id}", get(balance))
+        .route("/audit", get(audit))
+        .route("/stats", get(stats))
         .route("/transfer/{from}/{to}/{cents}", post(transfer))
         .route("/pathology/{name}", post(pathology))
         .with_state(service)

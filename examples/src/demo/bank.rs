@@ -13,9 +13,15 @@
 //! The healthy paths ([`Bank::balance`], [`Bank::transfer`]) keep one lock order (accounts by
 //! id), hold the blocking lock for a copy and never across an `.await`, and release the
 //! connection before touching the ledger. The buggy ones are what the pathologies inject.
+//!
+//! Money is conserved, so that the demo can run for hours: each transfer's fee goes to the
+//! house, and the house pays its takings back every second to the accounts below the average
+//! ([`Bank::pay_back`]). [`Bank::audit`] checks the books: the accounts plus the house always
+//! hold what the accounts started with.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use lockscope::parking_lot::RwLock as BlockingRwLock;
@@ -28,6 +34,8 @@ pub const ACCOUNTS: u32 = 10;
 pub const POOL_SIZE: usize = 8;
 /// Ledger entries kept (older ones are archived, that is, dropped).
 const LEDGER_KEEP: usize = 1000;
+/// What each account starts with, in cents.
+pub const OPENING_CENTS: i64 = 100_000;
 
 /// An account: its balance behind its own mutex, named `account:<id>`.
 pub struct Account {
@@ -98,6 +106,50 @@ pub struct Bank {
     pub ledger: Mutex<Vec<String>>,
     /// Statement exports in progress. Lives as long as the bank.
     pub exports: Mutex<Vec<Export>>,
+    /// The house account: the fees taken and not yet paid back, in cents. Changed only while
+    /// the account it pays or is paid from is locked, so that [`Bank::audit`], which locks
+    /// every account, sees no transfer half done.
+    pub house: AtomicI64,
+}
+
+/// The books at one instant (every account locked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Audit {
+    /// The customer accounts' balances, summed, in cents.
+    pub accounts: i64,
+    /// The house account, in cents.
+    pub house: i64,
+    /// The lowest balance of an account.
+    pub lowest: i64,
+}
+
+impl Audit {
+    /// What the accounts started with: what `accounts + house` must always be.
+    pub const EXPECTED: i64 = ACCOUNTS as i64 * OPENING_CENTS;
+
+    /// Whether no money was made or lost.
+    pub fn conserved(&self) -> bool {
+        self.accounts + self.house == Audit::EXPECTED
+    }
+}
+
+impl std::fmt::Display for Audit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "accounts {} + house {} = {} cents (expected {}: {}); lowest balance {}",
+            self.accounts,
+            self.house,
+            self.accounts + self.house,
+            Audit::EXPECTED,
+            if self.conserved() {
+                "conserved"
+            } else {
+                "NOT conserved"
+            },
+            self.lowest
+        )
+    }
 }
 
 /// A database round trip.
@@ -109,7 +161,9 @@ impl Bank {
     /// A bank with `ACCOUNTS` accounts of 1,000.00 each.
     pub fn new() -> Arc<Bank> {
         Arc::new(Bank {
-            accounts: (1..=ACCOUNTS).map(|id| Account::new(id, 100_000)).collect(),
+            accounts: (1..=ACCOUNTS)
+                .map(|id| Account::new(id, OPENING_CENTS))
+                .collect(),
             pool: Arc::new(Semaphore::named("db_pool", POOL_SIZE)),
             rates: RwLock::named("rates_cache", HashMap::from([("EUR", 0.92), ("GBP", 0.79)])),
             config: Arc::new(BlockingRwLock::named(
@@ -121,6 +175,7 @@ impl Bank {
             )),
             ledger: Mutex::named("ledger", Vec::new()),
             exports: Mutex::named("exports", Vec::new()),
+            house: AtomicI64::new(0),
         })
     }
 
@@ -168,6 +223,8 @@ impl Bank {
             }
             *p -= cents + fee;
             *q += cents;
+            // Relaxed: the account locks order this against `audit` and `pay_back`.
+            self.house.fetch_add(fee, Ordering::Relaxed);
             query().await;
         }
         // Connection and accounts released first: the ledger never holds them up.
@@ -183,6 +240,52 @@ impl Bank {
             ledger.drain(..LEDGER_KEEP / 2);
         }
         ledger.push(line);
+    }
+
+    /// Pays the house's takings back to the accounts below the average balance, in equal
+    /// shares (the remainder to the poorest), one account locked at a time; returns what it
+    /// paid. Run every second by a background task, it keeps every account usable however
+    /// long the demo runs.
+    pub async fn pay_back(&self) -> i64 {
+        // A glance at the balances to choose who gets paid (not a consistent snapshot: it
+        // need not be).
+        let mut balances = Vec::with_capacity(self.accounts.len());
+        for a in &self.accounts {
+            balances.push((*a.balance.lock().await, a));
+        }
+        let takings = self.house.load(Ordering::Relaxed);
+        if takings <= 0 {
+            return 0;
+        }
+        let mean = balances.iter().map(|(b, _)| b).sum::<i64>() / balances.len() as i64;
+        balances.sort_by_key(|(b, _)| *b);
+        balances.retain(|(b, _)| *b <= mean);
+        let n = balances.len().max(1) as i64;
+        let (share, rest) = (takings / n, takings % n);
+        for (i, (_, account)) in balances.iter().enumerate() {
+            let pay = share + if i == 0 { rest } else { 0 };
+            let mut balance = account.balance.lock().await;
+            // Relaxed: the account lock orders this against `audit`; only this task takes
+            // money out of the house, so it holds at least `pay`.
+            self.house.fetch_sub(pay, Ordering::Relaxed);
+            *balance += pay;
+        }
+        takings
+    }
+
+    /// Checks the books: locks every account (in id order, as transfers do) and adds them up
+    /// with the house.
+    pub async fn audit(&self) -> Audit {
+        let mut guards = Vec::with_capacity(self.accounts.len());
+        for a in &self.accounts {
+            guards.push(a.balance.lock().await);
+        }
+        Audit {
+            accounts: guards.iter().map(|g| **g).sum(),
+            // Relaxed: every account is locked, so no transfer or payback is half done.
+            house: self.house.load(Ordering::Relaxed),
+            lowest: guards.iter().map(|g| **g).min().unwrap_or(0),
+        }
     }
 
     /// Refreshes the rates cache (every second, from a background task).

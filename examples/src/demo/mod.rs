@@ -28,7 +28,7 @@ use tokio::sync::watch;
 use tracing::{error, info};
 
 use args::{Args, ParseError, Plan, USAGE};
-use pathology::{LegacyPair, Pathology};
+use pathology::{Injected, Pathology};
 
 /// The tour's thresholds (production defaults: 10 s, 10 s, 60 s). Stuck is shorter than
 /// starvation so that a holder that blocks its queue is reported as a stuck queue, and a
@@ -157,9 +157,11 @@ async fn run(args: Args) -> ExitCode {
     );
 
     let bank = bank::Bank::new();
+    let stats = Arc::new(load::LoadStats::default());
     let service = Arc::new(api::Service {
         bank: bank.clone(),
-        legacy: LegacyPair::default(),
+        injected: Arc::new(Injected::default()),
+        stats: stats.clone(),
         injecting: AtomicBool::new(false),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -176,19 +178,21 @@ async fn run(args: Args) -> ExitCode {
         }
     });
 
-    // Background work: the rates refresher.
+    // Background work: the rates refresher and the house's payback, every second.
     let (b, mut rstop) = (bank.clone(), stop_rx.clone());
     tokio::spawn(async move {
         for tick in 0u64.. {
             tokio::select! {
                 _ = rstop.changed() => break,
-                () = tokio::time::sleep(Duration::from_secs(1)) => b.refresh_rates(tick).await,
+                () = tokio::time::sleep(Duration::from_secs(1)) => {
+                    b.refresh_rates(tick).await;
+                    b.pay_back().await;
+                }
             }
         }
     });
 
     // The load.
-    let stats = Arc::new(load::LoadStats::default());
     let mut clients = load::spawn(api_addr, CLIENTS, stop_rx.clone(), stats.clone());
     let started = Instant::now();
     let reporter = tokio::spawn(report_load(stats.clone(), stop_rx.clone()));
@@ -213,8 +217,9 @@ async fn run(args: Args) -> ExitCode {
     let (ok, refused, failed) = stats.get();
     info!(
         target: "demo",
-        "stopped after {:.1} s: {ok} requests served, {refused} refused, {failed} failed; findings per kind: {}",
+        "stopped after {:.1} s: {ok} requests served, {refused} refused, {failed} failed; books: {}; findings per kind: {}",
         started.elapsed().as_secs_f64(),
+        bank.audit().await,
         totals_line()
     );
     ExitCode::SUCCESS
@@ -272,7 +277,7 @@ async fn tour(service: Arc<api::Service>, plan: Plan) {
         while service.injecting.swap(true, Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        if pathology::inject(&service.bank, &service.legacy, p).await {
+        if pathology::inject(&service.bank, &service.injected, p).await {
             reported.push(p.kind());
         }
         service.injecting.store(false, Ordering::SeqCst);
@@ -285,9 +290,10 @@ async fn tour(service: Arc<api::Service>, plan: Plan) {
         .collect();
     info!(
         target: "demo",
-        "tour complete: {} of {n} reported{}; the service keeps serving (the deadlocked legacy accounts aside); findings per kind: {}",
+        "tour complete: {} of {n} reported{}; the service keeps serving (the legacy accounts deadlocked for {} s aside); findings per kind: {}",
         reported.len(),
         if missing.is_empty() { String::new() } else { format!(", missing: {}", missing.join(", ")) },
+        pathology::LINGER.as_secs(),
         totals_line()
     );
 }

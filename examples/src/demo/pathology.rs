@@ -1,13 +1,17 @@
 //! The pathologies the demo injects into the live bank, one finding kind each, and the wait
 //! for the detector's report.
 //!
-//! Each is confined so that the service keeps serving: the deadlock takes two accounts of a
-//! legacy partner (not the ones the load uses) down for good; the stuck ledger and the
-//! hogged connection are released once reported; the leak costs one connection of eight;
-//! the slow config reload blocks workers for a quarter of a second.
+//! Each is confined so that the service keeps serving, for hours: the deadlock takes the two
+//! accounts of a legacy partner (not the ones the load uses) down for [`LINGER`], then its
+//! transfers are cancelled; the leak costs one connection of eight for as long; the stuck
+//! ledger and the hogged connection are released once reported; the slow config reload
+//! blocks workers for a quarter of a second. At most one injected deadlock and one leak live
+//! at a time: asking for another meanwhile is refused ([`Injected::refusal`], a `409`), so
+//! that repeated requests cannot pile up deadlocked tasks, leaked connections or findings.
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lockscope::detector::FindingKind;
@@ -99,33 +103,65 @@ impl Pathology {
     }
 }
 
-/// The two accounts of the legacy partner, shared by the inversion and the deadlock, and
-/// replaced by a fresh pair once deadlocked (so that a second deadlock injection deadlocks
-/// again). A plain std mutex: demo bookkeeping, not part of the service.
-pub struct LegacyPair {
-    pair: std::sync::Mutex<(Arc<Account>, Arc<Account>, u32)>,
+/// How long an injected deadlock or leak lives before the demo cleans it up.
+pub const LINGER: Duration = Duration::from_secs(60);
+
+/// What the injections leave behind: the legacy partner's two accounts (shared by the
+/// inversion and the deadlock), and the live deadlock and leak, if any. Plain std types:
+/// demo bookkeeping, not part of the service.
+pub struct Injected {
+    legacy: (Arc<Account>, Arc<Account>),
+    /// The two deadlocked legacy transfers, while the deadlock lives.
+    deadlock: std::sync::Mutex<Option<[tokio::task::AbortHandle; 2]>>,
+    /// Whether a leaked export connection lives.
+    leak: AtomicBool,
 }
 
-impl Default for LegacyPair {
-    fn default() -> LegacyPair {
-        LegacyPair {
-            pair: std::sync::Mutex::new((Account::new(901, 0), Account::new(902, 0), 903)),
+impl Default for Injected {
+    fn default() -> Injected {
+        Injected {
+            legacy: (Account::new(901, 0), Account::new(902, 0)),
+            deadlock: std::sync::Mutex::new(None),
+            leak: AtomicBool::new(false),
         }
     }
 }
 
-impl LegacyPair {
-    fn current(&self) -> (Arc<Account>, Arc<Account>) {
-        let g = self.pair.lock().unwrap_or_else(|e| e.into_inner());
-        (g.0.clone(), g.1.clone())
+impl Injected {
+    fn deadlock_lives(&self) -> bool {
+        self.deadlock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
-    fn take_for_deadlock(&self) -> (Arc<Account>, Arc<Account>) {
-        let mut g = self.pair.lock().unwrap_or_else(|e| e.into_inner());
-        let taken = (g.0.clone(), g.1.clone());
-        let next = g.2;
-        *g = (Account::new(next, 0), Account::new(next + 1, 0), next + 2);
-        taken
+    /// Why `p` cannot be injected now, if it cannot: a deadlock (or a leak) lives already, or
+    /// the inversion would queue behind the deadlocked legacy accounts.
+    pub fn refusal(&self, p: Pathology) -> Option<String> {
+        let secs = LINGER.as_secs();
+        match p {
+            Pathology::Deadlock | Pathology::LockOrderInversion if self.deadlock_lives() => {
+                Some(format!(
+                    "the legacy accounts 901 and 902 are deadlocked already; the demo cancels the deadlock {secs} s after it was injected"
+                ))
+            }
+            Pathology::LeakedPermit if self.leak.load(Ordering::SeqCst) => Some(format!(
+                "a leaked connection lives already; the demo reclaims it {secs} s after it was injected"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Cancels the deadlocked transfers: their waits end, the accounts are usable again.
+    fn end_deadlock(&self) {
+        let handles = self
+            .deadlock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        for h in handles.into_iter().flatten() {
+            h.abort();
+        }
     }
 }
 
@@ -171,9 +207,14 @@ async fn reported(
 }
 
 /// Injects `p` into `bank`, waits (bounded) for the detector's report and logs the outcome;
-/// undoes what can be undone once reported. Returns whether a new finding of its kind was
-/// reported.
-pub async fn inject(bank: &Arc<Bank>, legacy: &LegacyPair, p: Pathology) -> bool {
+/// undoes what can be undone once reported, and the deadlock and the leak [`LINGER`] later.
+/// Returns whether a new finding of its kind was reported; `false` at once, with a log line,
+/// if [`Injected::refusal`] refuses it.
+pub async fn inject(bank: &Arc<Bank>, injected: &Arc<Injected>, p: Pathology) -> bool {
+    if let Some(why) = injected.refusal(p) {
+        info!(target: "demo", "not injecting {}: {why}", p.name());
+        return false;
+    }
     let kind = p.kind();
     let before = keys(kind);
     let within = patience(p, &lockscope::detector::config::current());
@@ -188,7 +229,7 @@ pub async fn inject(bank: &Arc<Bank>, legacy: &LegacyPair, p: Pathology) -> bool
             bank.pool.name().to_owned()
         }
         Pathology::LockOrderInversion => {
-            let (a, b) = legacy.current();
+            let (a, b) = injected.legacy.clone();
             let name = a.balance.name().to_owned();
             tokio::spawn(async move {
                 Bank::transfer_legacy(&a, &b, 100).await;
@@ -197,11 +238,19 @@ pub async fn inject(bank: &Arc<Bank>, legacy: &LegacyPair, p: Pathology) -> bool
             name
         }
         Pathology::Deadlock => {
-            let (a, b) = legacy.take_for_deadlock();
+            let (a, b) = injected.legacy.clone();
             let (a2, b2) = (a.clone(), b.clone());
             let name = a.balance.name().to_owned();
-            tokio::spawn(async move { Bank::transfer_legacy(&a, &b, 100_000).await });
-            tokio::spawn(async move { Bank::transfer_legacy(&b2, &a2, 100_000).await });
+            let one = tokio::spawn(async move { Bank::transfer_legacy(&a, &b, 100_000).await });
+            let two = tokio::spawn(async move { Bank::transfer_legacy(&b2, &a2, 100_000).await });
+            *injected.deadlock.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some([one.abort_handle(), two.abort_handle()]);
+            let injected = injected.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(LINGER).await;
+                injected.end_deadlock();
+                info!(target: "demo", "deadlock injected {} s ago cancelled: accounts 901 and 902 are usable again", LINGER.as_secs());
+            });
             name
         }
         Pathology::BlockingInAsync => {
@@ -246,8 +295,15 @@ pub async fn inject(bank: &Arc<Bank>, legacy: &LegacyPair, p: Pathology) -> bool
             bank.pool.name().to_owned()
         }
         Pathology::LeakedPermit => {
-            let b = bank.clone();
-            tokio::spawn(async move { b.export_statement(7).await });
+            injected.leak.store(true, Ordering::SeqCst);
+            let (b, injected) = (bank.clone(), injected.clone());
+            tokio::spawn(async move {
+                b.export_statement(7).await;
+                tokio::time::sleep(LINGER).await;
+                b.exports.lock().await.clear();
+                injected.leak.store(false, Ordering::SeqCst);
+                info!(target: "demo", "leaked connection reclaimed after {} s", LINGER.as_secs());
+            });
             bank.pool.name().to_owned()
         }
     };
