@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `tokio::sync::{Mutex, RwLock, Semaphore, ...}` | `lockscope::tokio::{Mutex, RwLock, Semaphore, ...}` |
 //! | `parking_lot::{Mutex, RwLock, ReentrantMutex, Condvar, ...}` | `lockscope::parking_lot::{...}` |
+//! | `std::sync::{Mutex, RwLock, Condvar, ...}` | `lockscope::std::sync::{...}` |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -49,8 +50,10 @@
 //!   the acquiring one.
 #![warn(missing_docs)]
 
+mod blocking_shell;
 pub mod parking_lot;
 mod probe;
+pub mod std;
 mod test_support;
 pub mod tokio;
 
@@ -63,8 +66,8 @@ pub mod tokio;
 ///
 /// - A live `deadlock` among the test's tasks and threads fails the test within about a
 ///   second with the report, instead of hanging. If even that is impossible (the test's own
-///   thread is blocked on a parking_lot lock), the watchdog prints the report and ends the
-///   process with status 101.
+///   thread is blocked on a parking_lot or std lock), the watchdog prints the report and
+///   ends the process with status 101.
 /// - Any other finding made during the test (`nested-acquire`, `lock-order-inversion`,
 ///   `leaked-permit` for permits still held or forgotten when the body returns,
 ///   `stuck-queue`, `starvation`, `blocking-in-async`) fails it at its end.

@@ -71,62 +71,13 @@ pub use parking_lot::{
 /// (the raw types are not instrumented: locking through them bypasses lockscope).
 pub use parking_lot::{RawMutex, RawRwLock, RawThreadId, WaitTimeoutResult};
 
-use std::convert::Infallible;
-use std::panic::Location;
-
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 use lockscope_detector::{actor, held};
 
+// Shared with every blocking wrapper; the submodules import them from here.
+use crate::blocking_shell::{acq, blocking, tried};
 use crate::probe::{self, Token};
-
-/// An acquisition of one of these locks: one permit (a reader counts one, a writer is
-/// exclusive).
-#[inline]
-fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
-    Acq::new(site, 1, mode)
-}
-
-/// [`probe::blocking`] for a lock whose blocking form cannot fail. With the detector off it
-/// is `block()` and a branch, inlined into the wrapper (`prim` is not even looked up); the
-/// recording path stays out of line, so that it does not keep the wrapper from inlining.
-#[inline(always)]
-fn blocking<'p, P>(
-    prim: impl FnOnce() -> &'p Prim,
-    acq: Acq,
-    fast: impl FnMut() -> Option<P>,
-    block: impl FnOnce() -> P,
-) -> (P, Token) {
-    if !hooks::enabled() {
-        return (block(), Token::none());
-    }
-    blocking_recorded(prim(), acq, fast, block)
-}
-
-#[inline(never)]
-fn blocking_recorded<P>(
-    prim: &Prim,
-    acq: Acq,
-    fast: impl FnMut() -> Option<P>,
-    block: impl FnOnce() -> P,
-) -> (P, Token) {
-    match probe::blocking(prim, acq, fast, || Ok::<P, Infallible>(block())) {
-        Ok(granted) => granted,
-        Err(never) => match never {},
-    }
-}
-
-/// A `try_` form: records the hold, or the give-up.
-#[inline]
-fn tried<G>(prim: &Prim, acq: Acq, got: Option<G>) -> Option<(G, Token)> {
-    match got {
-        Some(g) => Some((g, probe::try_acquired(prim, acq))),
-        None => {
-            probe::try_failed(prim, acq);
-            None
-        }
-    }
-}
 
 /// Runs `f` (a user closure that takes a guard apart, as in `map`) so that, if it panics, the
 /// books are released before the inner guard unlocks on the way out: the detector never sees
