@@ -1,7 +1,9 @@
-//! Helpers of the parity tests (`parking_lot_parity`, `std_parity`): "a thread is parked on
+//! Helpers of the parity and detector tests on blocking locks (`parking_lot_*`, `std_*`): "a thread is parked on
 //! the lock" read from `/proc` instead of guessed from elapsed time, and compile-time
 //! Send/Sync assertions.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
+
+pub mod findings;
 
 use std::thread;
 use std::time::{Duration, Instant};
