@@ -29,6 +29,10 @@
 //!
 //! - `exporter`: re-exports `lockscope-exporter` as `lockscope::exporter` (`/metrics`,
 //!   `/debug/*`).
+//! - `arc_lock`: parking_lot's `arc_lock` guards on `lockscope::parking_lot` locks
+//!   (`lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc` and their `try_`/timed forms,
+//!   returning `ArcMutexGuard`, `ArcRwLockReadGuard`, `ArcRwLockWriteGuard`,
+//!   `ArcRwLockUpgradableReadGuard`); turns on parking_lot's own `arc_lock`.
 //! - `console`: every primitive is also a tokio-console resource, listed by name with its
 //!   live lock, permit and waiter state (no `tokio_unstable` needed for these resources;
 //!   console-subscriber itself wants `--cfg console_without_tokio_unstable`), and

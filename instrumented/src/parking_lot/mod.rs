@@ -26,6 +26,10 @@
 //! assert_eq!(*hits.lock(), 1);
 //! ```
 //!
+//! With the `arc_lock` feature, `lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc`
+//! (and their `try_`/timed forms) return [`ArcMutexGuard`] and friends, recorded as the borrowed
+//! forms are. (`ReentrantMutex::lock_arc` is not wrapped yet.)
+//!
 //! lockscope adds `named(..)` constructors and `name()`. The detector's books follow every
 //! method: a [`Condvar`] wait releases the hold while the thread sleeps and records a new one
 //! when the mutex is re-taken; [`MutexGuard::unlocked`] and friends release and re-take it;
@@ -40,6 +44,8 @@
 //! - The waits inside `bump` and inside a [`Condvar`]'s re-lock are not recorded as waits
 //!   (the re-taken hold is).
 
+#[cfg(feature = "arc_lock")]
+mod arc_guard;
 mod condvar;
 mod mutex;
 mod mutex_guard;
@@ -50,6 +56,11 @@ mod rwlock_read_guard;
 mod rwlock_upgradable_guard;
 mod rwlock_write_guard;
 
+#[cfg(feature = "arc_lock")]
+pub use arc_guard::{
+    ArcGuard, ArcMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard,
+    Excl, Read, Upgradable, Write,
+};
 pub use condvar::Condvar;
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};
