@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `tokio::sync::{Mutex, RwLock, Semaphore, ...}` | `lockscope::tokio::{Mutex, RwLock, Semaphore, ...}` |
 //! | `parking_lot::{Mutex, RwLock, ReentrantMutex, Condvar, ...}` | `lockscope::parking_lot::{...}` |
+//! | `std::sync::{Mutex, RwLock, Condvar, ...}` | `lockscope::std::sync::{...}` |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -28,6 +29,10 @@
 //!
 //! - `exporter`: re-exports `lockscope-exporter` as `lockscope::exporter` (`/metrics`,
 //!   `/debug/*`).
+//! - `arc_lock`: parking_lot's `arc_lock` guards on `lockscope::parking_lot` locks
+//!   (`lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc` and their `try_`/timed forms,
+//!   returning `ArcMutexGuard`, `ArcRwLockReadGuard`, `ArcRwLockWriteGuard`,
+//!   `ArcRwLockUpgradableReadGuard`); turns on parking_lot's own `arc_lock`.
 //! - `console`: every primitive is also a tokio-console resource, listed by name with its
 //!   live lock, permit and waiter state (no `tokio_unstable` needed for these resources;
 //!   console-subscriber itself wants `--cfg console_without_tokio_unstable`), and
@@ -49,9 +54,11 @@
 //!   the acquiring one.
 #![warn(missing_docs)]
 
+mod blocking_shell;
 pub mod parking_lot;
 mod probe;
 pub mod runtime;
+pub mod std;
 mod test_support;
 pub mod tokio;
 #[cfg(feature = "tokio-util")]
@@ -74,8 +81,8 @@ pub mod tokio_util;
 ///
 /// - A live `deadlock` among the test's tasks and threads fails the test within about a
 ///   second with the report, instead of hanging. If even that is impossible (the test's own
-///   thread is blocked on a parking_lot lock), the watchdog prints the report and ends the
-///   process with status 101.
+///   thread is blocked on a parking_lot or std lock), the watchdog prints the report and
+///   ends the process with status 101.
 /// - Any other finding made during the test (`nested-acquire`, `lock-order-inversion`,
 ///   `leaked-permit` for permits still held or forgotten when the body returns,
 ///   `stuck-queue`, `starvation`, `blocking-in-async`) fails it at its end.

@@ -42,7 +42,20 @@
 //! additions (`named`, `name`, the `*_timeout` forms and `TimeoutError`) are not part of the
 //! swap and are not used here.
 
-// Loading `app.rs` twice is the point of this test.
+//! The same for `std::sync`: `api_swap/std_app.rs` (a job queue on `Mutex` + `Condvar`, settings
+//! on `RwLock`, a static counter, a worker that panics and poisons the queue), compiled against
+//! `std::sync::{...}` (`with_std`) and `lockscope::std::sync::{...}` (`with_lockscope_std`).
+//! Checklist: `Mutex::{new (const, in a static), lock, try_lock, is_poisoned, clear_poison,
+//! get_mut, into_inner}`, `RwLock::{new, read, try_read, write, try_write, get_mut,
+//! into_inner}`, `Condvar::{new, wait, wait_while, wait_timeout, wait_timeout_while,
+//! wait_timeout_ms, notify_one, notify_all}`; `Debug`, `Default`, `From<T>`; guards' `Debug`
+//! and `Display`; `LockResult`, `TryLockResult`, `PoisonError::{into_inner, get_ref}` (also as
+//! a `fn` path), `TryLockError` variants, both through `?` into `Box<dyn Error>`;
+//! `WaitTimeoutResult::timed_out`. What lockscope lacks: std's unstable lock APIs
+//! (`MappedMutexGuard`, `Mutex::set`/`replace`/`get_cloned`, `RwLockWriteGuard::downgrade`
+//! before Rust 1.92).
+
+// Loading `app.rs` (and `std_app.rs`) twice is the point of this test.
 #![allow(clippy::duplicate_mod)]
 
 #[path = "api_swap/with_tokio.rs"]
@@ -51,15 +64,50 @@ mod with_tokio;
 #[path = "api_swap/with_lockscope.rs"]
 mod with_lockscope;
 
-#[test]
-fn both_imports_give_the_same_transcript() {
-    let raw = with_tokio::app::run();
-    let wrapped = with_lockscope::app::run();
+#[path = "api_swap/with_std.rs"]
+mod with_std;
+
+#[path = "api_swap/with_lockscope_std.rs"]
+mod with_lockscope_std;
+
+/// Asserts two transcripts are equal line by line, naming the first line that differs.
+fn same_transcript(wrapped: &[String], raw: &[String], what: &str) {
     println!("{raw:#?}");
-    for (i, (r, w)) in raw.iter().zip(&wrapped).enumerate() {
-        assert_eq!(w, r, "line {i} differs: lockscope (left) vs tokio (right)");
+    for (i, (r, w)) in raw.iter().zip(wrapped).enumerate() {
+        assert_eq!(w, r, "line {i} differs: lockscope (left) vs {what} (right)");
     }
     assert_eq!(wrapped.len(), raw.len(), "transcripts of different lengths");
+}
+
+#[test]
+fn both_imports_give_the_same_transcript() {
+    same_transcript(
+        &with_lockscope::app::run(),
+        &with_tokio::app::run(),
+        "tokio",
+    );
+}
+
+#[test]
+fn both_std_imports_give_the_same_transcript() {
+    same_transcript(
+        &with_lockscope_std::app::run(),
+        &with_std::app::run(),
+        "std::sync",
+    );
+}
+
+#[test]
+fn the_std_transcript_says_what_std_does() {
+    let log = with_std::app::run();
+    let has = |line: &str| log.iter().any(|l| l == line);
+    assert!(has("jobs total 5050"), "{log:#?}");
+    assert!(has("woken poisoned [7]"), "{log:#?}");
+    assert!(has("try_lock poisoned true"), "{log:#?}");
+    assert!(
+        has("strict poisoned: poisoned lock: another task failed inside / PoisonError { .. }"),
+        "{log:#?}"
+    );
 }
 
 #[test]

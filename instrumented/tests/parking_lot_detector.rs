@@ -15,65 +15,11 @@ use std::time::{Duration, Instant};
 use lockscope::detector::{self, Finding, FindingKind};
 use lockscope::parking_lot::{Condvar, Mutex, ReentrantMutex, RwLock, RwLockUpgradableReadGuard};
 
-const DEADLINE: Duration = Duration::from_secs(10);
-
-/// Findings that involve any primitive named in `names`.
-fn findings_about(names: &[&str]) -> Vec<Finding> {
-    detector::findings()
-        .into_iter()
-        .filter(|f| names.iter().any(|n| f.involves(n)))
-        .collect()
-}
-
-/// Waits (bounded, analysing on each turn) for a finding of `kind` involving every name in
-/// `names`.
-fn wait_for_finding(kind: FindingKind, names: &[&str]) -> Finding {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        detector::check_now();
-        if let Some(f) = detector::findings()
-            .into_iter()
-            .find(|f| f.kind == kind && names.iter().all(|n| f.involves(n)))
-        {
-            // Shown with `--nocapture`.
-            println!("{f}\n");
-            return f;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {kind} finding involving {names:?}; findings about them: {:#?}",
-            findings_about(names)
-        );
-        thread::yield_now();
-    }
-}
-
-/// Runs the analysis twice (deadlocks are confirmed over two passes) and asserts that nothing
-/// involves `names`.
-fn assert_silent(names: &[&str]) {
-    detector::check_now();
-    detector::check_now();
-    let found = findings_about(names);
-    assert!(
-        found.is_empty(),
-        "expected no finding about {names:?}, got:\n{}",
-        detector::render_all(&found)
-    );
-}
-
-/// The live snapshot of the primitive named `name`.
-fn lock_named(name: &str) -> Option<detector::LockSnapshot> {
-    detector::locks().into_iter().find(|l| l.name == name)
-}
-
-/// Waits (bounded) until `name` has `n` waiters in the books.
-fn wait_for_waiters(name: &str, n: usize) {
-    let deadline = Instant::now() + DEADLINE;
-    while lock_named(name).map_or(0, |l| l.waiters.len()) != n {
-        assert!(Instant::now() < deadline, "{name} never had {n} waiters");
-        thread::yield_now();
-    }
-}
+mod support;
+use support::findings::{
+    DEADLINE, assert_silent, findings_about, lock_named, two_tasks_on_one_thread, wait_for_finding,
+    wait_for_waiters,
+};
 
 fn kinds(found: &[Finding]) -> Vec<FindingKind> {
     found.iter().map(|f| f.kind).collect()
@@ -373,48 +319,12 @@ fn blocking_waits_off_the_workers_are_not_reported() {
     assert_silent(&[NAME]);
 }
 
-/// Runs two local tasks on a current-thread runtime: `holder` takes the parking_lot mutex,
-/// signals, and awaits a go-ahead (keeping the guard across that `.await` when `across` is
-/// true); `other` runs lockscope code on the same thread (a tokio mutex) in between.
-fn two_tasks_on_one_thread(
-    p: Rc<Mutex<u32>>,
-    other: Rc<lockscope::tokio::Mutex<u32>>,
-    across: bool,
-) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let (held_tx, held_rx) = tokio::sync::oneshot::channel();
-        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
-        let holder = tokio::task::spawn_local(async move {
-            let g = p.lock();
-            let g = if across {
-                Some(g)
-            } else {
-                drop(g);
-                None
-            };
-            held_tx.send(()).unwrap();
-            go_rx.await.unwrap();
-            drop(g);
-        });
-        let runner = tokio::task::spawn_local(async move {
-            held_rx.await.unwrap();
-            *other.lock().await += 1;
-            go_tx.send(()).unwrap();
-        });
-        holder.await.unwrap();
-        runner.await.unwrap();
-    });
-}
-
 /// A blocking guard held across an `.await`: another task ran on the same thread meanwhile.
 #[test]
 fn blocking_guard_held_across_an_await_is_reported() {
+    let p: &'static Mutex<u32> = Box::leak(Box::new(Mutex::named("pl_bia_held", 0)));
     two_tasks_on_one_thread(
-        Rc::new(Mutex::named("pl_bia_held", 0)),
+        move || p.lock(),
         Rc::new(lockscope::tokio::Mutex::named("pl_bia_held_other", 0)),
         true,
     );
@@ -425,8 +335,9 @@ fn blocking_guard_held_across_an_await_is_reported() {
 
 #[test]
 fn blocking_guard_released_before_the_await_is_not_reported() {
+    let p: &'static Mutex<u32> = Box::leak(Box::new(Mutex::named("pl_bia_released", 0)));
     two_tasks_on_one_thread(
-        Rc::new(Mutex::named("pl_bia_released", 0)),
+        move || p.lock(),
         Rc::new(lockscope::tokio::Mutex::named("pl_bia_released_other", 0)),
         false,
     );

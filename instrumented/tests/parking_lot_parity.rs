@@ -10,65 +10,13 @@ use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[macro_use]
+mod support;
+use support::{eventually, sleeping, tid};
+
 /// Runs `$body` twice, with `$pl` naming `parking_lot` and then `lockscope::parking_lot`.
 macro_rules! parity {
-    ($(#[$m:meta])* fn $name:ident($pl:ident) $body:block) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            $(#[$m])*
-            #[test]
-            fn raw() {
-                #[allow(unused_imports)]
-                use parking_lot as $pl;
-                $body
-            }
-
-            $(#[$m])*
-            #[test]
-            fn lockscope() {
-                #[allow(unused_imports)]
-                use lockscope::parking_lot as $pl;
-                $body
-            }
-        }
-    };
-}
-
-/// Waits (bounded) until `cond` holds; panics with `what` after 10 s.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        thread::yield_now();
-    }
-}
-
-/// This thread's kernel id (Linux).
-fn tid() -> u64 {
-    // UNWRAP: tests; /proc/thread-self is "<pid>/task/<tid>" on Linux.
-    let link = std::fs::read_link("/proc/thread-self").unwrap();
-    link.file_name().unwrap().to_str().unwrap().parse().unwrap()
-}
-
-/// Whether thread `tid` of this process is asleep in the kernel (state `S`): for a thread
-/// whose only possible sleep is parking on a lock, "it is parked". Threads that use it call
-/// `warm_up!` first, so that lockscope's one-time set-up (registering the thread's hold
-/// table under a global lock) cannot be mistaken for parking.
-fn sleeping(tid: u64) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next())
-        == Some('S')
-}
-
-/// Takes and releases a fresh lock of each kind on this thread (see [`sleeping`]).
-macro_rules! warm_up {
-    ($pl:ident) => {{
-        drop($pl::Mutex::new(()).lock());
-        drop($pl::RwLock::new(()).write());
-    }};
+    ($($t:tt)*) => { parity_of!(parking_lot, lockscope::parking_lot; $($t)*); };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -700,48 +648,6 @@ parity! {
 // ---------------------------------------------------------------------------------------------
 // Send / Sync: the same matrix for parking_lot and lockscope::parking_lot (compile time)
 // ---------------------------------------------------------------------------------------------
-
-#[allow(dead_code)]
-struct Invalid;
-
-#[allow(dead_code)]
-trait AmbiguousIfSend<A> {
-    fn some_item(&self) {}
-}
-impl<T: ?Sized> AmbiguousIfSend<()> for T {}
-impl<T: ?Sized + Send> AmbiguousIfSend<Invalid> for T {}
-
-#[allow(dead_code)]
-trait AmbiguousIfSync<A> {
-    fn some_item(&self) {}
-}
-impl<T: ?Sized> AmbiguousIfSync<()> for T {}
-impl<T: ?Sized + Sync> AmbiguousIfSync<Invalid> for T {}
-
-#[allow(dead_code)]
-fn require_send<T: ?Sized + Send>() {}
-#[allow(dead_code)]
-fn require_sync<T: ?Sized + Sync>() {}
-
-/// `assert_traits!(Type: Send, !Sync)` and so on: fails to compile if the type disagrees.
-macro_rules! assert_traits {
-    ($t:ty: Send, Sync) => {
-        require_send::<$t>();
-        require_sync::<$t>();
-    };
-    ($t:ty: !Send, Sync) => {
-        let _check = <$t as AmbiguousIfSend<_>>::some_item;
-        require_sync::<$t>();
-    };
-    ($t:ty: Send, !Sync) => {
-        require_send::<$t>();
-        let _check = <$t as AmbiguousIfSync<_>>::some_item;
-    };
-    ($t:ty: !Send, !Sync) => {
-        let _check = <$t as AmbiguousIfSend<_>>::some_item;
-        let _check = <$t as AmbiguousIfSync<_>>::some_item;
-    };
-}
 
 /// The matrix, for one implementation `$pl`. `SS`: Send + Sync data, `SN`: Send + !Sync,
 /// `NS`: !Send + Sync, `NN`: neither.

@@ -5,12 +5,9 @@ use std::fmt;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks::Mode;
-use lockscope_detector::prim::Prim;
-
+use super::WaitTimeoutResult;
 use super::mutex_guard::MutexGuard;
-use super::{WaitTimeoutResult, acq};
-use crate::probe::{self, Token};
+use crate::blocking_shell::{Books, OnUnwind};
 
 /// Wrapper for [`parking_lot::Condvar`], for lockscope's [`MutexGuard`]s.
 ///
@@ -40,50 +37,6 @@ use crate::probe::{self, Token};
 #[derive(Default)]
 pub struct Condvar {
     inner: parking_lot::Condvar,
-}
-
-/// The books of a guard across a wait: released before parking_lot unlocks, recorded again
-/// once it has re-locked, also when parking_lot panics (a condvar used with two mutexes).
-struct Books<'g> {
-    prim: &'g Prim,
-    token: &'g mut Token,
-    site: &'static Location<'static>,
-    held: bool,
-}
-
-impl<'g> Books<'g> {
-    fn new(prim: &'g Prim, token: &'g mut Token, site: &'static Location<'static>) -> Self {
-        Books {
-            prim,
-            token,
-            site,
-            held: true,
-        }
-    }
-
-    /// About to wait: parking_lot unlocks the mutex next.
-    #[inline]
-    fn release(&mut self) {
-        if self.held {
-            self.token.release(self.prim);
-            self.held = false;
-        }
-    }
-
-    /// The mutex is locked again.
-    #[inline]
-    fn regrant(&mut self) {
-        if !self.held {
-            *self.token = probe::granted(self.prim, acq(self.site, Mode::Exclusive));
-            self.held = true;
-        }
-    }
-}
-
-impl Drop for Books<'_> {
-    fn drop(&mut self) {
-        self.regrant();
-    }
 }
 
 impl Condvar {
@@ -148,7 +101,7 @@ impl Condvar {
     pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
         let site = Location::caller();
         let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site);
+        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
         books.release();
         self.inner.wait(&mut guard.inner);
         books.regrant();
@@ -175,7 +128,7 @@ impl Condvar {
     ) -> WaitTimeoutResult {
         let site = Location::caller();
         let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site);
+        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
         books.release();
         let r = self.inner.wait_until(&mut guard.inner, timeout);
         books.regrant();
@@ -203,7 +156,7 @@ impl Condvar {
     ) -> WaitTimeoutResult {
         let site = Location::caller();
         let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site);
+        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
         books.release();
         let r = self.inner.wait_for(&mut guard.inner, timeout);
         books.regrant();
@@ -238,15 +191,9 @@ impl Condvar {
     {
         let site = Location::caller();
         let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site);
-        self.inner.wait_while(&mut guard.inner, |t| {
-            books.regrant();
-            let wait = condition(t);
-            if wait {
-                books.release();
-            }
-            wait
-        });
+        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
+        self.inner
+            .wait_while(&mut guard.inner, |t| books.condition(&mut condition, t));
         books.regrant();
     }
 
@@ -278,17 +225,10 @@ impl Condvar {
     {
         let site = Location::caller();
         let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site);
+        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
         let r = self.inner.wait_while_until(
             &mut guard.inner,
-            |t| {
-                books.regrant();
-                let wait = condition(t);
-                if wait {
-                    books.release();
-                }
-                wait
-            },
+            |t| books.condition(&mut condition, t),
             timeout,
         );
         books.regrant();
@@ -322,17 +262,10 @@ impl Condvar {
     {
         let site = Location::caller();
         let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site);
+        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
         let r = self.inner.wait_while_for(
             &mut guard.inner,
-            |t| {
-                books.regrant();
-                let wait = condition(t);
-                if wait {
-                    books.release();
-                }
-                wait
-            },
+            |t| books.condition(&mut condition, t),
             timeout,
         );
         books.regrant();

@@ -26,6 +26,10 @@
 //! assert_eq!(*hits.lock(), 1);
 //! ```
 //!
+//! With the `arc_lock` feature, `lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc`
+//! (and their `try_`/timed forms) return [`ArcMutexGuard`] and friends, recorded as the borrowed
+//! forms are. (`ReentrantMutex::lock_arc` is not wrapped yet.)
+//!
 //! lockscope adds `named(..)` constructors and `name()`. The detector's books follow every
 //! method: a [`Condvar`] wait releases the hold while the thread sleeps and records a new one
 //! when the mutex is re-taken; [`MutexGuard::unlocked`] and friends release and re-take it;
@@ -40,6 +44,8 @@
 //! - The waits inside `bump` and inside a [`Condvar`]'s re-lock are not recorded as waits
 //!   (the re-taken hold is).
 
+#[cfg(feature = "arc_lock")]
+mod arc_guard;
 mod condvar;
 mod mutex;
 mod mutex_guard;
@@ -50,6 +56,11 @@ mod rwlock_read_guard;
 mod rwlock_upgradable_guard;
 mod rwlock_write_guard;
 
+#[cfg(feature = "arc_lock")]
+pub use arc_guard::{
+    ArcGuard, ArcMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard,
+    Excl, Read, Upgradable, Write,
+};
 pub use condvar::Condvar;
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};
@@ -71,62 +82,13 @@ pub use parking_lot::{
 /// (the raw types are not instrumented: locking through them bypasses lockscope).
 pub use parking_lot::{RawMutex, RawRwLock, RawThreadId, WaitTimeoutResult};
 
-use std::convert::Infallible;
-use std::panic::Location;
-
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 use lockscope_detector::{actor, held};
 
+// Shared with every blocking wrapper; the submodules import them from here.
+use crate::blocking_shell::{acq, blocking, tried};
 use crate::probe::{self, Token};
-
-/// An acquisition of one of these locks: one permit (a reader counts one, a writer is
-/// exclusive).
-#[inline]
-fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
-    Acq::new(site, 1, mode)
-}
-
-/// [`probe::blocking`] for a lock whose blocking form cannot fail. With the detector off it
-/// is `block()` and a branch, inlined into the wrapper (`prim` is not even looked up); the
-/// recording path stays out of line, so that it does not keep the wrapper from inlining.
-#[inline(always)]
-fn blocking<'p, P>(
-    prim: impl FnOnce() -> &'p Prim,
-    acq: Acq,
-    fast: impl FnMut() -> Option<P>,
-    block: impl FnOnce() -> P,
-) -> (P, Token) {
-    if !hooks::enabled() {
-        return (block(), Token::none());
-    }
-    blocking_recorded(prim(), acq, fast, block)
-}
-
-#[inline(never)]
-fn blocking_recorded<P>(
-    prim: &Prim,
-    acq: Acq,
-    fast: impl FnMut() -> Option<P>,
-    block: impl FnOnce() -> P,
-) -> (P, Token) {
-    match probe::blocking(prim, acq, fast, || Ok::<P, Infallible>(block())) {
-        Ok(granted) => granted,
-        Err(never) => match never {},
-    }
-}
-
-/// A `try_` form: records the hold, or the give-up.
-#[inline]
-fn tried<G>(prim: &Prim, acq: Acq, got: Option<G>) -> Option<(G, Token)> {
-    match got {
-        Some(g) => Some((g, probe::try_acquired(prim, acq))),
-        None => {
-            probe::try_failed(prim, acq);
-            None
-        }
-    }
-}
 
 /// Runs `f` (a user closure that takes a guard apart, as in `map`) so that, if it panics, the
 /// books are released before the inner guard unlocks on the way out: the detector never sees

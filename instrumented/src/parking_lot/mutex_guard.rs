@@ -78,7 +78,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
 
     /// Takes the guard apart without running its `Drop`.
     #[inline]
-    fn into_parts(s: Self) -> (&'a Mutex<T>, Token, parking_lot::MutexGuard<'a, T>) {
+    pub(super) fn into_parts(s: Self) -> (&'a Mutex<T>, Token, parking_lot::MutexGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
         unsafe {

@@ -65,7 +65,9 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     }
 
     #[inline]
-    fn into_parts(s: Self) -> (&'a RwLock<T>, Token, parking_lot::RwLockReadGuard<'a, T>) {
+    pub(super) fn into_parts(
+        s: Self,
+    ) -> (&'a RwLock<T>, Token, parking_lot::RwLockReadGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
         unsafe {

@@ -102,7 +102,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     }
 
     #[inline]
-    fn into_parts(s: Self) -> (&'a RwLock<T>, Token, InnerUpgradable<'a, T>) {
+    pub(super) fn into_parts(s: Self) -> (&'a RwLock<T>, Token, InnerUpgradable<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
         unsafe {

@@ -68,7 +68,9 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     }
 
     #[inline]
-    fn into_parts(s: Self) -> (&'a RwLock<T>, Token, parking_lot::RwLockWriteGuard<'a, T>) {
+    pub(super) fn into_parts(
+        s: Self,
+    ) -> (&'a RwLock<T>, Token, parking_lot::RwLockWriteGuard<'a, T>) {
         let s = ManuallyDrop::new(s);
         // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
         unsafe {

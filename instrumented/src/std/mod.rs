@@ -1,0 +1,3 @@
+//! Drop-in replacements for the standard library's locks: see [`sync`].
+
+pub mod sync;

@@ -1,0 +1,158 @@
+//! Drop-in replacements for `std::sync::{Mutex, RwLock, Condvar}`.
+//!
+//! Swap `use std::sync::{Mutex, RwLock, Condvar};` for
+//! `use lockscope::std::sync::{Mutex, RwLock, Condvar};` and nothing else changes: the same
+//! methods, the same `LockResult`s and poisoning (a panic while a guard is held poisons the
+//! lock; `lock()` then returns a [`PoisonError`] carrying the guard; `is_poisoned`,
+//! `clear_poison`, `into_inner`, `get_mut` as std's), the same `const fn new`, the same trait
+//! impls (`Debug` prints what std's prints, guards are `!Send`). Each type wraps the real std
+//! primitive, so fairness, parking and poisoning are std's own. The error types are std's,
+//! re-exported here so that a whole `use std::sync::{..}` line swaps.
+//!
+//! What you gain: every acquisition emits an `acquire` span on target `lockscope` with
+//! `kind = "blocking_mutex"` or `"blocking_rwlock"`, feeds per-primitive statistics, and
+//! enters the same wait-for and lock-order graphs as the `lockscope::tokio` and
+//! `lockscope::parking_lot` locks. A deadlock between threads is reported as `deadlock`, locks
+//! taken in opposite orders as `lock-order-inversion`, and a std mutex waited for on an async
+//! runtime's worker thread, or held across an `.await`, as `blocking-in-async`: the mistake
+//! tokio's docs warn about when they recommend `std::sync::Mutex` for short critical sections.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use lockscope::std::sync::{Condvar, Mutex}; // was: use std::sync::{Condvar, Mutex};
+//!
+//! let pair = Arc::new((Mutex::named("ready", false), Condvar::new()));
+//! let p = pair.clone();
+//! let t = std::thread::spawn(move || {
+//!     *p.0.lock().unwrap() = true;
+//!     p.1.notify_one();
+//! });
+//! let (lock, cvar) = &*pair;
+//! let ready = cvar.wait_while(lock.lock().unwrap(), |ready| !*ready).unwrap();
+//! assert!(*ready);
+//! # drop(ready);
+//! # t.join().unwrap();
+//! ```
+//!
+//! lockscope adds `named(..)` constructors and `name()`. A [`Condvar`] wait releases the
+//! hold in the books while the thread sleeps and records a new one, at the wait's call site,
+//! when the mutex is re-taken.
+//!
+//! # What the books cannot see
+//!
+//! - A guard given to `std::mem::forget` keeps its hold in the books for good (std cannot
+//!   unlock such a mutex either).
+//! - The waits inside a [`Condvar`]'s re-lock are not recorded as waits (the re-taken hold
+//!   is).
+//! - std's unstable lock APIs (`MappedMutexGuard`, `Mutex::set`, ...) are not wrapped until
+//!   they are stable.
+
+/// `Default`, `From<T>` and `Debug` of a std lock wrapper (a struct with `new` and `inner`),
+/// as std's: the two constructors name the lock after the caller's location.
+macro_rules! lock_traits {
+    ($lock:ident) => {
+        impl<T: Default> Default for $lock<T> {
+            #[doc = concat!("Wrapper for `std::sync::", stringify!($lock), "::default`, named after the caller's location.")]
+            #[track_caller]
+            fn default() -> $lock<T> {
+                $lock::new(T::default())
+            }
+        }
+
+        impl<T> From<T> for $lock<T> {
+            #[doc = concat!("Wrapper for `std::sync::", stringify!($lock), "::from`, named after the caller's location.")]
+            #[track_caller]
+            fn from(t: T) -> $lock<T> {
+                $lock::new(t)
+            }
+        }
+
+        impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for $lock<T> {
+            /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
+            /// recorded as an acquisition.
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.inner, f)
+            }
+        }
+    };
+}
+
+mod condvar;
+mod guard;
+mod mutex;
+mod rwlock;
+
+pub use condvar::Condvar;
+pub use guard::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
+pub use mutex::Mutex;
+pub use rwlock::RwLock;
+
+/// std's own types that appear in the wrappers' signatures, passed through unchanged.
+pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult, WaitTimeoutResult};
+
+use lockscope_detector::hooks::{Acq, PrimCell};
+use lockscope_detector::prim::Prim;
+
+use crate::blocking_shell::blocking;
+use crate::probe::{self, Token};
+
+/// std's blocking lock result as the probe's fast path wants it: `None` means "would block";
+/// a poisoned lock was still acquired.
+#[inline]
+fn fast<G>(r: TryLockResult<G>) -> Option<LockResult<G>> {
+    match r {
+        Ok(g) => Some(Ok(g)),
+        Err(TryLockError::Poisoned(p)) => Some(Err(p)),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// A `LockResult` of std's guard as one of lockscope's guard, built by `wrap`: the poisoned
+/// case carries lockscope's guard, as std's carries its own.
+#[inline]
+fn wrap_lock<G, W>(r: LockResult<G>, wrap: impl FnOnce(G) -> W) -> LockResult<W> {
+    match r {
+        Ok(g) => Ok(wrap(g)),
+        Err(p) => Err(PoisonError::new(wrap(p.into_inner()))),
+    }
+}
+
+/// A blocking acquisition of std's lock: `try_` is its `try_*` form (the probe's fast path),
+/// `lock` its blocking form, `wrap` builds lockscope's guard from std's (poisoned or not).
+#[inline(always)]
+fn locked<'a, G, W>(
+    cell: &'a PrimCell,
+    acq: Acq,
+    try_: impl FnMut() -> TryLockResult<G>,
+    lock: impl FnOnce() -> LockResult<G>,
+    wrap: impl FnOnce(&'a Prim, G, Token) -> W,
+) -> LockResult<W> {
+    let mut try_ = try_;
+    let (r, token) = blocking(|| cell.get(), acq, || fast(try_()), lock);
+    wrap_lock(r, |g| wrap(cell.get(), g, token))
+}
+
+/// A `try_` form of std's: records the hold (poisoned or not) or the give-up, and wraps the
+/// guard with `wrap`.
+#[inline]
+fn tried<'a, G, W>(
+    cell: &'a PrimCell,
+    acq: Acq,
+    r: TryLockResult<G>,
+    wrap: impl FnOnce(&'a Prim, G, Token) -> W,
+) -> TryLockResult<W> {
+    let prim = cell.get();
+    match fast(r) {
+        Some(r) => Ok(wrap_lock(r, |g| {
+            wrap(prim, g, probe::try_acquired(prim, acq))
+        })?),
+        None => {
+            probe::try_failed(prim, acq);
+            Err(TryLockError::WouldBlock)
+        }
+    }
+}
+
+/// std's reader limit on Linux (its futex rwlock counts readers in 30 bits, `MAX_READERS`):
+/// the capacity of a std rwlock in the detector's books, where a write takes it all.
+const MAX_READERS: u64 = (1 << 30) - 2;
