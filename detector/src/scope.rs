@@ -30,6 +30,17 @@ pub(crate) struct ScopeState {
     deadlock: Mutex<DeadlockSignal>,
 }
 
+impl ScopeState {
+    /// Findings delivered to this scope so far.
+    fn all_findings(&self) -> Vec<Finding> {
+        self.findings
+            .lock()
+            .iter()
+            .map(|r| finding::materialize(r))
+            .collect()
+    }
+}
+
 #[derive(Default)]
 struct DeadlockSignal {
     report: Option<String>,
@@ -155,12 +166,7 @@ impl TestScope {
 
     /// Findings delivered to this scope so far.
     pub fn findings(&self) -> Vec<Finding> {
-        self.state
-            .findings
-            .lock()
-            .iter()
-            .map(|r| finding::materialize(r))
-            .collect()
+        self.state.all_findings()
     }
 }
 
@@ -285,13 +291,7 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
             && at.elapsed() >= grace
         {
             // Every finding of the test, as its failure message would list them.
-            let all: Vec<Finding> = s
-                .findings
-                .lock()
-                .iter()
-                .map(|r| finding::materialize(r))
-                .collect();
-            out.push((s.name.clone(), finding::render_all(&all)));
+            out.push((s.name.clone(), finding::render_all(&s.all_findings())));
         }
     }
     out
@@ -338,12 +338,7 @@ pub(crate) fn blocked_test_threads(
         let Some(blocked_ns) = blocked_ns else {
             continue;
         };
-        let all: Vec<Finding> = s
-            .findings
-            .lock()
-            .iter()
-            .map(|r| finding::materialize(r))
-            .collect();
+        let all = s.all_findings();
         let limit = if all.is_empty() {
             s.config.stuck
         } else {

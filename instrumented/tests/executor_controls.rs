@@ -7,25 +7,10 @@ use std::time::{Duration, Instant};
 
 use lockscope::parking_lot::Mutex;
 
-/// Waits (bounded, 5 s) until the named primitive has `n` waiters.
-fn wait_for_waiters(name: &str, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let waiting = lockscope::detector::locks()
-            .into_iter()
-            .filter(|l| l.name == name)
-            .map(|l| l.waiters.len())
-            .sum::<usize>();
-        if waiting >= n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: {waiting} waiters, want {n}"
-        );
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
+#[path = "common/mod.rs"]
+mod common;
+
+use common::wait_for_waiters;
 
 /// A plain thread takes `name`, lets `waiters` queue, holds it `hold` more, releases.
 fn plain_holder(
@@ -74,7 +59,7 @@ async fn short_critical_sections_on_workers_stay_silent() {
 
 /// A current-thread runtime's task waits briefly for a lock a plain thread holds and
 /// releases: the thread is blocked, but the holder needs nothing from it.
-#[lockscope::test(worker_stall_ms = 1000)]
+#[lockscope::test(worker_stall_ms = 1000, stuck_ms = 10000, starvation_ms = 10000)]
 async fn current_thread_task_waits_for_a_plain_thread() {
     let m = Arc::new(Mutex::named("ct_plain", 0u64));
     let (holder, taken) = plain_holder(m.clone(), "ct_plain", 1, Duration::from_millis(200));
@@ -87,8 +72,16 @@ async fn current_thread_task_waits_for_a_plain_thread() {
 
 /// Every worker briefly contends a lock a plain thread holds: all workers are blocked, but no
 /// holder needs the runtime, so it is no deadlock (the wait is under the stall threshold
-/// set here, so no blocking-in-async either).
-#[lockscope::test(flavor = "multi_thread", worker_threads = 2, worker_stall_ms = 2000)]
+/// set here, so no blocking-in-async either; the stuck and starvation thresholds are raised
+/// so that a slow machine stretching the 400 ms hold cannot make them fire: this test is
+/// about the deadlock model).
+#[lockscope::test(
+    flavor = "multi_thread",
+    worker_threads = 2,
+    worker_stall_ms = 2000,
+    stuck_ms = 10000,
+    starvation_ms = 10000
+)]
 async fn every_worker_behind_a_plain_thread_is_no_deadlock() {
     let m = Arc::new(Mutex::named("mt_plain", 0u64));
     let (holder, taken) = plain_holder(m.clone(), "mt_plain", 2, Duration::from_millis(400));
@@ -107,7 +100,12 @@ async fn every_worker_behind_a_plain_thread_is_no_deadlock() {
 }
 
 /// Long blocking waits in `spawn_blocking` and `block_in_place` are where they belong.
-#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+#[lockscope::test(
+    flavor = "multi_thread",
+    worker_threads = 2,
+    stuck_ms = 10000,
+    starvation_ms = 10000
+)]
 async fn spawn_blocking_and_block_in_place_waits_stay_silent() {
     let m = Arc::new(Mutex::named("off_worker", 0u64));
     let (holder, taken) = plain_holder(m.clone(), "off_worker", 1, Duration::from_millis(60));
@@ -126,7 +124,13 @@ async fn spawn_blocking_and_block_in_place_waits_stay_silent() {
 
 /// A parked `block_on` future holding a blocking guard while a worker briefly waits for it:
 /// one worker of two is blocked, the other can wake the future. Not a deadlock.
-#[lockscope::test(flavor = "multi_thread", worker_threads = 2, worker_stall_ms = 2000)]
+#[lockscope::test(
+    flavor = "multi_thread",
+    worker_threads = 2,
+    worker_stall_ms = 2000,
+    stuck_ms = 10000,
+    starvation_ms = 10000
+)]
 async fn one_worker_of_two_behind_the_body_is_no_deadlock() {
     let m = Arc::new(Mutex::named("one_of_two", 0u64));
     let g = m.lock();

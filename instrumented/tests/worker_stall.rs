@@ -11,6 +11,8 @@ use lockscope::parking_lot::Mutex;
 #[path = "common/mod.rs"]
 mod common;
 
+use common::wait_for_waiters;
+
 const CHILD_ENV: &str = "LOCKSCOPE_WORKER_STALL_CHILD";
 
 fn child() -> bool {
@@ -107,26 +109,6 @@ fn dropped_ticks() -> u64 {
         .iter()
         .find(|(what, _)| *what == "tick")
         .map_or(0, |(_, n)| *n)
-}
-
-/// Waits (bounded, 5 s) until the named primitive has `n` waiters.
-fn wait_for_waiters(name: &str, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let waiting = lockscope::detector::locks()
-            .into_iter()
-            .filter(|l| l.name == name)
-            .map(|l| l.waiters.len())
-            .sum::<usize>();
-        if waiting >= n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: {waiting} waiters, want {n}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn run(test: &str) -> String {

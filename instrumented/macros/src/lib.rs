@@ -207,14 +207,17 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         syn::ReturnType::Type(_, t) => quote!(#t),
     };
     let span = body.brace_token.span.join();
+    let options = quote! {
+        let mut __options = #krate::__private::ScopeOptions::default();
+        __options.stuck_ms = #stuck;
+        __options.starvation_ms = #starvation;
+        __options.leak_ms = #leak;
+        __options.worker_stall_ms = #worker_stall;
+    };
     if !is_async {
         let new_body = quote_spanned! {span=>
             {
-                let mut __options = #krate::__private::ScopeOptions::default();
-                __options.stuck_ms = #stuck;
-                __options.starvation_ms = #starvation;
-                __options.leak_ms = #leak;
-                __options.worker_stall_ms = #worker_stall;
+                #options
                 let __out: #output = #krate::__private::run_plain_test(
                     ::core::concat!(::core::module_path!(), "::", #name),
                     __options,
@@ -233,11 +236,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     }
     let new_body = quote_spanned! {span=>
         {
-            let mut __options = #krate::__private::ScopeOptions::default();
-            __options.stuck_ms = #stuck;
-            __options.starvation_ms = #starvation;
-            __options.leak_ms = #leak;
-            __options.worker_stall_ms = #worker_stall;
+            #options
             let mut __builder = #builder;
             __builder.enable_all();
             #workers

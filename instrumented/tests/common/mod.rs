@@ -129,3 +129,23 @@ impl ChildRun {
         assert!(self.took < Duration::from_secs(20), "took {:?}", self.took);
     }
 }
+
+/// Waits (bounded, 5 s) until the primitive named `name` has at least `n` waiters.
+pub fn wait_for_waiters(name: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let waiting = lockscope::detector::locks()
+            .into_iter()
+            .filter(|l| l.name == name)
+            .map(|l| l.waiters.len())
+            .sum::<usize>();
+        if waiting >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {waiting} waiters, want {n}"
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
