@@ -27,7 +27,7 @@
 //! ```
 //!
 //! With the `arc_lock` feature, `lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc`
-//! (and their `try_`/timed forms) return [`ArcMutexGuard`] and friends, recorded as the borrowed
+//! (and their `try_`/timed forms) return `ArcMutexGuard` and friends, recorded as the borrowed
 //! forms are. (`ReentrantMutex::lock_arc` is not wrapped yet.)
 //!
 //! lockscope adds `named(..)` constructors and `name()`. The detector's books follow every
