@@ -261,7 +261,8 @@ impl Executors {
     }
 }
 
-#[cfg(test)]
+// Not under loom: tokio built with `--cfg loom` has no thread hooks.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
