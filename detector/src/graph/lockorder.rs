@@ -411,6 +411,34 @@ mod tests {
         assert!(g.insert(7, 8).is_ok());
     }
 
+    /// Removing a node drops it from its neighbours' lists and nothing else: a neighbour keeps
+    /// its other incoming and outgoing edges (kills `!=` -> `==` in both `retain`s of
+    /// `Graph::remove`).
+    #[test]
+    fn removing_a_node_keeps_its_neighbours_other_edges() {
+        let mut g = Graph::default();
+        // 1 -> 2 -> 3, and 4 -> 2, 2 -> 5: node 2 has two ins and two outs.
+        for (a, b) in [(1, 2), (2, 3), (4, 2), (2, 5), (1, 3), (4, 3)] {
+            g.insert(a, b).unwrap();
+            g.edges.insert((a, b), info());
+        }
+        g.remove(1);
+        assert!(!g.nodes.contains_key(&1));
+        // 2 lost its in-edge from 1 only; 3 lost its in-edge from 1 only.
+        assert_eq!(g.nodes[&2].inn, vec![4]);
+        let mut ins3 = g.nodes[&3].inn.clone();
+        ins3.sort_unstable();
+        assert_eq!(ins3, vec![2, 4]);
+        g.remove(3);
+        // 2 and 4 lost their out-edge to 3 only.
+        assert_eq!(g.nodes[&2].out, vec![5]);
+        assert_eq!(g.nodes[&4].out, vec![2]);
+        let mut left: Vec<(u64, u64)> = g.edges.keys().copied().collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![(2, 5), (4, 2)]);
+        check_order(&g);
+    }
+
     /// Every index distinct, every edge from a lower to a higher one.
     fn check_strict_order(g: &Graph) {
         check_order(g);
