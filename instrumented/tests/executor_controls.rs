@@ -13,12 +13,13 @@ mod common;
 use common::wait_for_waiters;
 
 /// A plain thread takes `name`, lets `waiters` queue, holds it `hold` more, releases.
+/// Returns once it holds the lock.
 fn plain_holder(
     m: Arc<Mutex<u64>>,
     name: &'static str,
     waiters: usize,
     hold: Duration,
-) -> (std::thread::JoinHandle<()>, Arc<Barrier>) {
+) -> std::thread::JoinHandle<()> {
     let taken = Arc::new(Barrier::new(2));
     let t = taken.clone();
     let h = std::thread::spawn(move || {
@@ -28,7 +29,8 @@ fn plain_holder(
         std::thread::sleep(hold);
         drop(g);
     });
-    (h, taken)
+    taken.wait();
+    h
 }
 
 /// A 1 ms critical section under contention on a worker, 100 times: never a stall.
@@ -62,8 +64,7 @@ async fn short_critical_sections_on_workers_stay_silent() {
 #[lockscope::test(worker_stall_ms = 1000, stuck_ms = 10000, starvation_ms = 10000)]
 async fn current_thread_task_waits_for_a_plain_thread() {
     let m = Arc::new(Mutex::named("ct_plain", 0u64));
-    let (holder, taken) = plain_holder(m.clone(), "ct_plain", 1, Duration::from_millis(200));
-    taken.wait();
+    let holder = plain_holder(m.clone(), "ct_plain", 1, Duration::from_millis(200));
     let m2 = m.clone();
     tokio::spawn(async move { *m2.lock() += 1 }).await.unwrap();
     holder.join().unwrap();
@@ -84,8 +85,7 @@ async fn current_thread_task_waits_for_a_plain_thread() {
 )]
 async fn every_worker_behind_a_plain_thread_is_no_deadlock() {
     let m = Arc::new(Mutex::named("mt_plain", 0u64));
-    let (holder, taken) = plain_holder(m.clone(), "mt_plain", 2, Duration::from_millis(400));
-    taken.wait();
+    let holder = plain_holder(m.clone(), "mt_plain", 2, Duration::from_millis(400));
     let tasks: Vec<_> = (0..2)
         .map(|_| {
             let m = m.clone();
@@ -108,15 +108,13 @@ async fn every_worker_behind_a_plain_thread_is_no_deadlock() {
 )]
 async fn spawn_blocking_and_block_in_place_waits_stay_silent() {
     let m = Arc::new(Mutex::named("off_worker", 0u64));
-    let (holder, taken) = plain_holder(m.clone(), "off_worker", 1, Duration::from_millis(60));
-    taken.wait();
+    let holder = plain_holder(m.clone(), "off_worker", 1, Duration::from_millis(60));
     let m2 = m.clone();
     tokio::task::spawn_blocking(move || *m2.lock() += 1)
         .await
         .unwrap();
     holder.join().unwrap();
-    let (holder, taken) = plain_holder(m.clone(), "off_worker", 1, Duration::from_millis(60));
-    taken.wait();
+    let holder = plain_holder(m.clone(), "off_worker", 1, Duration::from_millis(60));
     tokio::task::block_in_place(|| *m.lock() += 1);
     holder.join().unwrap();
     assert_eq!(*m.lock(), 2);

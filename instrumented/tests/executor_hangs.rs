@@ -30,7 +30,12 @@ async fn ct_body_holds_across_sleep() {
     if !child() {
         return;
     }
-    let m = Arc::new(Mutex::named("ct_body", 0));
+    body_holds_while_a_task_locks("ct_body").await;
+}
+
+/// The running future takes the guard and sleeps holding it while a spawned task locks.
+async fn body_holds_while_a_task_locks(name: &'static str) {
+    let m = Arc::new(Mutex::named(name, 0));
     let g = m.lock();
     let m2 = m.clone();
     let t = tokio::spawn(async move {
@@ -122,17 +127,7 @@ fn block_on_future_holds_across_sleep() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let m = Arc::new(Mutex::named("block_on", 0));
-        let g = m.lock();
-        let m2 = m.clone();
-        let t = tokio::spawn(async move {
-            *m2.lock() += 1;
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        drop(g);
-        t.await.unwrap();
-    });
+    rt.block_on(body_holds_while_a_task_locks("block_on"));
 }
 
 /// Runs one hanging shape and checks it ended, non-zero, within 3 s, with a deadlock report
