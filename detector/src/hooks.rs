@@ -152,6 +152,11 @@ impl Hold {
         }
     }
 
+    /// The id of the primitive held, `None` when nothing was recorded.
+    pub fn prim_id(&self) -> Option<u64> {
+        self.entry.as_ref().and_then(EntryRef::view).map(|v| v.prim)
+    }
+
     /// Milliseconds since the grant (coarse clock).
     pub fn held_ms(&self) -> f64 {
         self.entry.as_ref().map_or(0.0, |e| {

@@ -7,14 +7,13 @@
 //! detector never sees two holders of one mutex.
 
 use std::convert::Infallible;
-use std::mem::ManuallyDrop;
-use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 
 use crate::probe::{self, Token};
+use crate::shell::Guard;
 
 /// An acquisition of a blocking lock: one permit (a reader counts one, a writer is
 /// exclusive).
@@ -65,67 +64,9 @@ pub(crate) fn tried<G>(prim: &Prim, acq: Acq, got: Option<G>) -> Option<(G, Toke
     }
 }
 
-/// A guard of a blocking lock: the inner guard `G`, the primitive and the hold's token.
-/// Public guard types are thin newtypes over it; it owns the release order in its `Drop`.
-pub(crate) struct Shell<'a, G> {
-    // `Drop::drop` releases the books first (`token.release_books`), then drops `inner`,
-    // which unlocks, then records the hold time, outside the critical section.
-    prim: &'a Prim,
-    inner: ManuallyDrop<G>,
-    token: Token,
-}
-
-impl<'a, G> Shell<'a, G> {
-    /// A guard over `inner`, whose acquisition of `prim` the probe recorded in `token`.
-    #[inline]
-    pub(crate) fn new(prim: &'a Prim, inner: G, token: Token) -> Self {
-        Shell {
-            prim,
-            inner: ManuallyDrop::new(inner),
-            token,
-        }
-    }
-
-    /// Takes the guard apart without running its `Drop`: the caller now owns the release.
-    #[inline]
-    pub(crate) fn into_parts(self) -> (&'a Prim, Token, G) {
-        let s = ManuallyDrop::new(self);
-        // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe {
-            (
-                s.prim,
-                std::ptr::read(&s.token),
-                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
-            )
-        }
-    }
-}
-
-impl<G> Drop for Shell<'_, G> {
-    #[inline]
-    fn drop(&mut self) {
-        // Books first, then the unlock, then the statistics (out of the critical section).
-        let released = self.token.release_books(self.prim);
-        // SAFETY: `inner` is dropped once, here, and never used again.
-        unsafe { ManuallyDrop::drop(&mut self.inner) };
-        probe::release_stats(self.prim, released);
-    }
-}
-
-impl<G> Deref for Shell<'_, G> {
-    type Target = G;
-    #[inline]
-    fn deref(&self) -> &G {
-        &self.inner
-    }
-}
-
-impl<G> DerefMut for Shell<'_, G> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut G {
-        &mut self.inner
-    }
-}
+/// A guard of a blocking lock: the inner guard `G` (whose drop unlocks) and the hold's token,
+/// in the one [`Guard`] shell, which owns the release order.
+pub(crate) type Shell<'a, G> = Guard<&'a Prim, G>;
 
 /// What becomes of the hold when a wait unwinds (see [`Books`]).
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -58,6 +58,7 @@ mod blocking_shell;
 pub mod parking_lot;
 mod probe;
 pub mod runtime;
+mod shell;
 pub mod std;
 mod test_support;
 pub mod tokio;

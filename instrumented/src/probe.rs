@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use lockscope_detector::hooks::{self, Acq, Hold, Released, Waiting};
 use lockscope_detector::names;
-use lockscope_detector::prim::{Prim, site_string};
+use lockscope_detector::prim::{self, Prim, PrimitiveId, site_string};
 use pin_project_lite::pin_project;
 use tracing::{Level, Span};
 
@@ -64,12 +64,15 @@ struct Spanned {
     span: SpanPtr,
 }
 
+/// A token dropped while it still records a hold releases it: a guard taken apart by a path
+/// that forgot its token (or unwound before handing it on) leaves no ghost holder in the books.
+/// Every guard releases explicitly (through the shell's `Drop`), so this is a safety net on a
+/// cold path: it looks the primitive up by id.
 impl Drop for Token {
     #[inline]
     fn drop(&mut self) {
-        if self.0.addr() & SPANNED != 0 {
-            let (_, span) = self.take();
-            free(span);
+        if !self.0.is_null() {
+            self.release_orphan();
         }
     }
 }
@@ -163,6 +166,17 @@ impl Token {
             emit_released(take_span(span), &hold);
         }
         hooks::release_books(prim, hold)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn release_orphan(&mut self) {
+        let id = self.with_hold(|h| h.prim_id());
+        match id.and_then(|id| prim::get(PrimitiveId(id))) {
+            Some(prim) => self.release(&prim),
+            // The primitive is gone: there are no books left to release it from.
+            None => free(self.take().1),
+        }
     }
 
     /// Rewrites permits and mode (permit `split`/`merge`, `downgrade`).

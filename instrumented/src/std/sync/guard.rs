@@ -25,7 +25,7 @@ use crate::probe::Token;
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MutexGuard<'a, T: ?Sized + 'a> {
-    pub(super) shell: Shell<'a, std::sync::MutexGuard<'a, T>>,
+    pub(crate) shell: Shell<'a, std::sync::MutexGuard<'a, T>>,
 }
 
 /// Wrapper for [`std::sync::RwLockReadGuard`]: shared read access until it drops.
@@ -39,7 +39,7 @@ pub struct MutexGuard<'a, T: ?Sized + 'a> {
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockReadGuard<'a, T: ?Sized + 'a> {
-    pub(super) shell: Shell<'a, std::sync::RwLockReadGuard<'a, T>>,
+    pub(crate) shell: Shell<'a, std::sync::RwLockReadGuard<'a, T>>,
 }
 
 /// Wrapper for [`std::sync::RwLockWriteGuard`]: exclusive write access until it drops (a
@@ -55,7 +55,7 @@ pub struct RwLockReadGuard<'a, T: ?Sized + 'a> {
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockWriteGuard<'a, T: ?Sized + 'a> {
-    pub(super) shell: Shell<'a, std::sync::RwLockWriteGuard<'a, T>>,
+    pub(crate) shell: Shell<'a, std::sync::RwLockWriteGuard<'a, T>>,
 }
 
 /// The constructor and the shared trait impls, identical but for the names.

@@ -1,0 +1,179 @@
+//! The one guard shell: every guard lockscope hands out, blocking or async, borrowed, owned or
+//! mapped, is a thin newtype over [`Guard`], which owns the release order once:
+//!
+//! 1. the books: the hold leaves lockscope's books (`Token::release_books`), while the lock is
+//!    still held, so the detector never sees two holders of one mutex;
+//! 2. the unlock: [`Owner::unlock`] hands the lock back (drops parking_lot's or std's guard,
+//!    or returns permits to tokio's semaphore);
+//! 3. the statistics: the hold time is recorded after the unlock, out of the critical section.
+//!
+//! A guard is taken apart only through [`Guard::into_parts`], which gives the token to the
+//! caller; a [`Token`] dropped without being released releases its books itself (see
+//! [`probe`](crate::probe)), so no path can leave a ghost holder behind.
+
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+
+use lockscope_detector::prim::Prim;
+
+use crate::probe::{self, Token};
+
+/// What a guard holds its lock through (a reference to the wrapper, an `Arc` of it, or the
+/// bare primitive for a mapped guard), and how the lock is handed back.
+///
+/// `G` is the part of the guard that *is* the hold: parking_lot's or std's guard, or a count
+/// of tokio permits.
+pub(crate) trait Owner<G> {
+    /// The primitive whose books the guard's token is in.
+    fn prim(&self) -> &Prim;
+
+    /// Hands the lock back. The default drops `inner`: the wrapped lock's own guard, whose
+    /// drop unlocks.
+    #[inline]
+    fn unlock(&self, inner: G) {
+        drop(inner);
+    }
+}
+
+/// A mapped blocking guard keeps only the primitive: its inner guard unlocks by itself.
+impl<G> Owner<G> for &Prim {
+    #[inline]
+    fn prim(&self) -> &Prim {
+        self
+    }
+}
+
+/// A guard: the owner `O`, the hold `G` and the hold's token. Its `Drop` is the only place
+/// that releases a guard in lockscope (books, unlock, statistics; see the module docs).
+///
+/// `Send`/`Sync` are those of `O` and `G` (the token is both), so a newtype over it has the
+/// auto traits of the fields it had before; guards whose wrapped type says otherwise still
+/// spell their impls out.
+pub(crate) struct Guard<O: Owner<G>, G> {
+    owner: O,
+    inner: ManuallyDrop<G>,
+    token: Token,
+}
+
+// The wrappers are moving onto the shell one family at a time (issue 12).
+#[allow(dead_code)]
+impl<O: Owner<G>, G> Guard<O, G> {
+    /// A guard over `inner`, whose acquisition of `owner.prim()` the probe recorded in `token`.
+    #[inline]
+    pub(crate) fn new(owner: O, inner: G, token: Token) -> Self {
+        Guard {
+            owner,
+            inner: ManuallyDrop::new(inner),
+            token,
+        }
+    }
+
+    /// Takes the guard apart without running its `Drop`: the caller now owns the release (a
+    /// token it drops releases its books by itself).
+    #[inline]
+    pub(crate) fn into_parts(self) -> (O, Token, G) {
+        let s = ManuallyDrop::new(self);
+        // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
+        unsafe {
+            (
+                std::ptr::read(&s.owner),
+                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
+            )
+        }
+    }
+
+    /// Releases the books now (with the statistics), and gives back the owner and the hold
+    /// for an unlock of the caller's choosing (`unlock_fair`, `leak`, `forget`).
+    #[inline]
+    pub(crate) fn release(self) -> (O, G) {
+        let (owner, mut token, inner) = self.into_parts();
+        token.release(owner.prim());
+        (owner, inner)
+    }
+
+    /// The owner: the wrapper the guard locks (or the primitive, for a mapped guard).
+    #[inline]
+    pub(crate) fn owner(&self) -> &O {
+        &self.owner
+    }
+
+    /// The primitive whose books hold the token.
+    #[inline]
+    pub(crate) fn prim(&self) -> &Prim {
+        self.owner.prim()
+    }
+
+    /// The hold's token, for a method that re-records it (`unlocked`, `bump`, a condvar wait,
+    /// a permit `split`).
+    #[inline]
+    pub(crate) fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+
+    /// All three at once, for a method that needs the owner and both mutable parts.
+    #[inline]
+    pub(crate) fn parts_mut(&mut self) -> (&O, &mut G, &mut Token) {
+        (&self.owner, &mut self.inner, &mut self.token)
+    }
+}
+
+impl<O: Owner<G>, G> Drop for Guard<O, G> {
+    #[inline]
+    fn drop(&mut self) {
+        let prim = self.owner.prim();
+        let released = self.token.release_books(prim);
+        // SAFETY: `inner` is taken once, here, and never used again.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        self.owner.unlock(inner);
+        probe::release_stats(self.owner.prim(), released);
+    }
+}
+
+impl<O: Owner<G>, G> Deref for Guard<O, G> {
+    type Target = G;
+    #[inline]
+    fn deref(&self) -> &G {
+        &self.inner
+    }
+}
+
+impl<O: Owner<G>, G> DerefMut for Guard<O, G> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut G {
+        &mut self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lockscope_detector::locks;
+
+    use crate::std::sync::Mutex;
+
+    fn holders(name: &str) -> usize {
+        locks()
+            .into_iter()
+            .find(|l| l.name == name)
+            .map_or(usize::MAX, |l| l.holders.len())
+    }
+
+    /// A guard taken apart whose token is then dropped, unreleased (a path that forgot it):
+    /// the token releases its books itself, while the lock itself is still held.
+    #[test]
+    fn a_dropped_token_releases_its_books() {
+        let m = Mutex::named("shell-orphan-token", ());
+        let g = m.lock().unwrap();
+        assert_eq!(holders("shell-orphan-token"), 1);
+        let (_prim, token, inner) = g.shell.into_parts();
+        drop(token);
+        assert_eq!(
+            holders("shell-orphan-token"),
+            0,
+            "the token released the books"
+        );
+        assert!(m.try_lock().is_err(), "the lock itself is still held");
+        drop(inner);
+        assert!(m.try_lock().is_ok());
+    }
+}
