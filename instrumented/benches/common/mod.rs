@@ -82,6 +82,8 @@ pub struct Row {
     /// Median per-round `ours / raw` (time); for throughput rows, `raw / ours`.
     pub ratio: f64,
     pub budget: Budget,
+    /// The unit of `raw` and `ours` for ratio rows (`ns` unless [`Row::in_unit`] says).
+    pub unit: &'static str,
 }
 
 /// What a row must stay within.
@@ -104,7 +106,13 @@ impl Row {
             ours,
             ratio,
             budget: Budget::AtMost(budget),
+            unit: "ns",
         }
+    }
+
+    /// The same row with `raw` and `ours` in `unit` (`ms`, `MB`) rather than ns.
+    pub fn in_unit(self, unit: &'static str) -> Row {
+        Row { unit, ..self }
     }
 
     /// A throughput row (`ratio` = raw ns / lockscope ns, at least `budget`).
@@ -115,6 +123,7 @@ impl Row {
             ours,
             ratio,
             budget: Budget::AtLeast(budget),
+            unit: "ns",
         }
     }
 
@@ -126,6 +135,7 @@ impl Row {
             ours: value,
             ratio: f64::NAN,
             budget: Budget::Below(budget, unit),
+            unit,
         }
     }
 
@@ -145,10 +155,7 @@ impl Row {
                 format!("{v:.2} {unit}")
             }
         };
-        let unit = match self.budget {
-            Budget::Below(_, u) => u,
-            _ => "ns",
-        };
+        let unit = self.unit;
         let (ratio, budget) = match self.budget {
             Budget::AtMost(b) => (format!("{:.2}x", self.ratio), format!("<={b:.1}x")),
             Budget::AtLeast(b) => (format!("{:.2}x", self.ratio), format!(">={b:.1}x")),
