@@ -24,47 +24,34 @@
 //! ```
 #![warn(missing_docs)]
 
-// Internal modules: `pub` only because lockscope's own crates (the wrappers, the exporter,
-// the tests) reach into them, and hidden from the documentation: they are not part of the
-// API and change without notice. Their one sanctioned path is `__private` below; everything
-// a user needs is re-exported at the crate root or lives in `config` and `names`.
-#[doc(hidden)]
-pub mod actor;
-#[doc(hidden)]
-pub mod clock;
-pub mod config;
-mod console;
-pub mod executor;
-#[doc(hidden)]
-pub mod finding;
-#[doc(hidden)]
-pub mod graph;
-mod graph_snapshot;
-#[doc(hidden)]
-pub mod held;
-#[doc(hidden)]
-pub mod hooks;
-mod loom;
-#[doc(hidden)]
-pub mod metrics;
-pub mod names;
-#[doc(hidden)]
-pub mod prim;
+// The layers, top to bottom: each imports only from the ones above it (`tests/layers.rs`
+// keeps it so). Internal: `pub(crate)`; the old flat paths below stay for lockscope's crates.
+pub(crate) mod analysis;
+pub(crate) mod base;
+pub(crate) mod model;
+pub(crate) mod report;
 #[doc(hidden)]
 pub mod rules;
+pub(crate) mod runtime;
+pub(crate) mod state;
+
+// The public modules, where users have always found them.
+pub use base::{config, names};
+pub use state::executor;
+
+// Internal modules under their old flat paths: `pub` only because lockscope's own crates (the
+// wrappers, the exporter, the tests) reach into them, and hidden from the documentation: they
+// are not part of the API and change without notice. Their one sanctioned path is `__private`.
 #[doc(hidden)]
-pub mod scope;
+pub use analysis::{graph, snapshot};
 #[doc(hidden)]
-pub mod snapshot;
+pub use base::{actor, clock, stats};
 #[doc(hidden)]
-pub mod stats;
+pub use report::{finding, metrics};
 #[doc(hidden)]
-pub mod testing;
-mod ticks;
-mod tls;
+pub use runtime::{hooks, scope, testing};
 #[doc(hidden)]
-pub mod wait;
-mod watchdog;
+pub use state::{held, prim, wait};
 
 /// Not part of the API: the detector's internals, for lockscope's own crates (the wrappers
 /// feed the detector through `hooks`). Anything here may change in any release.
@@ -76,19 +63,19 @@ pub mod __private {
     };
 }
 
-pub use actor::ActorId;
+pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
+pub use base::actor::ActorId;
+pub use base::stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
+pub use base::ticks::watchdog_ticks;
 pub use config::{Config, ConfigError, Mode, enabled, set_enabled};
 pub use finding::{
     Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef, active_counts, assert_clean,
     clear_findings, dropped_counts, findings, render_all, totals,
 };
-pub use graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
 pub use metrics::{MetricsSnapshot, SeriesMetrics, metrics};
 pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
+#[doc(hidden)]
+pub use runtime::watchdog::inject_tick_panic;
+pub use runtime::watchdog::{WatchdogGuard, check_now, watchdog};
 pub use scope::{ScopeOptions, TestScope};
 pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
-pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
-pub use ticks::watchdog_ticks;
-#[doc(hidden)]
-pub use watchdog::inject_tick_panic;
-pub use watchdog::{WatchdogGuard, check_now, watchdog};

@@ -20,15 +20,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::actor::ActorId;
-use crate::finding::{self, Finding, FindingKind};
-use crate::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
-use crate::hooks::Acq;
-use crate::prim::{self, Prim, PrimitiveId, site_string};
+use crate::analysis::snapshot::State;
+use crate::base::actor::ActorId;
+use crate::base::{actor, clock};
+use crate::report::finding::{self, Finding, FindingKind};
 use crate::rules::{holder, noun, prim_ref, prim_ref_id, waiter};
-use crate::snapshot::State;
-use crate::wait::WaiterRec;
-use crate::{actor, clock};
+use crate::runtime::hooks::Acq;
+use crate::state::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
+use crate::state::prim::{self, Prim, PrimitiveId, site_string};
+use crate::state::wait::WaiterRec;
 
 struct Flag(AtomicBool);
 
@@ -74,7 +74,7 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
     if !w.on_worker {
         return;
     }
-    let threshold = crate::scope::config_for(&[w.scope, prim.scope()]).worker_stall;
+    let threshold = crate::runtime::scope::config_for(&[w.scope, prim.scope()]).worker_stall;
     if u128::from(waited) < threshold.as_nanos() {
         return;
     }

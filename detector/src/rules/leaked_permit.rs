@@ -9,12 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::actor;
-use crate::finding::{self, Finding, FindingKind, PrimRef};
-use crate::held::HoldView;
-use crate::prim::{Prim, PrimKind, site_string};
+use crate::analysis::snapshot::{PrimState, State};
+use crate::base::actor;
+use crate::report::finding::{self, Finding, FindingKind, PrimRef};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
-use crate::snapshot::{PrimState, State};
+use crate::state::held::HoldView;
+use crate::state::prim::{Prim, PrimKind, site_string};
 
 fn forgotten_finding(p: &PrimState, why: &str, end: bool) -> Finding {
     forgotten_of(&p.prim, p.forgotten, p.capacity, why, end)
@@ -63,8 +63,8 @@ pub(crate) fn report_dropped_forgotten(prim: &Prim) {
 /// that were leaked (`std::mem::forget`, `Box::leak`), never to be released.
 pub(crate) fn report_dropped_with_holds(prim: &Prim) {
     let mut holds = Vec::new();
-    crate::held::for_each_all(|h| {
-        if h.prim == prim.id().0 && h.flags & crate::held::FLAG_SPLIT == 0 {
+    crate::state::held::for_each_all(|h| {
+        if h.prim == prim.id().0 && h.flags & crate::state::held::FLAG_SPLIT == 0 {
             holds.push(h);
         }
     });
@@ -73,7 +73,7 @@ pub(crate) fn report_dropped_with_holds(prim: &Prim) {
     let permits: u32 = holds.iter().map(|h| h.permits).sum();
     let holds: Vec<&HoldView> = holds.iter().collect();
     let what = what_is_held(prim, &r, &holds);
-    let now = crate::clock::coarse_now();
+    let now = crate::base::clock::coarse_now();
     let mut f = Finding::new(
         FindingKind::LeakedPermit,
         format!("{}|{}|dropped", prim.id().0, site_string(h.site)),
@@ -188,7 +188,7 @@ pub(crate) fn check_end_of_scope(scope: u32) {
             } else {
                 h.scope == scope
             };
-            if !belongs || h.flags & crate::held::FLAG_SPLIT != 0 {
+            if !belongs || h.flags & crate::state::held::FLAG_SPLIT != 0 {
                 continue;
             }
             match by_site.iter_mut().find(|(s, _)| std::ptr::eq(*s, h.site)) {
@@ -287,7 +287,7 @@ impl Rule for LeakedPermit {
         for p in &state.prims {
             let mut scopes: Vec<u32> = p.holds.iter().map(|h| h.scope).collect();
             scopes.push(p.prim.scope());
-            let Some(leak) = crate::scope::config_for(&scopes).leak else {
+            let Some(leak) = crate::runtime::scope::config_for(&scopes).leak else {
                 continue;
             };
             let leak = leak.as_nanos() as u64;

@@ -1,6 +1,6 @@
 //! `lock-order-inversion`: primitives taken in inconsistent orders.
 //!
-//! Reported when a new lock-order edge closes a cycle (see [`crate::graph::lockorder`]), with
+//! Reported when a new lock-order edge closes a cycle (see [`crate::analysis::graph::lockorder`]), with
 //! every order of the cycle and its sites, in the style of lockdep's "possible unsafe locking
 //! scenario". Consistent orders by any rule (say, by account id) never form a cycle, so they
 //! are never reported; `try_` acquisitions add no edges; a cycle made only of
@@ -8,11 +8,11 @@
 
 use std::fmt::Write as _;
 
-use crate::finding::{self, Finding, FindingKind, OrderEdge};
-use crate::graph::lockorder::EdgeInfo;
-use crate::held::Mode;
-use crate::prim::{self, PrimitiveId, site_string};
+use crate::analysis::graph::lockorder::EdgeInfo;
+use crate::report::finding::{self, Finding, FindingKind, OrderEdge};
 use crate::rules::prim_ref_id;
+use crate::state::held::Mode;
+use crate::state::prim::{self, PrimitiveId, site_string};
 
 /// Reports the cycle `edges` (first the new edge, then the path that closes it).
 #[cold]

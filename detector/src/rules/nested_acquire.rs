@@ -23,14 +23,15 @@
 
 use std::panic::Location;
 
-use crate::actor::{self, ActorId};
-use crate::finding::{ActorReport, Finding, FindingKind};
-use crate::held::{HoldView, Mode};
-use crate::hooks::Acq;
-use crate::prim::{Prim, PrimKind, site_string};
+use crate::analysis::snapshot::State;
+use crate::base::actor::{self, ActorId};
+use crate::base::clock;
+use crate::report::finding;
+use crate::report::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{access, noun, prim_ref};
-use crate::snapshot::State;
-use crate::{clock, finding};
+use crate::runtime::hooks::Acq;
+use crate::state::held::{HoldView, Mode};
+use crate::state::prim::{Prim, PrimKind, site_string};
 
 /// The second acquisition must wait: whether it is a timed form, and for how long so far.
 #[derive(Clone, Copy)]

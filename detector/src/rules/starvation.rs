@@ -10,11 +10,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::finding::{Finding, FindingKind};
-use crate::prim::site_string;
+use crate::analysis::snapshot::State;
+use crate::report::finding::{Finding, FindingKind};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref, waiter};
-use crate::scope;
-use crate::snapshot::State;
+use crate::runtime::scope;
+use crate::state::prim::site_string;
 
 /// What the rule noted when it first saw a waiter (at most a tick late).
 #[derive(Clone, Copy)]
@@ -31,7 +31,7 @@ const ORDER_SLACK_NS: u64 = 1_000_000;
 
 /// How many of `all` may be queued ahead of `w`: those that began waiting before it, or about
 /// when it did (the books and the primitive may disagree on their order).
-fn ahead_of(all: &[crate::wait::WaiterRec], w: &crate::wait::WaiterRec) -> u64 {
+fn ahead_of(all: &[crate::state::wait::WaiterRec], w: &crate::state::wait::WaiterRec) -> u64 {
     all.iter()
         .filter(|o| o.seq != w.seq && o.since_ns < w.since_ns.saturating_add(ORDER_SLACK_NS))
         .count() as u64

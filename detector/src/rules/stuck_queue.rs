@@ -3,13 +3,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::finding::{ActorReport, Finding, FindingKind};
+use crate::analysis::snapshot::State;
+use crate::report::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
-use crate::scope;
-use crate::snapshot::State;
+use crate::runtime::scope;
 
 /// The report's entry for actor `a`, made on first use: one per task or thread.
-fn entry(actors: &mut Vec<ActorReport>, a: crate::actor::ActorId) -> &mut ActorReport {
+fn entry(actors: &mut Vec<ActorReport>, a: crate::base::actor::ActorId) -> &mut ActorReport {
     let i = match actors.iter().position(|x| x.id == a.as_u64()) {
         Some(i) => i,
         None => {
@@ -134,7 +134,7 @@ impl Rule for StuckQueue {
             // Permits forgotten (a pool's checkout: `forget`, then `add_permits` at return)
             // still exist for the program, only outside the books of holds.
             let checked_out = p.forgotten > 0;
-            let forgot_site = p.prim.forgot_site().map(crate::prim::site_string);
+            let forgot_site = p.prim.forgot_site().map(crate::state::prim::site_string);
             if let Some(w) = p
                 .waiters
                 .iter()
@@ -169,7 +169,7 @@ impl Rule for StuckQueue {
                     w.retries,
                     if w.retries == 1 { "" } else { "s" },
                     state.wait_age(w) / 1_000_000,
-                    crate::prim::site_string(w.site)
+                    crate::state::prim::site_string(w.site)
                 ));
             }
             f.actors = actors;

@@ -8,8 +8,9 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::prim::PrimitiveId;
-use crate::{clock, config, names, scope};
+use crate::base::{clock, config, names};
+use crate::runtime::scope;
+use crate::state::prim::PrimitiveId;
 
 /// The kind of a finding (API.md's table).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -467,7 +468,7 @@ pub fn dropped_counts() -> [(&'static str, u64); 4] {
         ("findings", DROPPED_FINDINGS.load(Ordering::Relaxed)),
         ("edges", DROPPED_EDGES.load(Ordering::Relaxed)),
         ("events", DROPPED_EVENTS.load(Ordering::Relaxed)),
-        ("tick", crate::watchdog::panicked_ticks()),
+        ("tick", crate::runtime::watchdog::panicked_ticks()),
     ]
 }
 

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::executor::Executors;
-use crate::held::{self, HoldView};
-use crate::prim::{self, Prim, PrimKind};
-use crate::wait::WaiterRec;
-use crate::{actor, clock};
+use crate::base::{actor, clock};
+use crate::state::executor::Executors;
+use crate::state::held::{self, HoldView};
+use crate::state::prim::{self, Prim, PrimKind};
+use crate::state::wait::WaiterRec;
 
 /// One primitive in a [`State`].
 pub struct PrimState {
@@ -44,7 +44,7 @@ pub struct State {
     pub now_precise: u64,
     /// Every live primitive.
     pub prims: Vec<PrimState>,
-    /// Known runtimes and their threads (see [`crate::executor`]).
+    /// Known runtimes and their threads (see [`crate::state::executor`]).
     pub executors: Executors,
     index: HashMap<u64, usize>,
 }

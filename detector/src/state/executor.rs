@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::actor;
+use crate::base::actor;
 
 /// A runtime known to lockscope (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

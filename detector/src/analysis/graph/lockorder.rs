@@ -24,11 +24,13 @@ use std::sync::atomic::Ordering;
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::actor::ActorId;
-use crate::held::{HoldView, Mode};
-use crate::hooks::Acq;
-use crate::prim::{Prim, PrimitiveId};
-use crate::{actor, config, finding, rules};
+use crate::base::actor::ActorId;
+use crate::base::{actor, config};
+use crate::report::finding;
+use crate::rules;
+use crate::runtime::hooks::Acq;
+use crate::state::held::{HoldView, Mode};
+use crate::state::prim::{Prim, PrimitiveId};
 
 /// What is known of one edge: the first time it was seen.
 #[derive(Clone, Debug)]
@@ -342,8 +344,8 @@ pub fn edges() -> Vec<OrderEdgeSnapshot> {
     let conv = |(&(a, b), e): (&(u64, u64), &EdgeInfo), inverted| OrderEdgeSnapshot {
         from: a,
         to: b,
-        from_site: crate::prim::site_string(e.from_site),
-        to_site: crate::prim::site_string(e.to_site),
+        from_site: crate::state::prim::site_string(e.from_site),
+        to_site: crate::state::prim::site_string(e.to_site),
         actor: e.actor.describe(),
         inverted,
     };
@@ -504,7 +506,7 @@ mod tests {
     /// caches).
     #[test]
     fn an_edge_seen_again_past_the_caches_keeps_its_first_sighting() {
-        use crate::prim::{PrimKind, register};
+        use crate::state::prim::{PrimKind, register};
         let first = Location::caller();
         let second = Location::caller();
         let a = register(Some("lockorder/again_a".into()), PrimKind::Mutex, first, 1);

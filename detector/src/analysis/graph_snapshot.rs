@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::graph::lockorder::{self, OrderEdgeSnapshot};
-use crate::prim::site_string;
-use crate::snapshot::State;
+use crate::analysis::graph::lockorder::{self, OrderEdgeSnapshot};
+use crate::analysis::snapshot::State;
+use crate::state::prim::site_string;
 
 /// A node of the wait-for graph: a task/thread or a primitive.
 #[derive(Clone, Debug, Serialize)]

@@ -9,11 +9,11 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::clock;
-use crate::finding::{self, FindingKind};
-use crate::held;
-use crate::prim::{self, PrimKind};
-use crate::stats::{HistogramSnapshot, StatsSnapshot};
+use crate::base::clock;
+use crate::base::stats::{HistogramSnapshot, StatsSnapshot};
+use crate::report::finding::{self, FindingKind};
+use crate::state::held;
+use crate::state::prim::{self, PrimKind};
 
 /// Everything one series shows.
 #[derive(Clone, Debug)]
@@ -179,7 +179,7 @@ pub fn metrics() -> MetricsSnapshot {
         detector_dropped: finding::dropped_counts(),
         live_primitives: live,
         live_by_kind: by_kind.into_iter().collect(),
-        watchdog_ticks: crate::ticks::watchdog_ticks(),
+        watchdog_ticks: crate::base::ticks::watchdog_ticks(),
     }
 }
 

@@ -11,8 +11,8 @@
 
 use std::panic::Location;
 
-use crate::held::Mode;
-use crate::prim::PrimKind;
+use crate::state::held::Mode;
+use crate::state::prim::PrimKind;
 
 /// A primitive's console resource (empty without the `console` feature).
 #[derive(Debug)]

@@ -17,22 +17,34 @@ pub fn hold_global_locks() -> GlobalLocks {
     // The guards borrow statics, so they are 'static and can be boxed as `Any`.
     let mut guards: Vec<Box<dyn std::any::Any>> = Vec::new();
     guards.push(boxed::<MutexGuard<'static, _>>(
-        crate::watchdog::rules_lock(),
+        crate::runtime::watchdog::rules_lock(),
     ));
-    guards.push(boxed::<MutexGuard<'static, _>>(crate::prim::series_lock()));
-    for g in crate::prim::registry_locks() {
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::state::prim::series_lock(),
+    ));
+    for g in crate::state::prim::registry_locks() {
         guards.push(boxed::<MutexGuard<'static, _>>(g));
     }
-    guards.push(boxed::<MutexGuard<'static, _>>(crate::held::threads_lock()));
     guards.push(boxed::<MutexGuard<'static, _>>(
-        crate::graph::lockorder::graph_lock(),
+        crate::state::held::threads_lock(),
     ));
-    guards.push(boxed::<MutexGuard<'static, _>>(crate::finding::store_lock()));
-    guards.push(boxed::<MutexGuard<'static, _>>(crate::scope::armed_lock()));
-    guards.push(boxed::<MutexGuard<'static, _>>(crate::metrics::last_lock()));
-    guards.push(boxed::<MutexGuard<'static, _>>(crate::actor::names_lock()));
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::analysis::graph::lockorder::graph_lock(),
+    ));
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::report::finding::store_lock(),
+    ));
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::runtime::scope::armed_lock(),
+    ));
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::report::metrics::last_lock(),
+    ));
+    guards.push(boxed::<MutexGuard<'static, _>>(
+        crate::base::actor::names_lock(),
+    ));
     guards.push(boxed::<RwLockReadGuard<'static, _>>(
-        crate::config::config_lock(),
+        crate::base::config::config_lock(),
     ));
     GlobalLocks { _guards: guards }
 }

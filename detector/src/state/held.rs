@@ -36,9 +36,9 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::actor;
-use crate::loom::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, fence};
-use crate::tls::{LOCAL, Local};
+use crate::base::actor;
+use crate::base::loom::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, fence};
+use crate::state::tls::{LOCAL, Local};
 
 /// Inline entries per thread (two in the loom models, to keep them small).
 pub const INLINE: usize = if cfg!(loom) { 2 } else { 16 };
@@ -124,7 +124,7 @@ pub fn pack_meta(permits: u32, mode: Mode, flags: u8) -> u64 {
 /// while the owner writes.
 ///
 /// 8-aligned (asserted below), so that the low bits of a pointer to it are free for a
-/// wrapper's tags (see [`Hold::into_raw`](crate::hooks::Hold::into_raw)).
+/// wrapper's tags (see [`Hold::into_raw`](crate::runtime::hooks::Hold::into_raw)).
 pub struct Entry {
     key: AtomicU64,
     /// `generation | scope << 32`: the generation is odd while the owner fills the entry and

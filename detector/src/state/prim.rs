@@ -13,9 +13,9 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::stats::{Stats, StatsSnapshot};
-use crate::wait::WaitQueue;
-use crate::{actor, config, names};
+use crate::base::stats::{Stats, StatsSnapshot};
+use crate::base::{actor, config, names};
+use crate::state::wait::WaitQueue;
 
 /// A primitive's lasting identity (never reused within a process).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize)]
@@ -194,7 +194,7 @@ pub struct Prim {
     /// Predecessors `A` for which the lock-order edge `A -> self` is already known.
     pub(crate) order_cache: [AtomicU64; 4],
     /// Its tokio-console resource (empty without the `console` feature).
-    pub(crate) resource: crate::console::Resource,
+    pub(crate) resource: crate::state::console::Resource,
 }
 
 impl Prim {
@@ -261,7 +261,7 @@ impl Prim {
     }
     /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {
-        self.stats_with(crate::held::tally_of(self.id.0))
+        self.stats_with(crate::state::held::tally_of(self.id.0))
     }
 
     /// [`stats`](Prim::stats) with its tallied short holds already summed.
@@ -281,7 +281,7 @@ impl Prim {
     /// A number that grows whenever the primitive makes progress (a release, a capacity
     /// change, `close`); unchanged means nothing was freed.
     pub fn progress(&self) -> u64 {
-        self.progress_with(crate::held::tally_of(self.id.0))
+        self.progress_with(crate::state::held::tally_of(self.id.0))
     }
 
     /// [`progress`](Prim::progress) with its tallied short holds already summed.
@@ -434,7 +434,7 @@ pub fn register(
         None => Arc::from(site_name(site)),
     };
     let (series, name) = series_for(&name, kind);
-    let resource = crate::console::Resource::new(kind, &name, site, capacity);
+    let resource = crate::state::console::Resource::new(kind, &name, site, capacity);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let prim = Arc::new(Prim {
         id: PrimitiveId(id),
@@ -463,8 +463,8 @@ pub fn register(
         .insert(id, prim.clone());
     // The first primitive starts the watchdog (and the clock thread): a program that only
     // swapped its imports gets its deadlocks, stuck queues, starvation and leaks found too.
-    if crate::config::enabled() {
-        crate::watchdog::ensure_started();
+    if crate::base::config::enabled() {
+        crate::runtime::watchdog::ensure_started();
     }
     prim
 }
@@ -483,22 +483,22 @@ pub fn unregister(prim: &Prim) {
     }
     // The tallies are final: nothing releases a hold of a primitive being dropped.
     let mut st = prim.stats.read();
-    st.hold.buckets[0] += crate::held::claim_tallies(prim.id.0);
+    st.hold.buckets[0] += crate::state::held::claim_tallies(prim.id.0);
     if let Some(s) = series.series.get_mut(prim.series as usize) {
         s.retired.merge(&st);
     }
     drop(series);
-    if prim.forgotten() > 0 && crate::scope::is_armed(prim.scope) {
+    if prim.forgotten() > 0 && crate::runtime::scope::is_armed(prim.scope) {
         // A test's semaphore dropped with permits forgotten: they can never come back now.
         crate::rules::leaked_permit::report_dropped_forgotten(prim);
     }
-    if crate::scope::is_armed(prim.scope) {
+    if crate::runtime::scope::is_armed(prim.scope) {
         // A borrowed guard cannot outlive its primitive, so a hold still in the books now was
         // leaked (`std::mem::forget`, `Box::leak`): it can never be released.
         crate::rules::leaked_permit::report_dropped_with_holds(prim);
     }
-    crate::graph::lockorder::remove_node(prim.id);
-    crate::finding::primitive_dropped(prim.id);
+    crate::analysis::graph::lockorder::remove_node(prim.id);
+    crate::report::finding::primitive_dropped(prim.id);
 }
 
 /// Calls `f` for every live primitive (shard by shard; not one atomic snapshot).

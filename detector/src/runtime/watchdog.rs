@@ -16,15 +16,16 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::finding::{self, FindingKind};
+use crate::analysis::snapshot::State;
+use crate::base::config;
+use crate::report::finding::{self, FindingKind};
 use crate::rules::deadlock::Deadlock;
 use crate::rules::leaked_permit::LeakedPermit;
 use crate::rules::starvation::Starvation;
 use crate::rules::stuck_queue::StuckQueue;
 use crate::rules::task_ended::TaskEnded;
 use crate::rules::{Rule, Verdict};
-use crate::snapshot::State;
-use crate::{config, scope};
+use crate::runtime::scope;
 
 #[derive(Default)]
 struct Rules {
@@ -56,7 +57,7 @@ pub fn inject_tick_panic() {
 
 /// Starts the watchdog thread once (no-op when already running).
 pub fn ensure_started() {
-    crate::clock::start_ticker();
+    crate::base::clock::start_ticker();
     START.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("lockscope-watchdog".into())
@@ -72,7 +73,7 @@ fn run() {
         let tick = config::current().tick;
         std::thread::sleep(tick);
         if config::enabled() {
-            crate::ticks::count();
+            crate::base::ticks::count();
             guarded_tick();
         }
     }
@@ -190,7 +191,7 @@ fn exit_if_stuck(state: &State, deadlocks: &[finding::Finding]) {
         die(&format!(
             "in test {}: its thread, {}, has been blocked for {} ms in a lockscope wait and can never notice a failure.\n{}\n{}",
             b.test,
-            crate::actor::ActorId::from_thread_seq(b.thread).describe(),
+            crate::base::actor::ActorId::from_thread_seq(b.thread).describe(),
             b.blocked_ns / 1_000_000,
             b.report,
             live_state(state)
@@ -232,7 +233,7 @@ fn live_state(state: &State) -> String {
                 "    held by {} for {} ms, acquired at {}",
                 h.actor.describe(),
                 state.hold_age(h) / 1_000_000,
-                crate::prim::site_string(h.site)
+                crate::state::prim::site_string(h.site)
             );
         }
         for w in &p.waiters {
@@ -240,9 +241,9 @@ fn live_state(state: &State) -> String {
                 out,
                 "    waited for by {} on {} for {} ms, at {}",
                 w.actor.describe(),
-                crate::actor::ActorId::from_thread_seq(w.thread).describe(),
+                crate::base::actor::ActorId::from_thread_seq(w.thread).describe(),
                 state.wait_age(w) / 1_000_000,
-                crate::prim::site_string(w.site)
+                crate::state::prim::site_string(w.site)
             );
         }
     }

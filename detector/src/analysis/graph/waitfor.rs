@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::held::Mode;
+use crate::state::held::Mode;
 
 /// How a primitive grants waiters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@
 use std::collections::VecDeque;
 use std::panic::Location;
 
-use crate::actor::ActorId;
-use crate::held::Mode;
+use crate::base::actor::ActorId;
+use crate::state::held::Mode;
 
 /// One waiting acquisition.
 #[derive(Clone, Debug)]

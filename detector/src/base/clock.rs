@@ -89,7 +89,7 @@ pub fn hold_now() -> u64 {
 /// period is unset.
 pub(crate) fn start_ticker() {
     static START: Once = Once::new();
-    if crate::config::current().clock_tick.is_none() {
+    if crate::base::config::current().clock_tick.is_none() {
         return;
     }
     START.call_once(|| {
@@ -113,9 +113,9 @@ pub(crate) fn start_ticker() {
 
 fn tick_forever() {
     loop {
-        let cfg = crate::config::current();
+        let cfg = crate::base::config::current();
         match cfg.clock_tick {
-            Some(period) if cfg.mode != crate::config::Mode::Off => {
+            Some(period) if cfg.mode != crate::base::config::Mode::Off => {
                 TICKED.store(precise_now().max(1), Ordering::Relaxed);
                 std::thread::sleep(period);
             }

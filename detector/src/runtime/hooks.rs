@@ -19,20 +19,23 @@
 use std::panic::Location;
 use std::sync::atomic::Ordering;
 
-use crate::actor::{self, ActorId};
-use crate::held::{
+use crate::analysis::graph;
+use crate::base::actor::{self, ActorId};
+use crate::base::clock;
+use crate::rules;
+use crate::state::held::{
     self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY,
     FLAG_SPLIT, FLAG_TRY, NewHold,
 };
-use crate::prim::Prim;
-use crate::rules;
-use crate::tls::{LOCAL, Local};
-use crate::wait::WaiterRec;
-use crate::{clock, graph};
+use crate::state::prim::Prim;
+use crate::state::tls::{LOCAL, Local};
+use crate::state::wait::WaiterRec;
 
-pub use crate::config::enabled;
-pub use crate::held::{FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode};
-pub use crate::prim::{PrimCell, PrimKind};
+pub use crate::base::config::enabled;
+pub use crate::state::held::{
+    FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode,
+};
+pub use crate::state::prim::{PrimCell, PrimKind};
 
 /// One acquisition as the wrapper describes it: its site, and its permits, mode and flags
 /// packed in one word (as the hold tables keep them).

@@ -8,7 +8,7 @@
 //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
 //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
 //! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
-//! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
+//! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::base::clock`]); `0`: none, holds read the coarse clock | 0 |
 //!
 //! The environment is read once, when the first primitive is created or the detector is first
 //! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
@@ -80,7 +80,7 @@ pub struct Config {
     pub max_edges: usize,
     /// How often the watchdog thread analyses the live state.
     pub tick: Duration,
-    /// Period of the clock thread that times holds (see [`crate::clock`]); `None` (the
+    /// Period of the clock thread that times holds (see [`crate::base::clock`]); `None` (the
     /// default): no clock thread, holds read the coarse clock.
     pub clock_tick: Option<Duration>,
 }
@@ -186,7 +186,7 @@ impl Config {
     pub fn install(self) {
         MODE.store(self.mode.as_u8(), Ordering::Relaxed);
         *CONFIG.write() = Arc::new(self);
-        crate::watchdog::ensure_started();
+        crate::runtime::watchdog::ensure_started();
     }
 }
 

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::config::Config;
-use crate::finding::{self, Finding, FindingKind, Rec};
-use crate::{actor, rules};
+use crate::base::actor;
+use crate::base::config::Config;
+use crate::report::finding::{self, Finding, FindingKind, Rec};
+use crate::rules;
 
 pub(crate) struct ScopeState {
     pub(crate) id: u32,
@@ -113,10 +114,10 @@ impl TestScope {
             config.worker_stall = Duration::from_millis(ms.max(1));
         }
         // The detector must be on for an armed test, whatever the process-wide mode.
-        if !crate::config::enabled() {
-            crate::config::set_enabled(true);
+        if !crate::base::config::enabled() {
+            crate::base::config::set_enabled(true);
         }
-        crate::watchdog::ensure_started();
+        crate::runtime::watchdog::ensure_started();
         let id = NEXT_SCOPE.fetch_add(1, Ordering::Relaxed);
         let state = Arc::new(ScopeState {
             id,
@@ -264,7 +265,7 @@ pub(crate) fn config_for(scopes: &[u32]) -> Arc<Config> {
     }
     match best {
         Some(c) => Arc::new(c),
-        None => crate::config::current(),
+        None => crate::base::config::current(),
     }
 }
 
@@ -315,7 +316,7 @@ pub(crate) struct BlockedTest {
 /// Listed once the wait has lasted `grace` with a finding of the test known, or the test's
 /// stuck threshold without one.
 pub(crate) fn blocked_test_threads(
-    state: &crate::snapshot::State,
+    state: &crate::analysis::snapshot::State,
     grace: Duration,
 ) -> Vec<BlockedTest> {
     let armed = ARMED.lock().clone();

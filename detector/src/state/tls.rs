@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use crate::held::ThreadHeld;
+use crate::state::held::ThreadHeld;
 
 pub(crate) struct Local {
     /// lockscope's number for this thread (0: not assigned yet).

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::tls::{LOCAL, Local};
+use crate::state::tls::{LOCAL, Local};
 
 /// A task or a thread that acquires, holds or waits for primitives.
 ///
