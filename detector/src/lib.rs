@@ -36,8 +36,30 @@ pub(crate) mod runtime;
 pub(crate) mod state;
 
 // The public modules, where users have always found them.
-pub use base::{config, names};
+pub use base::names;
 pub use state::executor;
+
+pub mod config {
+    //! Modes and thresholds: one [`Config`], its documented defaults, a builder and the
+    //! environment.
+    //!
+    //! | variable | meaning | default |
+    //! |---|---|---|
+    //! | `LOCKSCOPE_MODE` | `off`, `production` or `test` | `production` |
+    //! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
+    //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
+    //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
+    //! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
+    //! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
+    //!
+    //! The environment is read once, when the first primitive is created or the detector is first
+    //! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
+    //! default is used (instrumentation never stops a program). [`Config::from_env`] returns the
+    //! error itself for programs that prefer to fail at start-up.
+
+    pub use crate::base::config::*;
+    pub use crate::runtime::configure::set_enabled;
+}
 
 // Internal modules under their old flat paths: `pub` only because lockscope's own crates (the
 // wrappers, the exporter, the tests) reach into them, and hidden from the documentation: they
@@ -45,13 +67,35 @@ pub use state::executor;
 #[doc(hidden)]
 pub use analysis::{graph, snapshot};
 #[doc(hidden)]
-pub use base::{actor, clock, stats};
+pub use base::{clock, stats};
 #[doc(hidden)]
-pub use report::{finding, metrics};
+pub use report::metrics;
 #[doc(hidden)]
-pub use runtime::{hooks, scope, testing};
+pub use runtime::{hooks, testing};
 #[doc(hidden)]
-pub use state::{held, prim, wait};
+pub use state::{actor, held, wait};
+
+/// Findings: the model's types, the store's functions, the end-of-test check.
+#[doc(hidden)]
+pub mod finding {
+    pub use crate::model::finding::*;
+    pub use crate::report::finding::*;
+    pub use crate::runtime::scope::assert_clean;
+}
+
+/// Primitives: the registry, and the wrapper's handle with its register/unregister.
+#[doc(hidden)]
+pub mod prim {
+    pub use crate::runtime::cell::{PrimCell, register, unregister};
+    pub use crate::state::prim::*;
+}
+
+/// Test scopes: the armed tests (a sink) and the handle that arms one.
+#[doc(hidden)]
+pub mod scope {
+    pub use crate::report::scopes::*;
+    pub use crate::runtime::scope::*;
+}
 
 /// Not part of the API: the detector's internals, for lockscope's own crates (the wrappers
 /// feed the detector through `hooks`). Anything here may change in any release.
@@ -64,18 +108,21 @@ pub mod __private {
 }
 
 pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
-pub use base::actor::ActorId;
+pub use analysis::snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
+pub use base::config::{Config, ConfigError, Mode, enabled};
 pub use base::stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
 pub use base::ticks::watchdog_ticks;
-pub use config::{Config, ConfigError, Mode, enabled, set_enabled};
-pub use finding::{
-    Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef, active_counts, assert_clean,
-    clear_findings, dropped_counts, findings, render_all, totals,
+pub use model::finding::{Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef};
+pub use model::prim::{NameError, PrimKind, PrimitiveId, validate_name};
+pub use report::finding::{
+    active_counts, clear_findings, dropped_counts, findings, render_all, totals,
 };
-pub use metrics::{MetricsSnapshot, SeriesMetrics, metrics};
-pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
+pub use report::metrics::{MetricsSnapshot, SeriesMetrics, metrics};
+pub use runtime::configure::set_enabled;
+pub use runtime::scope::assert_clean;
+pub use runtime::scope::{ScopeOptions, TestScope};
 #[doc(hidden)]
 pub use runtime::watchdog::inject_tick_panic;
 pub use runtime::watchdog::{WatchdogGuard, check_now, watchdog};
-pub use scope::{ScopeOptions, TestScope};
-pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
+pub use state::actor::ActorId;
+pub use state::prim::Prim;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::base::{actor, clock};
+use crate::base::clock;
+use crate::state::actor;
 use crate::state::executor::Executors;
 use crate::state::held::{self, HoldView};
 use crate::state::prim::{self, Prim, PrimKind};

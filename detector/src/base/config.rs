@@ -1,19 +1,6 @@
-//! Modes and thresholds: one [`Config`], its documented defaults, a builder and the
-//! environment.
-//!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `LOCKSCOPE_MODE` | `off`, `production` or `test` | `production` |
-//! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
-//! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
-//! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
-//! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
-//! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::base::clock`]); `0`: none, holds read the coarse clock | 0 |
-//!
-//! The environment is read once, when the first primitive is created or the detector is first
-//! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
-//! default is used (instrumentation never stops a program). [`Config::from_env`] returns the
-//! error itself for programs that prefer to fail at start-up.
+//! Modes and thresholds as values: one [`Config`], its defaults, a builder, the environment,
+//! and the per-test-scope thresholds rules read. Storing a configuration starts nothing.
+//! (The public module docs are on `crate::config`, in `lib.rs`.)
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -80,7 +67,7 @@ pub struct Config {
     pub max_edges: usize,
     /// How often the watchdog thread analyses the live state.
     pub tick: Duration,
-    /// Period of the clock thread that times holds (see [`crate::base::clock`]); `None` (the
+    /// Period of the clock thread that times holds (see [`crate::clock`]); `None` (the
     /// default): no clock thread, holds read the coarse clock.
     pub clock_tick: Option<Duration>,
 }
@@ -182,11 +169,11 @@ impl Config {
         Ok(cfg)
     }
 
-    /// Makes this the process-wide configuration.
-    pub fn install(self) {
+    /// Makes this the process-wide configuration, and nothing more (the public
+    /// [`Config::install`], in the runtime layer, also starts the watchdog).
+    pub(crate) fn store(self) {
         MODE.store(self.mode.as_u8(), Ordering::Relaxed);
         *CONFIG.write() = Arc::new(self);
-        crate::runtime::watchdog::ensure_started();
     }
 }
 
@@ -390,19 +377,51 @@ pub fn enabled() -> bool {
     mode_u8() != 0
 }
 
-/// Switches recording on or off at run time, keeping the thresholds.
-pub fn set_enabled(on: bool) {
-    let mut cfg = (*current()).clone();
-    cfg.mode = match (on, cfg.mode) {
-        (false, _) => Mode::Off,
-        (true, Mode::Off) => Mode::Production,
-        (true, m) => m,
-    };
-    cfg.install();
-}
-
 pub(crate) fn config_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
     CONFIG.read()
+}
+
+/// The thresholds of each armed test scope (set by `TestScope::arm`), for [`for_scopes`].
+static SCOPES: RwLock<Vec<(u32, Config)>> = RwLock::new(Vec::new());
+
+/// Test scope `id` applies `config` to what it creates and does, until [`disarm_scope`].
+pub(crate) fn arm_scope(id: u32, config: Config) {
+    SCOPES.write().push((id, config));
+}
+
+pub(crate) fn scopes_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
+    SCOPES.read()
+}
+
+/// Test scope `id` has ended.
+pub(crate) fn disarm_scope(id: u32) {
+    SCOPES.write().retain(|(s, _)| *s != id);
+}
+
+/// Thresholds for something created or done in `scopes` (the strictest armed one applies;
+/// the process-wide configuration when none is armed).
+pub(crate) fn for_scopes(scopes: &[u32]) -> Arc<Config> {
+    let armed = SCOPES.read();
+    let mut best: Option<Config> = None;
+    for (_, cfg) in armed.iter().filter(|(id, _)| scopes.contains(id)) {
+        best = Some(match best {
+            None => cfg.clone(),
+            Some(b) => Config {
+                stuck: b.stuck.min(cfg.stuck),
+                starvation: b.starvation.min(cfg.starvation),
+                worker_stall: b.worker_stall.min(cfg.worker_stall),
+                leak: match (b.leak, cfg.leak) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                },
+                ..b
+            },
+        });
+    }
+    match best {
+        Some(c) => Arc::new(c),
+        None => current(),
+    }
 }
 
 #[cfg(test)]

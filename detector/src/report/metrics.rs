@@ -11,7 +11,8 @@ use parking_lot::Mutex;
 
 use crate::base::clock;
 use crate::base::stats::{HistogramSnapshot, StatsSnapshot};
-use crate::report::finding::{self, FindingKind};
+use crate::model::finding::FindingKind;
+use crate::report::finding;
 use crate::state::held;
 use crate::state::prim::{self, PrimKind};
 

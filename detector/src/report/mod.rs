@@ -3,3 +3,4 @@
 
 pub mod finding;
 pub mod metrics;
+pub mod scopes;

@@ -9,9 +9,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::analysis::graph::waitfor::{self, Executor, MHold, MPrim, MWait, Policy};
 use crate::analysis::snapshot::State;
-use crate::base::actor::ActorId;
-use crate::report::finding::{ActorReport, Finding, FindingKind};
+use crate::model::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::state::actor::ActorId;
 use crate::state::held::{FLAG_PINNED_THREAD, HoldView};
 use crate::state::prim::PrimKind;
 
@@ -404,7 +404,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
             if g.prims.contains(&p.prim.id().0)
                 && !prim_refs
                     .iter()
-                    .any(|x: &crate::report::finding::PrimRef| x.id == r.id)
+                    .any(|x: &crate::model::finding::PrimRef| x.id == r.id)
             {
                 scopes.push(p.prim.scope());
                 prim_refs.push(r);

@@ -9,19 +9,20 @@
 use std::fmt::Write as _;
 
 use crate::analysis::graph::lockorder::EdgeInfo;
-use crate::report::finding::{self, Finding, FindingKind, OrderEdge};
+use crate::model::finding::{Finding, FindingKind, OrderEdge};
 use crate::rules::prim_ref_id;
 use crate::state::held::Mode;
 use crate::state::prim::{self, PrimitiveId, site_string};
 
-/// Reports the cycle `edges` (first the new edge, then the path that closes it).
+/// The finding for the cycle `edges` (first the new edge, then the path that closes it).
 #[cold]
-pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
+pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Vec<Finding> {
+    let mut out = Vec::new();
     if edges
         .iter()
         .all(|(_, _, e)| e.to_mode == Mode::SharedRecursive && e.from_mode != Mode::Exclusive)
     {
-        return;
+        return out;
     }
     let mut nodes: Vec<u64> = edges.iter().map(|(a, _, _)| *a).collect();
     nodes.sort_unstable();
@@ -90,7 +91,8 @@ pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
     }
     f.details = scenario(edges, &name);
     f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
-    finding::report(f);
+    out.push(f);
+    out
 }
 
 /// lockdep's "possible unsafe locking scenario" table, one column per actor.

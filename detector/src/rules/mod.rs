@@ -7,7 +7,7 @@
 use std::panic::Location;
 
 use crate::analysis::snapshot::State;
-use crate::report::finding::{Access, ActorReport, PrimRef};
+use crate::model::finding::{Access, ActorReport, PrimRef};
 use crate::state::held::HoldView;
 use crate::state::held::Mode;
 use crate::state::prim::{self, Prim, PrimitiveId};
@@ -28,7 +28,7 @@ pub enum Verdict {
     /// Nothing wrong.
     Clean,
     /// A finding to report.
-    Found(Box<crate::report::finding::Finding>),
+    Found(Box<crate::model::finding::Finding>),
     /// Suspicious; look again next tick before reporting (confirmation).
     Recheck,
 }
@@ -36,7 +36,7 @@ pub enum Verdict {
 /// A rule over the live state.
 pub(crate) trait Rule {
     /// The kind this rule reports.
-    fn kind(&self) -> crate::report::finding::FindingKind;
+    fn kind(&self) -> crate::model::finding::FindingKind;
     /// Judges the state; returns one verdict per candidate it looked at.
     fn check(&mut self, state: &State) -> Vec<Verdict>;
 }

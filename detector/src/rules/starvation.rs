@@ -11,9 +11,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::analysis::snapshot::State;
-use crate::report::finding::{Finding, FindingKind};
+use crate::model::finding::{Finding, FindingKind};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref, waiter};
-use crate::runtime::scope;
 use crate::state::prim::site_string;
 
 /// What the rule noted when it first saw a waiter (at most a tick late).
@@ -86,7 +85,9 @@ impl Rule for Starvation {
             }
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
             scopes.push(p.prim.scope());
-            let threshold = scope::config_for(&scopes).starvation.as_nanos() as u64;
+            let threshold = crate::base::config::for_scopes(&scopes)
+                .starvation
+                .as_nanos() as u64;
             let r = prim_ref(&p.prim);
             // Whether it granted anything since the previous check.
             let served = granted_before.get(&id).is_some_and(|&g| p.granted > g);
@@ -130,7 +131,7 @@ impl Rule for Starvation {
             // through (a busy pool one connection short). With no grant at all the queue is
             // stuck, which is that rule's report, unless the user set starvation below the
             // stuck threshold to hear of such holds first.
-            let stuck_threshold = scope::config_for(&scopes).stuck.as_nanos() as u64;
+            let stuck_threshold = crate::base::config::for_scopes(&scopes).stuck.as_nanos() as u64;
             if !(served || threshold < stuck_threshold) {
                 continue;
             }

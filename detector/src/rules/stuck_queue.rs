@@ -4,12 +4,11 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::analysis::snapshot::State;
-use crate::report::finding::{ActorReport, Finding, FindingKind};
+use crate::model::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
-use crate::runtime::scope;
 
 /// The report's entry for actor `a`, made on first use: one per task or thread.
-fn entry(actors: &mut Vec<ActorReport>, a: crate::base::actor::ActorId) -> &mut ActorReport {
+fn entry(actors: &mut Vec<ActorReport>, a: crate::state::actor::ActorId) -> &mut ActorReport {
     let i = match actors.iter().position(|x| x.id == a.as_u64()) {
         Some(i) => i,
         None => {
@@ -84,7 +83,7 @@ impl Rule for StuckQueue {
             seen.insert(id, (p.progress, since));
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
             scopes.push(p.prim.scope());
-            let threshold = scope::config_for(&scopes).stuck.as_nanos() as u64;
+            let threshold = crate::base::config::for_scopes(&scopes).stuck.as_nanos() as u64;
             let still = state.now_precise.saturating_sub(since);
             let old = p
                 .waiters

@@ -13,9 +13,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use parking_lot::Mutex;
 
 use crate::analysis::snapshot::State;
-use crate::base::actor::ActorId;
-use crate::report::finding::{Finding, FindingKind};
+use crate::model::finding::{Finding, FindingKind};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
+use crate::state::actor::ActorId;
 use crate::state::held::HoldView;
 use crate::state::prim::site_string;
 
@@ -68,7 +68,7 @@ impl Rule for TaskEnded {
                 let Some(&end) = ended.get(&h.actor.as_u64()) else {
                     continue;
                 };
-                let cfg = crate::runtime::scope::config_for(&[h.scope, p.prim.scope()]);
+                let cfg = crate::base::config::for_scopes(&[h.scope, p.prim.scope()]);
                 let grace = cfg.leak.unwrap_or(cfg.stuck).as_nanos() as u64;
                 let since_end = state.now_coarse.saturating_sub(end);
                 if since_end >= grace {

@@ -20,9 +20,9 @@ use std::panic::Location;
 use std::sync::atomic::Ordering;
 
 use crate::analysis::graph;
-use crate::base::actor::{self, ActorId};
 use crate::base::clock;
 use crate::rules;
+use crate::state::actor::{self, ActorId};
 use crate::state::held::{
     self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY,
     FLAG_SPLIT, FLAG_TRY, NewHold,
@@ -31,77 +31,14 @@ use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local};
 use crate::state::wait::WaiterRec;
 
+pub use crate::model::acq::Acq;
+
 pub use crate::base::config::enabled;
+pub use crate::runtime::cell::PrimCell;
 pub use crate::state::held::{
     FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode,
 };
-pub use crate::state::prim::{PrimCell, PrimKind};
-
-/// One acquisition as the wrapper describes it: its site, and its permits, mode and flags
-/// packed in one word (as the hold tables keep them).
-///
-/// Two words, so that it travels in registers: a wider struct is passed through memory, and
-/// reading it back whole right after it was written field by field stalls on store
-/// forwarding (about 5 ns per acquisition on the reference machine).
-#[derive(Clone, Copy)]
-pub struct Acq {
-    site: &'static Location<'static>,
-    /// `permits | mode << 32 | flags << 40` ([`held::pack_meta`]).
-    meta: u64,
-}
-
-impl Acq {
-    /// An acquisition of `permits` in `mode` at `site`.
-    #[inline]
-    pub fn new(site: &'static Location<'static>, permits: u32, mode: Mode) -> Acq {
-        Acq {
-            site,
-            meta: held::pack_meta(permits, mode, 0),
-        }
-    }
-
-    /// With extra flag bits (`TRY`, `MOVABLE`, `REENTRY`).
-    #[inline]
-    pub fn with_flags(mut self, flags: u8) -> Acq {
-        self.meta |= u64::from(flags) << 40;
-        self
-    }
-
-    /// The caller's location.
-    #[inline]
-    pub fn site(&self) -> &'static Location<'static> {
-        self.site
-    }
-
-    /// Permits requested (1 for locks; `max_readers` for a tokio write).
-    #[inline]
-    pub fn permits(&self) -> u32 {
-        self.meta as u32
-    }
-
-    /// Access requested.
-    #[inline]
-    pub fn mode(&self) -> Mode {
-        Mode::from_u8((self.meta >> 32) as u8)
-    }
-
-    /// The flag bits.
-    #[inline]
-    pub fn flags(&self) -> u8 {
-        (self.meta >> 40) as u8
-    }
-}
-
-impl std::fmt::Debug for Acq {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Acq")
-            .field("site", &self.site)
-            .field("permits", &self.permits())
-            .field("mode", &self.mode())
-            .field("flags", &self.flags())
-            .finish()
-    }
-}
+pub use crate::state::prim::PrimKind;
 
 /// A recorded hold, kept by the guard or permit and given back to [`released`]: one word,
 /// the hold's entry in a hold table, which keeps everything else (start, mode, flags).
@@ -405,11 +342,13 @@ fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed:
             } else if !graph::lockorder::known(prim, id)
                 && let Some(h) = held::view_entry(e)
             {
-                graph::lockorder::note_edge(&h, prim, actor, acq);
+                report_cycle(graph::lockorder::note_edge(&h, prim, actor, acq));
             }
         }
         if let Some(h) = nested {
-            rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting, timed);
+            crate::report::finding::report_all(rules::nested_acquire::reacquired(
+                prim, actor, acq, &h, waiting, timed,
+            ));
         }
     });
 }
@@ -430,10 +369,12 @@ fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: 
         }
     });
     for h in &others {
-        graph::lockorder::note_edge(h, prim, actor, acq);
+        report_cycle(graph::lockorder::note_edge(h, prim, actor, acq));
     }
     if let Some(h) = nested {
-        rules::nested_acquire::report_shared(prim, actor, acq, &h, waiting, timed);
+        crate::report::finding::report_all(rules::nested_acquire::reacquired(
+            prim, actor, acq, &h, waiting, timed,
+        ));
     }
 }
 
@@ -453,7 +394,12 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
     if prim.kind.is_blocking() {
         on_worker = rules::blocking_in_async::on_async_worker();
     } else if actor.is_task() {
-        rules::blocking_in_async::check_async_wait(prim, actor, &acq, blocking_held_here(actor));
+        crate::report::finding::report_all(rules::blocking_in_async::check_async_wait(
+            prim,
+            actor,
+            &acq,
+            blocking_held_here(actor),
+        ));
     }
     let since_ns = clock::precise_now();
     let rec = WaiterRec {
@@ -499,7 +445,11 @@ fn end_wait(prim: &Prim, w: &Waiting, gave_up: bool) {
         && rec.on_worker
     {
         let now = now.unwrap_or_else(clock::precise_now);
-        rules::blocking_in_async::check_worker_stall(prim, &rec, now.saturating_sub(rec.since_ns));
+        crate::report::finding::report_all(rules::blocking_in_async::check_worker_stall(
+            prim,
+            &rec,
+            now.saturating_sub(rec.since_ns),
+        ));
     }
 }
 
@@ -652,7 +602,7 @@ fn blocking_held_here(actor: ActorId) -> Option<held::HoldView> {
 #[cold]
 fn check_blocking_neighbours(l: &Local, actor: ActorId) {
     if l.blocking_task.get() != actor.as_u64() {
-        rules::blocking_in_async::check_neighbours(actor);
+        crate::report::finding::report_all(rules::blocking_in_async::check_neighbours(actor));
     }
 }
 
@@ -666,7 +616,7 @@ fn blocking_released(prim: &Prim, e: &EntryRef) {
                 .set(l.blocking_in_task.get().saturating_sub(1));
         });
     } else if let Some(v) = e.view() {
-        rules::blocking_in_async::report_moved(prim, &v, here);
+        crate::report::finding::report_all(rules::blocking_in_async::moved_holding(prim, &v, here));
     }
 }
 
@@ -686,7 +636,7 @@ pub fn task_poll_ended(id: tokio::task::Id) {
 #[cold]
 fn task_poll_ended_slow(actor: ActorId) {
     if let Some(h) = blocking_held_here(actor) {
-        rules::blocking_in_async::report_yielded(&h);
+        crate::report::finding::report_all(rules::blocking_in_async::yielded_holding(&h));
     }
 }
 
@@ -695,5 +645,13 @@ fn task_poll_ended_slow(actor: ActorId) {
 pub fn task_ended(id: tokio::task::Id) {
     if enabled() {
         rules::task_ended::ended(ActorId::task(id), clock::coarse_now());
+    }
+}
+
+/// Reports the lock-order cycle a new edge closed, if any.
+#[inline]
+fn report_cycle(cycle: Option<graph::lockorder::Cycle>) {
+    if let Some(c) = cycle {
+        crate::report::finding::report_all(rules::lock_order_inversion::cycle(&c));
     }
 }

@@ -9,52 +9,19 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::base::actor;
-use crate::base::config::Config;
-use crate::report::finding::{self, Finding, FindingKind, Rec};
+use crate::base::config::{self, Config};
+use crate::model::finding::Finding;
+use crate::report::finding;
+use crate::report::scopes::{self, DeadlockSignal, NEXT_SCOPE, ScopeState};
 use crate::rules;
-
-pub(crate) struct ScopeState {
-    pub(crate) id: u32,
-    pub(crate) name: String,
-    /// lockscope number of the test's own thread.
-    pub(crate) thread: u64,
-    pub(crate) config: Config,
-    findings: Mutex<Vec<Arc<Rec>>>,
-    deadlock: Mutex<DeadlockSignal>,
-}
-
-impl ScopeState {
-    /// Findings delivered to this scope so far.
-    fn all_findings(&self) -> Vec<Finding> {
-        self.findings
-            .lock()
-            .iter()
-            .map(|r| finding::materialize(r))
-            .collect()
-    }
-}
-
-#[derive(Default)]
-struct DeadlockSignal {
-    report: Option<String>,
-    at: Option<Instant>,
-    acknowledged: bool,
-    /// Someone awaits [`TestScope::deadlock`] (the test attribute does): only then may an
-    /// unanswered deadlock end the process.
-    listening: bool,
-    waker: Option<Waker>,
-}
-
-static NEXT_SCOPE: AtomicU32 = AtomicU32::new(1);
-static ARMED: LazyLock<Mutex<Vec<Arc<ScopeState>>>> = LazyLock::new(Mutex::default);
+use crate::state::actor;
 
 /// Thresholds a test may override (`#[lockscope::test(stuck_ms = .., ..)]`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -115,7 +82,7 @@ impl TestScope {
         }
         // The detector must be on for an armed test, whatever the process-wide mode.
         if !crate::base::config::enabled() {
-            crate::base::config::set_enabled(true);
+            crate::runtime::configure::set_enabled(true);
         }
         crate::runtime::watchdog::ensure_started();
         let id = NEXT_SCOPE.fetch_add(1, Ordering::Relaxed);
@@ -127,7 +94,8 @@ impl TestScope {
             findings: Mutex::new(Vec::new()),
             deadlock: Mutex::new(DeadlockSignal::default()),
         });
-        ARMED.lock().push(state.clone());
+        config::arm_scope(id, state.config.clone());
+        scopes::arm(state.clone());
         let previous_thread_scope = actor::current_scope();
         actor::set_thread_scope(id);
         TestScope {
@@ -161,7 +129,7 @@ impl TestScope {
     /// Ends the test: checks for permits still held or forgotten, disarms, and returns the
     /// findings made during the test.
     pub fn finish(self) -> Vec<Finding> {
-        rules::leaked_permit::check_end_of_scope(self.state.id);
+        crate::report::finding::report_all(rules::leaked_permit::check_end_of_scope(self.state.id));
         self.findings()
     }
 
@@ -174,7 +142,8 @@ impl TestScope {
 impl Drop for TestScope {
     fn drop(&mut self) {
         let id = self.state.id;
-        ARMED.lock().retain(|s| s.id != id);
+        scopes::disarm(id);
+        config::disarm_scope(id);
         actor::set_thread_scope(self.previous_thread_scope);
     }
 }
@@ -203,166 +172,17 @@ impl Future for DeadlockFuture {
     }
 }
 
-/// Hands a new finding to the scopes it belongs to.
-pub(crate) fn deliver(rec: &Arc<Rec>) {
-    deliver_to(rec, &rec.finding.scopes);
-}
-
-/// Hands a finding to the armed scopes among `scopes` (every armed scope when empty) that do
-/// not have it (or another sighting of the same bug) yet.
-pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
-    let armed = ARMED.lock().clone();
-    for s in armed {
-        let mine = scopes.is_empty() || scopes.contains(&s.id);
-        if !mine {
-            continue;
-        }
-        {
-            let mut list = s.findings.lock();
-            if list.iter().any(|r| r.finding.key == rec.finding.key) {
-                continue;
-            }
-            list.push(rec.clone());
-        }
-        // A deadlock never ends, and a stuck queue in a test means the test hangs: fail it
-        // now with the report rather than at an end that may never come.
-        if matches!(
-            rec.finding.kind,
-            FindingKind::Deadlock | FindingKind::StuckQueue
-        ) {
-            let mut d = s.deadlock.lock();
-            if d.report.is_none() {
-                d.report = Some(finding::render_all(&[finding::materialize(rec)]));
-                // Only a certain deadlock may end the process when the test cannot notice.
-                d.at = (rec.finding.kind == FindingKind::Deadlock).then(Instant::now);
-                if let Some(w) = d.waker.take() {
-                    w.wake();
-                }
-            }
-        }
+/// Panics with the report if any finding was made.
+///
+/// # Panics
+///
+/// When [`findings`](crate::findings) is not empty; the message lists every finding, each starting
+/// `lockscope: <kind>`.
+#[track_caller]
+pub fn assert_clean() {
+    finding::report_all(rules::leaked_permit::check_end_of_scope(0));
+    let all = finding::findings();
+    if !all.is_empty() {
+        panic!("{}", finding::render_all(&all));
     }
-}
-
-/// Thresholds for something created or done in `scopes` (the strictest armed one applies;
-/// the process-wide configuration when none is armed).
-pub(crate) fn config_for(scopes: &[u32]) -> Arc<Config> {
-    let armed = ARMED.lock();
-    let mut best: Option<Config> = None;
-    for s in armed.iter().filter(|s| scopes.contains(&s.id)) {
-        best = Some(match best {
-            None => s.config.clone(),
-            Some(b) => Config {
-                stuck: b.stuck.min(s.config.stuck),
-                starvation: b.starvation.min(s.config.starvation),
-                worker_stall: b.worker_stall.min(s.config.worker_stall),
-                leak: match (b.leak, s.config.leak) {
-                    (Some(x), Some(y)) => Some(x.min(y)),
-                    (x, y) => x.or(y),
-                },
-                ..b
-            },
-        });
-    }
-    match best {
-        Some(c) => Arc::new(c),
-        None => crate::base::config::current(),
-    }
-}
-
-/// Whether test scope `id` is armed now.
-pub(crate) fn is_armed(id: u32) -> bool {
-    id != 0 && ARMED.lock().iter().any(|s| s.id == id)
-}
-
-/// Whether any test is armed now.
-pub fn any_armed() -> bool {
-    !ARMED.lock().is_empty()
-}
-
-/// Deadlocks delivered more than `grace` ago to a scope that never acknowledged them: the
-/// test cannot notice (its thread is blocked), so the watchdog must end the process.
-pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)> {
-    let armed = ARMED.lock().clone();
-    let mut out = Vec::new();
-    for s in armed {
-        let d = s.deadlock.lock();
-        if let (Some(_), Some(at)) = (&d.report, d.at)
-            && d.listening
-            && !d.acknowledged
-            && at.elapsed() >= grace
-        {
-            // Every finding of the test, as its failure message would list them.
-            out.push((s.name.clone(), finding::render_all(&s.all_findings())));
-        }
-    }
-    out
-}
-
-/// An armed test whose own thread is blocked in a lockscope wait (see
-/// [`blocked_test_threads`]).
-pub(crate) struct BlockedTest {
-    /// The test's name.
-    pub(crate) test: String,
-    /// Its thread.
-    pub(crate) thread: u64,
-    /// How long the thread has been blocked (ns).
-    pub(crate) blocked_ns: u64,
-    /// Every finding of the test, as its failure message would list them.
-    pub(crate) report: String,
-}
-
-/// Armed tests that listen for their deadlocks but whose own thread is blocked in a blocking
-/// wait (their own, or a task's polled on that thread): such a test can never fail by itself.
-/// Listed once the wait has lasted `grace` with a finding of the test known, or the test's
-/// stuck threshold without one.
-pub(crate) fn blocked_test_threads(
-    state: &crate::analysis::snapshot::State,
-    grace: Duration,
-) -> Vec<BlockedTest> {
-    let armed = ARMED.lock().clone();
-    let mut out = Vec::new();
-    for s in armed {
-        {
-            let d = s.deadlock.lock();
-            if !d.listening || d.acknowledged {
-                continue;
-            }
-        }
-        let blocked_ns = state
-            .prims
-            .iter()
-            .filter(|p| p.prim.kind().is_blocking())
-            .flat_map(|p| p.waiters.iter())
-            .filter(|w| w.thread == s.thread && !w.timed)
-            .map(|w| state.wait_age(w))
-            .max();
-        let Some(blocked_ns) = blocked_ns else {
-            continue;
-        };
-        let all = s.all_findings();
-        let limit = if all.is_empty() {
-            s.config.stuck
-        } else {
-            grace
-        };
-        if u128::from(blocked_ns) < limit.as_nanos() {
-            continue;
-        }
-        let report = if all.is_empty() {
-            "lockscope found no finding yet; the wait has passed the stuck threshold.".to_owned()
-        } else {
-            finding::render_all(&all)
-        };
-        out.push(BlockedTest {
-            test: s.name.clone(),
-            thread: s.thread,
-            blocked_ns,
-            report,
-        });
-    }
-    out
-}
-
-pub(crate) fn armed_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
-    ARMED.lock()
 }

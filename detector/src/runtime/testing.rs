@@ -35,16 +35,19 @@ pub fn hold_global_locks() -> GlobalLocks {
         crate::report::finding::store_lock(),
     ));
     guards.push(boxed::<MutexGuard<'static, _>>(
-        crate::runtime::scope::armed_lock(),
+        crate::report::scopes::armed_lock(),
     ));
     guards.push(boxed::<MutexGuard<'static, _>>(
         crate::report::metrics::last_lock(),
     ));
     guards.push(boxed::<MutexGuard<'static, _>>(
-        crate::base::actor::names_lock(),
+        crate::state::actor::names_lock(),
     ));
     guards.push(boxed::<RwLockReadGuard<'static, _>>(
         crate::base::config::config_lock(),
+    ));
+    guards.push(boxed::<RwLockReadGuard<'static, _>>(
+        crate::base::config::scopes_lock(),
     ));
     GlobalLocks { _guards: guards }
 }

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Once};
 use std::time::Duration;
 
@@ -18,14 +18,15 @@ use parking_lot::Mutex;
 
 use crate::analysis::snapshot::State;
 use crate::base::config;
-use crate::report::finding::{self, FindingKind};
+use crate::model::finding::FindingKind;
+use crate::report::finding;
+use crate::report::scopes as scope;
 use crate::rules::deadlock::Deadlock;
 use crate::rules::leaked_permit::LeakedPermit;
 use crate::rules::starvation::Starvation;
 use crate::rules::stuck_queue::StuckQueue;
 use crate::rules::task_ended::TaskEnded;
 use crate::rules::{Rule, Verdict};
-use crate::runtime::scope;
 
 #[derive(Default)]
 struct Rules {
@@ -39,14 +40,8 @@ struct Rules {
 static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
 static START: Once = Once::new();
 static EXIT_GUARDS: AtomicUsize = AtomicUsize::new(0);
-static PANICKED_TICKS: AtomicU64 = AtomicU64::new(0);
 /// Test hook: the next tick panics (see [`inject_tick_panic`]).
 static INJECT_PANIC: AtomicBool = AtomicBool::new(false);
-
-/// Watchdog analyses lost to a panic (`lockscope_detector_dropped_total{what="tick"}`).
-pub(crate) fn panicked_ticks() -> u64 {
-    PANICKED_TICKS.load(Ordering::Relaxed)
-}
 
 /// Makes the next watchdog analysis panic inside a rule, as a bug in a rule would: for the
 /// canary test that proves the watchdog survives it. Not for production use.
@@ -85,7 +80,7 @@ fn guarded_tick() -> usize {
     match std::panic::catch_unwind(AssertUnwindSafe(tick_once)) {
         Ok(new) => new,
         Err(panic) => {
-            let first = PANICKED_TICKS.fetch_add(1, Ordering::Relaxed) == 0;
+            let first = finding::DROPPED_TICKS.fetch_add(1, Ordering::Relaxed) == 0;
             if first {
                 let what = panic
                     .downcast_ref::<&str>()
@@ -125,7 +120,10 @@ fn tick_once() -> usize {
     let mut rules = RULES.lock();
     // Before the deadlock rule, so that a test failed by a self-deadlock lists both.
     let tick = config::current().tick;
-    crate::rules::nested_acquire::check_persisting(&state, tick.as_nanos() as u64);
+    crate::report::finding::report_all(crate::rules::nested_acquire::check_persisting(
+        &state,
+        tick.as_nanos() as u64,
+    ));
     let mut new = 0;
     let mut deadlocks = Vec::new();
     for v in rules.deadlock.check(&state) {
@@ -147,7 +145,7 @@ fn tick_once() -> usize {
     verdicts.extend(rules.starvation.check(&state));
     verdicts.extend(rules.leak.check(&state));
     verdicts.extend(rules.task_ended.check(&state));
-    crate::rules::blocking_in_async::check_stalls(&state);
+    crate::report::finding::report_all(crate::rules::blocking_in_async::check_stalls(&state));
     for v in verdicts {
         if let Verdict::Found(f) = v
             && finding::report(*f)
@@ -175,7 +173,7 @@ fn tick_once() -> usize {
 
 /// Ends the process when a deadlock can be reported no other way: a blocked test thread, or
 /// plain threads under [`watchdog`].
-fn exit_if_stuck(state: &State, deadlocks: &[finding::Finding]) {
+fn exit_if_stuck(state: &State, deadlocks: &[crate::model::finding::Finding]) {
     if let Some((test, report)) = scope::unacknowledged_deadlocks(Duration::from_secs(1))
         .into_iter()
         .next()
@@ -191,7 +189,7 @@ fn exit_if_stuck(state: &State, deadlocks: &[finding::Finding]) {
         die(&format!(
             "in test {}: its thread, {}, has been blocked for {} ms in a lockscope wait and can never notice a failure.\n{}\n{}",
             b.test,
-            crate::base::actor::ActorId::from_thread_seq(b.thread).describe(),
+            crate::state::actor::ActorId::from_thread_seq(b.thread).describe(),
             b.blocked_ns / 1_000_000,
             b.report,
             live_state(state)
@@ -241,7 +239,7 @@ fn live_state(state: &State) -> String {
                 out,
                 "    waited for by {} on {} for {} ms, at {}",
                 w.actor.describe(),
-                crate::base::actor::ActorId::from_thread_seq(w.thread).describe(),
+                crate::state::actor::ActorId::from_thread_seq(w.thread).describe(),
                 state.wait_age(w) / 1_000_000,
                 crate::state::prim::site_string(w.site)
             );
@@ -264,7 +262,7 @@ fn live_state(state: &State) -> String {
 /// ```
 pub fn watchdog() -> WatchdogGuard {
     if !config::enabled() {
-        config::set_enabled(true);
+        crate::runtime::configure::set_enabled(true);
     }
     ensure_started();
     EXIT_GUARDS.fetch_add(1, Ordering::Relaxed);

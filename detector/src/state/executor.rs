@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::base::actor;
+use crate::state::actor;
 
 /// A runtime known to lockscope (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

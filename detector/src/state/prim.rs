@@ -14,152 +14,10 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 
 use crate::base::stats::{Stats, StatsSnapshot};
-use crate::base::{actor, config, names};
+use crate::base::{config, names};
+pub use crate::model::prim::*;
+use crate::state::actor;
 use crate::state::wait::WaitQueue;
-
-/// A primitive's lasting identity (never reused within a process).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize)]
-pub struct PrimitiveId(pub u64);
-
-impl std::fmt::Display for PrimitiveId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}
-
-/// What kind of primitive this is; decides the `kind` label and how waiters are granted.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum PrimKind {
-    /// `tokio::sync::Mutex`: one permit, strict FIFO.
-    Mutex,
-    /// `tokio::sync::RwLock`: `max_readers` permits, a write takes all; strict FIFO, so a
-    /// queued writer blocks later readers.
-    RwLock,
-    /// `tokio::sync::Semaphore`: strict FIFO, a large `acquire_many` blocks later small ones.
-    Semaphore,
-    /// `parking_lot::Mutex`: exclusive, no queue order.
-    BlockingMutex,
-    /// `parking_lot::ReentrantMutex`: exclusive to one thread, which may re-enter freely.
-    BlockingReentrantMutex,
-    /// `parking_lot::RwLock`: task-fair (readers wait behind a waiting writer, except
-    /// `read_recursive` while readers hold it), with upgradable reads.
-    BlockingRwLock,
-}
-
-impl PrimKind {
-    /// The `kind` string of spans and metrics.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            PrimKind::Mutex => names::KIND_MUTEX,
-            PrimKind::RwLock => names::KIND_RWLOCK,
-            PrimKind::Semaphore => names::KIND_SEMAPHORE,
-            PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => {
-                names::KIND_BLOCKING_MUTEX
-            }
-            PrimKind::BlockingRwLock => names::KIND_BLOCKING_RWLOCK,
-        }
-    }
-
-    /// Whether waiting blocks the OS thread (parking_lot) rather than a task.
-    pub const fn is_blocking(self) -> bool {
-        matches!(
-            self,
-            PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex | PrimKind::BlockingRwLock
-        )
-    }
-
-    /// Whether the primitive grants waiters in strict FIFO order (tokio's batch semaphore).
-    pub const fn is_fifo(self) -> bool {
-        matches!(
-            self,
-            PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore
-        )
-    }
-
-    /// Whether the primitive counts permits (semaphore) rather than being a lock.
-    pub const fn is_semaphore(self) -> bool {
-        matches!(self, PrimKind::Semaphore)
-    }
-}
-
-impl std::fmt::Display for PrimKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Why a name given to `named(..)` was refused. The primitive still works: it is named
-/// after a cleaned-up version of the name (see [`clean_name`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NameError {
-    reason: &'static str,
-}
-
-impl std::fmt::Display for NameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "invalid lock name: {}", self.reason)
-    }
-}
-
-impl std::error::Error for NameError {}
-
-/// Longest accepted name, in bytes.
-pub const MAX_NAME_LEN: usize = 200;
-
-/// Checks a primitive name: 1 to [`MAX_NAME_LEN`] bytes, no control characters.
-///
-/// ```
-/// use lockscope_detector::validate_name;
-/// assert!(validate_name("db_pool").is_ok());
-/// assert_eq!(validate_name("").unwrap_err().to_string(), "invalid lock name: empty");
-/// ```
-pub fn validate_name(name: &str) -> Result<(), NameError> {
-    if name.is_empty() {
-        return Err(NameError { reason: "empty" });
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(NameError {
-            reason: "longer than 200 bytes",
-        });
-    }
-    if name.chars().any(char::is_control) {
-        return Err(NameError {
-            reason: "contains a control character",
-        });
-    }
-    Ok(())
-}
-
-/// The name a refused name is replaced with: control characters become `?`, the rest is cut
-/// at [`MAX_NAME_LEN`] bytes, and an empty name becomes `unnamed`.
-pub fn clean_name(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if out.len() > MAX_NAME_LEN {
-        let mut cut = MAX_NAME_LEN;
-        while !out.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.truncate(cut);
-    }
-    if out.is_empty() {
-        out.push_str("unnamed");
-    }
-    out
-}
-
-/// The name of a primitive created without one: `path/to/file.rs:LINE`.
-pub fn site_name(site: &Location<'_>) -> String {
-    format!("{}:{}", site.file(), site.line())
-}
-
-/// A site as `file:line:col`, the form of the `site` span field.
-pub fn site_string(site: &Location<'_>) -> String {
-    format!("{}:{}:{}", site.file(), site.line(), site.column())
-}
 
 /// One live primitive as the detector sees it.
 pub struct Prim {
@@ -461,17 +319,14 @@ pub fn register(
     REGISTRY[id as usize % SHARDS]
         .lock()
         .insert(id, prim.clone());
-    // The first primitive starts the watchdog (and the clock thread): a program that only
-    // swapped its imports gets its deadlocks, stuck queues, starvation and leaks found too.
-    if crate::base::config::enabled() {
-        crate::runtime::watchdog::ensure_started();
-    }
     prim
 }
 
-/// Removes a primitive (its wrapper was dropped): folds its statistics into its series and
-/// drops its lock-order edges.
-pub fn unregister(prim: &Prim) {
+/// Removes a primitive from the registry (its wrapper was dropped) and folds its statistics
+/// into its series. Returns whether it was registered: only then has the caller (the runtime's
+/// `unregister`) anything to judge, report or forget about it.
+#[must_use]
+pub fn unregister(prim: &Prim) -> bool {
     // Under the series lock, so that a scrape (which holds it across its walk) sees this
     // primitive either live or retired, never neither: counters must not go backwards.
     let mut series = SERIES.lock();
@@ -479,7 +334,7 @@ pub fn unregister(prim: &Prim) {
         .lock()
         .remove(&prim.id.0);
     if removed.is_none() {
-        return;
+        return false;
     }
     // The tallies are final: nothing releases a hold of a primitive being dropped.
     let mut st = prim.stats.read();
@@ -488,17 +343,7 @@ pub fn unregister(prim: &Prim) {
         s.retired.merge(&st);
     }
     drop(series);
-    if prim.forgotten() > 0 && crate::runtime::scope::is_armed(prim.scope) {
-        // A test's semaphore dropped with permits forgotten: they can never come back now.
-        crate::rules::leaked_permit::report_dropped_forgotten(prim);
-    }
-    if crate::runtime::scope::is_armed(prim.scope) {
-        // A borrowed guard cannot outlive its primitive, so a hold still in the books now was
-        // leaked (`std::mem::forget`, `Box::leak`): it can never be released.
-        crate::rules::leaked_permit::report_dropped_with_holds(prim);
-    }
-    crate::analysis::graph::lockorder::remove_node(prim.id);
-    crate::report::finding::primitive_dropped(prim.id);
+    true
 }
 
 /// Calls `f` for every live primitive (shard by shard; not one atomic snapshot).
@@ -527,121 +372,6 @@ pub fn live_count() -> usize {
     REGISTRY.iter().map(|s| s.lock().len()).sum()
 }
 
-// ---------------------------------------------------------------------------------------------
-// PrimCell: the wrapper's handle, registered eagerly or on first use
-// ---------------------------------------------------------------------------------------------
-
-/// The handle a wrapper keeps to its [`Prim`]. `const` constructors build an empty cell that
-/// registers on first use; the others register at once.
-pub struct PrimCell {
-    ptr: AtomicPtr<Prim>,
-    kind: PrimKind,
-    site: &'static Location<'static>,
-    init_capacity: u64,
-}
-
-impl PrimCell {
-    /// A registered cell (non-`const` constructors).
-    pub fn new(
-        name: Option<Cow<'_, str>>,
-        kind: PrimKind,
-        site: &'static Location<'static>,
-        capacity: u64,
-    ) -> PrimCell {
-        let prim = register(name, kind, site, capacity);
-        PrimCell {
-            ptr: AtomicPtr::new(Arc::into_raw(prim).cast_mut()),
-            kind,
-            site,
-            init_capacity: capacity,
-        }
-    }
-
-    /// An unregistered cell for `const` constructors; it registers on first [`get`](Self::get).
-    pub const fn lazy(kind: PrimKind, site: &'static Location<'static>, capacity: u64) -> PrimCell {
-        PrimCell {
-            ptr: AtomicPtr::new(std::ptr::null_mut()),
-            kind,
-            site,
-            init_capacity: capacity,
-        }
-    }
-
-    /// The primitive, registering it first if this cell is lazy.
-    #[inline]
-    pub fn get(&self) -> &Prim {
-        // Acquire: pairs with the Release publish in `init`, so the Prim's fields are visible.
-        let p = self.ptr.load(Ordering::Acquire);
-        if p.is_null() {
-            return self.init();
-        }
-        // SAFETY: a non-null pointer came from `Arc::into_raw` in `new`/`init`; this cell owns
-        // that reference until `drop`, which needs `&mut self`, so it outlives `&self`.
-        unsafe { &*p }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn init(&self) -> &Prim {
-        let fresh = Arc::into_raw(register(None, self.kind, self.site, self.init_capacity));
-        // AcqRel: publishes the new Prim (Release) and, on failure, reads the winner's (Acquire).
-        match self.ptr.compare_exchange(
-            std::ptr::null_mut(),
-            fresh.cast_mut(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            // SAFETY: we just stored `fresh`, a live Arc reference owned by this cell.
-            Ok(_) => unsafe { &*fresh },
-            Err(winner) => {
-                // SAFETY: `fresh` came from `Arc::into_raw` above and was never shared.
-                let lost = unsafe { Arc::from_raw(fresh) };
-                unregister(&lost);
-                // SAFETY: `winner` is the non-null pointer another thread published; owned by
-                // this cell until drop.
-                unsafe { &*winner }
-            }
-        }
-    }
-
-    /// The primitive if registered, without registering it.
-    pub fn try_get(&self) -> Option<&Prim> {
-        let p = self.ptr.load(Ordering::Acquire);
-        // SAFETY: as in `get`.
-        (!p.is_null()).then(|| unsafe { &*p })
-    }
-
-    /// The kind given at construction.
-    pub fn kind(&self) -> PrimKind {
-        self.kind
-    }
-
-    /// The creation site.
-    pub fn site(&self) -> &'static Location<'static> {
-        self.site
-    }
-}
-
-impl Drop for PrimCell {
-    fn drop(&mut self) {
-        let p = *self.ptr.get_mut();
-        if !p.is_null() {
-            // SAFETY: the pointer came from `Arc::into_raw` and this is the cell's only release.
-            let prim = unsafe { Arc::from_raw(p) };
-            unregister(&prim);
-        }
-    }
-}
-
-impl std::fmt::Debug for PrimCell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.try_get() {
-            Some(p) => write!(f, "{:?}", p.name()),
-            None => write!(f, "{:?}", site_name(self.site)),
-        }
-    }
-}
-
 pub(crate) fn series_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
     SERIES.lock()
 }
@@ -653,20 +383,6 @@ pub(crate) fn registry_locks() -> Vec<parking_lot::MutexGuard<'static, impl Size
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn memory_per_primitive_stays_within_budget() {
-        // The performance budget: <= 512 bytes per live primitive beyond the raw one
-        // (registry + statistics). Prim lives in an Arc (16 bytes of counts), the registry
-        // map holds (u64, Arc) plus a control byte, the wrapper a PrimCell.
-        let total = std::mem::size_of::<Prim>()
-            + 16
-            + std::mem::size_of::<(u64, Arc<Prim>)>()
-            + 1
-            + std::mem::size_of::<PrimCell>();
-        println!("Prim {} bytes, total {total}", std::mem::size_of::<Prim>());
-        assert!(total <= 512, "{total} bytes per primitive");
-    }
 
     #[test]
     fn names_are_validated_and_cleaned() {

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::panic::Location;
 
-use crate::base::actor::ActorId;
+use crate::state::actor::ActorId;
 use crate::state::held::Mode;
 
 /// One waiting acquisition.

@@ -24,11 +24,10 @@ use std::sync::atomic::Ordering;
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::base::actor::ActorId;
-use crate::base::{actor, config};
-use crate::report::finding;
-use crate::rules;
-use crate::runtime::hooks::Acq;
+use crate::base::config;
+use crate::model::acq::Acq;
+use crate::state::actor;
+use crate::state::actor::ActorId;
 use crate::state::held::{HoldView, Mode};
 use crate::state::prim::{Prim, PrimitiveId};
 
@@ -67,6 +66,10 @@ struct Graph {
 
 static GRAPH: LazyLock<Mutex<Graph>> = LazyLock::new(Mutex::default);
 
+/// New edges dropped because the graph was full (`max_edges`).
+pub(crate) static DROPPED_EDGES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 const TLS_CACHE: usize = 64;
 
 thread_local! {
@@ -94,21 +97,26 @@ pub(crate) fn known(prim: &Prim, held: u64) -> bool {
         .unwrap_or(false)
 }
 
-/// Records that `held` is held while `prim` is acquired (the hot part: cache lookups).
+/// A cycle of the graph: the new edge first, then the path of known edges that closes it.
+pub type Cycle = Vec<(u64, u64, EdgeInfo)>;
+
+/// Records that `held` is held while `prim` is acquired (the hot part: cache lookups), and
+/// returns the cycle the new edge closes, if it closes one: the caller reports it.
 #[inline]
-pub(crate) fn note_edge(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
+#[must_use]
+pub(crate) fn note_edge(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) -> Option<Cycle> {
     let a = held.prim;
     for c in &prim.order_cache {
         if c.load(Ordering::Relaxed) == a {
-            return;
+            return None;
         }
     }
     let b = prim.id.0;
     let i = slot(a, b);
     if SEEN.try_with(|s| s[i].get() == (a, b)).unwrap_or(false) {
-        return;
+        return None;
     }
-    add_edge_slow(held, prim, actor, acq);
+    add_edge_slow(held, prim, actor, acq)
 }
 
 fn remember(prim: &Prim, a: u64) {
@@ -127,7 +135,7 @@ fn remember(prim: &Prim, a: u64) {
 
 #[cold]
 #[inline(never)]
-fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
+fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) -> Option<Cycle> {
     let (x, y) = (held.prim, prim.id.0);
     let info = EdgeInfo {
         from_site: held.site,
@@ -142,11 +150,11 @@ fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
         if g.edges.contains_key(&(x, y)) || g.inverted.contains_key(&(x, y)) {
             drop(g);
             remember(prim, x);
-            return;
+            return None;
         }
         if g.edges.len() + g.inverted.len() >= config::current().max_edges {
-            finding::DROPPED_EDGES.fetch_add(1, Ordering::Relaxed);
-            return;
+            DROPPED_EDGES.fetch_add(1, Ordering::Relaxed);
+            return None;
         }
         match g.insert(x, y) {
             Ok(()) => {
@@ -182,9 +190,7 @@ fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) {
         }
     };
     remember(prim, x);
-    if let Some(cycle) = cycle {
-        rules::lock_order_inversion::report(&cycle);
-    }
+    cycle
 }
 
 impl Graph {
@@ -525,8 +531,8 @@ mod tests {
         };
         let acq = |site| Acq::new(site, 1, Mode::Exclusive);
         // a -> b, then again from another site, straight to the slow path both times.
-        add_edge_slow(&holding(&a), &b, actor, &acq(first));
-        add_edge_slow(&holding(&a), &b, actor, &acq(second));
+        assert!(add_edge_slow(&holding(&a), &b, actor, &acq(first)).is_none());
+        assert!(add_edge_slow(&holding(&a), &b, actor, &acq(second)).is_none());
         let (x, y) = (a.id.0, b.id.0);
         {
             let g = GRAPH.lock();
@@ -537,8 +543,11 @@ mod tests {
             assert_eq!(g.nodes[&x].out.iter().filter(|&&n| n == y).count(), 1);
         }
         // b -> a closes the cycle: inverted, once, with its first sighting.
-        add_edge_slow(&holding(&b), &a, actor, &acq(first));
-        add_edge_slow(&holding(&b), &a, actor, &acq(second));
+        // The edge returns the cycle it closes (the caller reports it), and only once.
+        let cycle = add_edge_slow(&holding(&b), &a, actor, &acq(first)).expect("b -> a closes");
+        let pairs: Vec<(u64, u64)> = cycle.iter().map(|(f, t, _)| (*f, *t)).collect();
+        assert_eq!(pairs, [(y, x), (x, y)]);
+        assert!(add_edge_slow(&holding(&b), &a, actor, &acq(second)).is_none());
         let g = GRAPH.lock();
         assert!(
             std::ptr::eq(g.inverted[&(y, x)].to_site, first),
