@@ -223,7 +223,7 @@ fn violations(src: &Path) -> Vec<String> {
             let why = match rank(target) {
                 Some(r) if r <= mine => continue,
                 Some(_) => format!("imports from `{target}`, a layer below `{first}`"),
-                None => format!("names a crate-root path, not a layer: use the layer's own path"),
+                None => "names a crate-root path, not a layer: use the layer's own path".to_owned(),
             };
             bad.push(format!(
                 "src/{}:{}: `crate::{}` {why}",

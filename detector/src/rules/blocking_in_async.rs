@@ -71,14 +71,13 @@ pub fn on_async_worker() -> bool {
 /// the worker-stall threshold of the test it belongs to (the process-wide one otherwise).
 /// Called when the wait ends and by the watchdog while it lasts.
 #[cold]
-pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) -> Vec<Finding> {
-    let mut out = Vec::new();
+pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Finding> {
     if !w.on_worker {
-        return out;
+        return None;
     }
     let threshold = crate::base::config::for_scopes(&[w.scope, prim.scope()]).worker_stall;
     if u128::from(waited) < threshold.as_nanos() {
-        return out;
+        return None;
     }
     let r = prim_ref(prim);
     let mut f = Finding::new(
@@ -102,8 +101,7 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) -> Vec
     f.add_scope(w.scope);
     f.add_prim(r);
     f.fix = "use lockscope::tokio::Mutex (an async lock) for data shared across .await, or move the blocking work to tokio::task::spawn_blocking".into();
-    out.push(f);
-    out
+    Some(f)
 }
 
 /// Blocking waits on workers that have lasted past the worker-stall threshold (the watchdog's check,
@@ -148,9 +146,8 @@ pub(crate) fn check_async_wait(
     actor: ActorId,
     acq: &Acq,
     held: Option<HoldView>,
-) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let Some(h) = held else { return out };
+) -> Option<Finding> {
+    let h = held?;
     let r = prim_ref(prim);
     let evidence = format!(
         "{} is about to wait for {} at {}",
@@ -158,18 +155,15 @@ pub(crate) fn check_async_wait(
         noun(&r),
         site_string(acq.site())
     );
-    out.push(held_across_await(&h, evidence));
-    out
+    Some(held_across_await(&h, evidence))
 }
 
 /// A task's poll ended while it held a blocking guard (tokio's task hooks told us): it has
 /// yielded at an `.await` with the guard held.
 #[cold]
-pub(crate) fn yielded_holding(h: &HoldView) -> Vec<Finding> {
-    let mut out = Vec::new();
+pub(crate) fn yielded_holding(h: &HoldView) -> Option<Finding> {
     let evidence = "its poll returned Pending while it held the guard (seen by lockscope's tokio_unstable task hooks), so it is suspended at an .await with the guard held".to_owned();
-    out.push(held_across_await(h, evidence));
-    out
+    Some(held_across_await(h, evidence))
 }
 
 /// Another task runs on a thread where a task holds a blocking guard.
@@ -196,12 +190,10 @@ pub(crate) fn check_neighbours(running: ActorId) -> Vec<Finding> {
 /// A blocking guard taken by a task was released on another thread: the task moved while it
 /// held the guard, which only happens at an `.await`.
 #[cold]
-pub(crate) fn moved_holding(_prim: &Prim, h: &HoldView, released_on: u64) -> Vec<Finding> {
-    let mut out = Vec::new();
+pub(crate) fn moved_holding(_prim: &Prim, h: &HoldView, released_on: u64) -> Option<Finding> {
     let evidence = format!(
         "it was acquired on thread #{} and released on thread #{released_on}, so the task was suspended and moved while holding it",
         h.thread
     );
-    out.push(held_across_await(h, evidence));
-    out
+    Some(held_across_await(h, evidence))
 }

@@ -49,29 +49,26 @@ fn forgotten_of(prim: &Prim, forgotten: u64, capacity: u64, why: &str, end: bool
 }
 
 /// A test's semaphore is dropped with forgotten permits.
-pub(crate) fn dropped_forgotten(prim: &Prim) -> Vec<Finding> {
-    let mut out = Vec::new();
-    out.push(forgotten_of(
+pub(crate) fn dropped_forgotten(prim: &Prim) -> Finding {
+    forgotten_of(
         prim,
         prim.forgotten(),
         prim.capacity(),
         "before it was dropped",
         true,
-    ));
-    out
+    )
 }
 
 /// A test's primitive is dropped while holds of it are still in the books: guards or permits
 /// that were leaked (`std::mem::forget`, `Box::leak`), never to be released.
-pub(crate) fn dropped_with_holds(prim: &Prim) -> Vec<Finding> {
-    let mut out = Vec::new();
+pub(crate) fn dropped_with_holds(prim: &Prim) -> Option<Finding> {
     let mut holds = Vec::new();
     crate::state::held::for_each_all(|h| {
         if h.prim == prim.id().0 && h.flags & crate::state::held::FLAG_SPLIT == 0 {
             holds.push(h);
         }
     });
-    let Some(h) = holds.first() else { return out };
+    let h = holds.first()?;
     let r = prim_ref(prim);
     let permits: u32 = holds.iter().map(|h| h.permits).sum();
     let holds: Vec<&HoldView> = holds.iter().collect();
@@ -105,8 +102,7 @@ pub(crate) fn dropped_with_holds(prim: &Prim) -> Vec<Finding> {
     f.add_scope(prim.scope());
     f.add_prim(r);
     f.fix = "let the guard or permit drop (do not std::mem::forget it); to give permits up on purpose, use the permit's own forget() and add_permits() later".into();
-    out.push(f);
-    out
+    Some(f)
 }
 
 /// `3 permits`, `a lock guard`, `2 read guards`: what `holds` (at least one) keep of `prim`.

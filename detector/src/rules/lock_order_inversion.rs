@@ -16,13 +16,12 @@ use crate::state::prim::{self, PrimitiveId, site_string};
 
 /// The finding for the cycle `edges` (first the new edge, then the path that closes it).
 #[cold]
-pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Vec<Finding> {
-    let mut out = Vec::new();
+pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
     if edges
         .iter()
         .all(|(_, _, e)| e.to_mode == Mode::SharedRecursive && e.from_mode != Mode::Exclusive)
     {
-        return out;
+        return None;
     }
     let mut nodes: Vec<u64> = edges.iter().map(|(a, _, _)| *a).collect();
     nodes.sort_unstable();
@@ -91,8 +90,7 @@ pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Vec<Finding> {
     }
     f.details = scenario(edges, &name);
     f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
-    out.push(f);
-    out
+    Some(f)
 }
 
 /// lockdep's "possible unsafe locking scenario" table, one column per actor.

@@ -163,23 +163,21 @@ pub(crate) fn reacquired(
     held: &HoldView,
     waiting: bool,
     timed: bool,
-) -> Vec<Finding> {
-    let mut out = Vec::new();
+) -> Option<Finding> {
     let ask = Ask::from(acq);
     // A tokio primitive is acquired by a future, which may have siblings (in a task or in a
     // `block_on`); a blocking lock blocks the thread, so no sibling can run to release it.
     let sibling_may_release = !prim.kind().is_blocking();
     if sibling_may_release && (held.site == ask.site || (waiting && certain(prim, ask, Some(held))))
     {
-        return out;
+        return None;
     }
     let scope = actor::current_scope();
     let wait = waiting.then_some(Wait {
         timed,
         waited_ns: 0,
     });
-    out.push(build(prim, actor, ask, Some(held), wait, scope));
-    out
+    Some(build(prim, actor, ask, Some(held), wait, scope))
 }
 
 /// The watchdog's part: a task still waiting, a tick or more after it began, for a primitive

@@ -37,7 +37,7 @@ pub fn unregister(prim: &Prim) {
     if crate::report::scopes::is_armed(prim.scope()) {
         if prim.forgotten() > 0 {
             // A test's semaphore dropped with permits forgotten: they can never come back now.
-            finding::report_all(leaked_permit::dropped_forgotten(prim));
+            finding::report(leaked_permit::dropped_forgotten(prim));
         }
         // A borrowed guard cannot outlive its primitive, so a hold still in the books now was
         // leaked (`std::mem::forget`, `Box::leak`): it can never be released.
