@@ -1,3 +1,34 @@
+// How the detector is built (for its maintainers; the public docs follow below).
+//
+// Seven layers, read top-down. A file under `src/<layer>/` imports only from its own layer and
+// the ones above it; `tests/layers.rs` fails, naming file and line, on an import that runs up
+// the list. This file (the public API and the old flat paths) is the only one outside them.
+//
+//   base      the clock, configuration values (storing one starts nothing), names, stats
+//   model     Acq, Mode and the hold flags, primitive ids/kinds/names, Finding and its parts
+//   state     the books: hold tables (held/), thread locals, actors, waiter queues, the
+//             primitive and executor registries; changing them returns what happened
+//   analysis  State snapshots, the wait-for reduction, the lock-order graph (adding an edge
+//             returns the cycle it closes)
+//   rules     one file per finding kind: from a state or one event to findings, returned
+//   report    the finding store, rendering, and the sinks: tracing, stderr, test scopes, metrics
+//   runtime   the entry points (hooks, PrimCell), the watchdog, TestScope, Config::install:
+//             the one layer that starts threads, runs rules and hands findings to report
+//
+// The life of one contended acquisition, say of a `lockscope::tokio::Mutex`:
+//   1. entry point: the wrapper calls `runtime::hooks::wait_begin(prim, acq)`.
+//   2. state: hooks reads the actor's holds in `state::held`, notes each lock-order edge in
+//      `analysis::graph::lockorder` (which returns the cycle a new edge closes, if any), and
+//      queues a `state::wait::WaiterRec` on the primitive.
+//   3. rule: hooks hands the cycle to `rules::lock_order_inversion` (a hold of the same
+//      primitive to `rules::nested_acquire`), which returns a `model::finding::Finding`. Rules
+//      that need time (deadlock, stuck queue, starvation, leaks) run on the watchdog thread
+//      over an `analysis::snapshot::State`.
+//   4. report: hooks (or the watchdog) gives the finding to `report::finding::report_all`,
+//      which keeps it once, logs it, counts it and delivers it to the armed test scopes.
+//   Granted, `acquired_after_wait` turns the waiter into an entry of the thread's hold table;
+//   dropping the guard calls `released`, which clears that entry.
+
 //! The lockscope detector: the live state of every instrumented primitive, the wait-for and
 //! lock-order graphs built from it, and the findings they produce.
 //!
@@ -24,16 +55,23 @@
 //! ```
 #![warn(missing_docs)]
 
-// The layers, top to bottom: each imports only from the ones above it (`tests/layers.rs`
-// keeps it so). Internal: `pub(crate)`; the old flat paths below stay for lockscope's crates.
-pub(crate) mod analysis;
+// The layers, top to bottom (see the map at the top of this file). Internal: `pub(crate)`;
+// the old flat paths below stay for lockscope's crates.
+// 1.
 pub(crate) mod base;
+// 2.
 pub(crate) mod model;
-pub(crate) mod report;
+// 3.
+pub(crate) mod state;
+// 4.
+pub(crate) mod analysis;
+// 5.
 #[doc(hidden)]
 pub mod rules;
+// 6.
+pub(crate) mod report;
+// 7.
 pub(crate) mod runtime;
-pub(crate) mod state;
 
 // The public modules, where users have always found them.
 pub use base::names;
@@ -109,16 +147,15 @@ pub mod __private {
 
 pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
 pub use analysis::snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
-pub use base::config::{Config, ConfigError, Mode, enabled};
 pub use base::stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
 pub use base::ticks::watchdog_ticks;
+pub use config::{Config, ConfigError, Mode, enabled, set_enabled};
 pub use model::finding::{Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef};
 pub use model::prim::{NameError, PrimKind, PrimitiveId, validate_name};
 pub use report::finding::{
     active_counts, clear_findings, dropped_counts, findings, render_all, totals,
 };
 pub use report::metrics::{MetricsSnapshot, SeriesMetrics, metrics};
-pub use runtime::configure::set_enabled;
 pub use runtime::scope::assert_clean;
 pub use runtime::scope::{ScopeOptions, TestScope};
 #[doc(hidden)]

@@ -1,5 +1,5 @@
-//! Layer 1, `base`: the clock, actor ids, names, statistics and configuration values.
-//! It imports nothing from the detector and starts nothing (no thread, no rule).
+//! Layer 1, `base`: the clock, names, statistics, the watchdog's tick count and configuration
+//! values (per process and per test scope). It starts nothing: no thread, no rule.
 
 pub mod clock;
 pub mod config;

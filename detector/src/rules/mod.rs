@@ -1,4 +1,5 @@
-//! One rule per finding kind, each with its set wording.
+//! Layer 5, `rules`: one file per finding kind, each with its set wording: functions from the
+//! state, a snapshot or one event to findings, which they return (the runtime reports them).
 //!
 //! Rules that judge the live state implement a rule trait and run on every watchdog tick over
 //! one [`State`]; rules that judge one event (a nested acquire, a new

@@ -12,7 +12,7 @@ use crate::report::finding;
 use crate::rules::leaked_permit;
 use crate::state::prim::{self as books, Prim};
 
-/// Registers a new primitive (see [`books::register`]). The first primitive starts the
+/// Registers a new primitive (in `state::prim`'s registry). The first primitive starts the
 /// watchdog (and the clock thread): a program that only swapped its imports gets its
 /// deadlocks, stuck queues, starvation and leaks found too.
 pub fn register(

@@ -1,5 +1,6 @@
-//! Layer 3, `state`: the live books: per-thread hold tables, waiter queues, the primitive
-//! registry. Changing them returns what happened; they call no rule and report nothing.
+//! Layer 3, `state`: the live books: who is acting (actors, thread locals), per-thread hold
+//! tables, waiter queues, the primitive and executor registries. Changing them returns what
+//! happened; they call no rule and report nothing.
 
 pub mod actor;
 pub(crate) mod console;
