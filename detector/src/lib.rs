@@ -109,7 +109,9 @@ pub use base::{clock, stats};
 #[doc(hidden)]
 pub use report::metrics;
 #[doc(hidden)]
-pub use runtime::{hooks, testing};
+pub use runtime::cell as prim;
+#[doc(hidden)]
+pub use runtime::{hooks, scope, testing};
 #[doc(hidden)]
 pub use state::{actor, held, wait};
 
@@ -119,20 +121,6 @@ pub mod finding {
     pub use crate::model::finding::*;
     pub use crate::report::finding::*;
     pub use crate::runtime::scope::assert_clean;
-}
-
-/// Primitives: the registry, and the wrapper's handle with its register/unregister.
-#[doc(hidden)]
-pub mod prim {
-    pub use crate::runtime::cell::{PrimCell, register, unregister};
-    pub use crate::state::prim::*;
-}
-
-/// Test scopes: the armed tests (a sink) and the handle that arms one.
-#[doc(hidden)]
-pub mod scope {
-    pub use crate::report::scopes::*;
-    pub use crate::runtime::scope::*;
 }
 
 /// Not part of the API: the detector's internals, for lockscope's own crates (the wrappers

@@ -377,8 +377,10 @@ pub fn enabled() -> bool {
     mode_u8() != 0
 }
 
-pub(crate) fn config_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
-    CONFIG.read()
+/// The configuration's locks (the process-wide one and the test scopes'), held: for
+/// `testing::hold_global_locks`.
+pub(crate) fn config_lock() -> impl Sized + 'static {
+    (CONFIG.read(), SCOPES.read())
 }
 
 /// The thresholds of each armed test scope (set by `TestScope::arm`), for [`for_scopes`].
@@ -387,10 +389,6 @@ static SCOPES: RwLock<Vec<(u32, Config)>> = RwLock::new(Vec::new());
 /// Test scope `id` applies `config` to what it creates and does, until [`disarm_scope`].
 pub(crate) fn arm_scope(id: u32, config: Config) {
     SCOPES.write().push((id, config));
-}
-
-pub(crate) fn scopes_lock() -> parking_lot::RwLockReadGuard<'static, impl Sized> {
-    SCOPES.read()
 }
 
 /// Test scope `id` has ended.

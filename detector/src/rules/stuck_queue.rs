@@ -110,25 +110,22 @@ impl Rule for StuckQueue {
             );
             // One entry per task or thread, with what it holds and what it waits for.
             let mut actors: Vec<ActorReport> = Vec::new();
-            for h in &p.holds {
-                entry(&mut actors, h.actor).holds.push(access(
-                    r.clone(),
-                    h.mode,
-                    h.permits,
-                    h.site,
-                    state.hold_age(h),
-                ));
-                f.add_scope(h.scope);
-            }
-            for w in &p.waiters {
-                entry(&mut actors, w.actor).waits.push(access(
-                    r.clone(),
-                    w.mode,
-                    w.permits,
-                    w.site,
-                    state.wait_age(w),
-                ));
-                f.add_scope(w.scope);
+            let holds = p.holds.iter().map(|h| {
+                let a = access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h));
+                (h.actor, h.scope, a, true)
+            });
+            let waits = p.waiters.iter().map(|w| {
+                let a = access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w));
+                (w.actor, w.scope, a, false)
+            });
+            for (actor, scope, a, held) in holds.chain(waits) {
+                let e = entry(&mut actors, actor);
+                if held {
+                    e.holds.push(a)
+                } else {
+                    e.waits.push(a)
+                }
+                f.add_scope(scope);
             }
             // Permits forgotten (a pool's checkout: `forget`, then `add_permits` at return)
             // still exist for the program, only outside the books of holds.

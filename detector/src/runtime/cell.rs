@@ -1,5 +1,5 @@
 //! The wrapper's handle on its primitive ([`PrimCell`]) and the two entry points of a
-//! primitive's life: [`register`] (which starts the watchdog with the first primitive) and
+//! primitive's life: registering (the first primitive starts the watchdog) and
 //! [`unregister`] (which judges what the dropped primitive left behind).
 
 use std::borrow::Cow;
@@ -7,21 +7,17 @@ use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::model::prim::{PrimKind, site_name};
 use crate::report::finding;
 use crate::rules::leaked_permit;
-use crate::state::prim::{self as books, Prim};
+use crate::state::prim as books;
+// The wrappers' one path to primitives (`lockscope_detector::prim`): the registry's items,
+// with this module's `PrimCell` and `unregister` (which shadows the registry's own).
+pub use crate::state::prim::*;
 
-/// Registers a new primitive (in `state::prim`'s registry). The first primitive starts the
-/// watchdog (and the clock thread): a program that only swapped its imports gets its
-/// deadlocks, stuck queues, starvation and leaks found too.
-pub fn register(
-    name: Option<Cow<'_, str>>,
-    kind: PrimKind,
-    site: &'static Location<'static>,
-    capacity: u64,
-) -> Arc<Prim> {
-    let prim = books::register(name, kind, site, capacity);
+/// `prim`, just registered: the first primitive starts the watchdog (and the clock thread),
+/// so a program that only swapped its imports gets its deadlocks, stuck queues, starvation
+/// and leaks found too.
+fn watched(prim: Arc<Prim>) -> Arc<Prim> {
     if crate::base::config::enabled() {
         crate::runtime::watchdog::ensure_started();
     }
@@ -68,7 +64,7 @@ impl PrimCell {
         site: &'static Location<'static>,
         capacity: u64,
     ) -> PrimCell {
-        let prim = register(name, kind, site, capacity);
+        let prim = watched(books::register(name, kind, site, capacity));
         PrimCell {
             ptr: AtomicPtr::new(Arc::into_raw(prim).cast_mut()),
             kind,
@@ -103,7 +99,12 @@ impl PrimCell {
     #[cold]
     #[inline(never)]
     fn init(&self) -> &Prim {
-        let fresh = Arc::into_raw(register(None, self.kind, self.site, self.init_capacity));
+        let fresh = Arc::into_raw(watched(books::register(
+            None,
+            self.kind,
+            self.site,
+            self.init_capacity,
+        )));
         // AcqRel: publishes the new Prim (Release) and, on failure, reads the winner's (Acquire).
         match self.ptr.compare_exchange(
             std::ptr::null_mut(),

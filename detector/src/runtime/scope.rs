@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use crate::base::config::{self, Config};
 use crate::model::finding::Finding;
 use crate::report::finding;
+pub use crate::report::scopes::any_armed;
 use crate::report::scopes::{self, DeadlockSignal, NEXT_SCOPE, ScopeState};
 use crate::rules;
 use crate::state::actor;

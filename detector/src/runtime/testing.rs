@@ -1,6 +1,6 @@
 //! Hooks for lockscope's own tests. Not a public API.
 
-use parking_lot::{MutexGuard, RwLockReadGuard};
+use parking_lot::MutexGuard;
 
 /// Every global lock of the detector, held (see [`hold_global_locks`]).
 pub struct GlobalLocks {
@@ -43,11 +43,6 @@ pub fn hold_global_locks() -> GlobalLocks {
     guards.push(boxed::<MutexGuard<'static, _>>(
         crate::state::actor::names_lock(),
     ));
-    guards.push(boxed::<RwLockReadGuard<'static, _>>(
-        crate::base::config::config_lock(),
-    ));
-    guards.push(boxed::<RwLockReadGuard<'static, _>>(
-        crate::base::config::scopes_lock(),
-    ));
+    guards.push(boxed(crate::base::config::config_lock()));
     GlobalLocks { _guards: guards }
 }

@@ -2,37 +2,13 @@
 //! ([`HoldView`]).
 
 use std::panic::Location;
-use std::sync::atomic::{self as std_atomic, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::base::loom::{AtomicPtr, AtomicU64, fence};
 use crate::model::mode::*;
 use crate::state::actor;
 
 use super::*;
-
-/// One hold. All fields but the two set at creation are atomics, so snapshots can read them
-/// while the owner writes.
-///
-/// 8-aligned (asserted below), so that the low bits of a pointer to it are free for a
-/// wrapper's tags (see [`Hold::into_raw`](crate::runtime::hooks::Hold::into_raw)).
-pub struct Entry {
-    pub(super) key: AtomicU64,
-    /// `generation | scope << 32`: the generation is odd while the owner fills the entry and
-    /// even once it is filled (see the module docs); the scope is the acquiring thread's test
-    /// scope, whole.
-    pub(super) tag: AtomicU64,
-    pub(super) actor: AtomicU64,
-    pub(super) site: AtomicPtr<Location<'static>>,
-    pub(super) since: AtomicU64,
-    pub(super) meta: AtomicU64,
-    /// Where the task index points at this entry (null: not indexed). Touched only by the
-    /// entry's current holder.
-    pub(super) task_ref: AtomicPtr<std_atomic::AtomicPtr<Entry>>,
-    /// The table this entry belongs to (fixed at creation).
-    pub(super) owner: *const ThreadHeld,
-    /// Its index: `< INLINE` inline, else `INLINE + overflow index` (fixed at creation).
-    pub(super) slot: u32,
-}
 
 impl Entry {
     pub(super) fn new(owner: *const ThreadHeld, slot: u32) -> Entry {

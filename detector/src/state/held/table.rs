@@ -17,30 +17,10 @@ use crate::state::tls::{LOCAL, Local};
 
 use super::*;
 
-pub(super) struct Overflow {
-    // Boxed on purpose: entries must keep their address when the vector grows.
-    #[allow(clippy::vec_box)]
-    pub(super) chunks: Vec<Box<[Entry; CHUNK]>>,
-    pub(super) free: Vec<u32>,
-    pub(super) by_actor: HashMap<u64, Vec<u32>>,
-}
-
 impl Overflow {
     pub(super) fn entry(&self, i: u32) -> &Entry {
         &self.chunks[i as usize / CHUNK][i as usize % CHUNK]
     }
-}
-
-/// The hold table of one OS thread.
-pub struct ThreadHeld {
-    /// lockscope number of the thread using this table now (tables are recycled).
-    pub(super) thread: AtomicU64,
-    pub(super) inline: [Entry; INLINE],
-    pub(super) overflow: Mutex<Overflow>,
-    pub(super) overflow_len: AtomicUsize,
-    pub(super) orphaned: AtomicBool,
-    /// Short holds released on this thread, per primitive: see [`tally_in`].
-    pub(super) tallies: [Tally; TALLIES],
 }
 
 // SAFETY: every mutable field is atomic or behind the mutex; the raw `owner` pointers of the
@@ -166,12 +146,6 @@ pub(super) fn init(l: &Local) -> Option<*const ThreadHeld> {
     l.mask.set(0);
     Some(ptr)
 }
-
-/// Where a hold lives, so that its guard can clear it from any thread: one pointer.
-///
-/// The entry knows its table and slot. Tables are never freed (only recycled once their
-/// thread exited and they hold nothing), so the pointer is always valid.
-pub struct EntryRef(pub(super) NonNull<Entry>);
 
 // SAFETY: an EntryRef only clears or rewrites its own entry with atomic stores (overflow
 // bookkeeping under the table's mutex); tables are never freed.

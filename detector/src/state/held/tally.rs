@@ -1,7 +1,7 @@
 //! Tallies: short holds released on a thread, counted per primitive instead of recorded.
 
 use std::collections::HashMap;
-use std::sync::atomic::{self as std_atomic, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::state::tls::Local;
 
@@ -9,20 +9,6 @@ use super::*;
 
 /// Tally slots per thread table.
 pub(super) const TALLIES: usize = 16;
-
-/// A count of short holds of one primitive released on one thread.
-///
-/// Written only by the thread using the table (plain load and store, no RMW), read by
-/// scrapes, and cleared by the primitive's unregistering, which takes the count into the
-/// retired statistics. A slot is claimed by the first primitive that needs it and kept until
-/// that primitive is dropped (no eviction, so that no count is ever in flight between a slot
-/// and a primitive, and the sums a scrape reads only grow).
-#[derive(Default)]
-pub(super) struct Tally {
-    /// The primitive's id; 0: free.
-    pub(super) prim: std_atomic::AtomicU64,
-    pub(super) count: std_atomic::AtomicU64,
-}
 
 #[inline]
 pub(super) fn tally_slot(prim: u64) -> usize {

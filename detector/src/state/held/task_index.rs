@@ -20,15 +20,6 @@ use super::*;
 pub(super) const TASK_SLOTS: usize = 4096;
 pub(super) const REFS: usize = 7;
 
-#[repr(align(64))]
-pub(super) struct TaskSlot {
-    pub(super) task: std_atomic::AtomicU64,
-    /// Which `refs` are in use (a hint: set by the owner, cleared by releases with a plain
-    /// load and store, so a race can leave a stale bit, costing a scan, or lose one, a miss).
-    pub(super) bits: AtomicU8,
-    pub(super) refs: [std_atomic::AtomicPtr<Entry>; REFS],
-}
-
 pub(super) static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
     TaskSlot {
         task: std_atomic::AtomicU64::new(0),
