@@ -1,3 +1,34 @@
+// How the detector is built (for its maintainers; the public docs follow below).
+//
+// Seven layers, read top-down. A file under `src/<layer>/` imports only from its own layer and
+// the ones above it; `tests/layers.rs` fails, naming file and line, on an import that runs up
+// the list. This file (the public API and the old flat paths) is the only one outside them.
+//
+//   base      the clock, configuration values (storing one starts nothing), names, stats
+//   model     Acq, Mode and the hold flags, primitive ids/kinds/names, Finding and its parts
+//   state     the books: hold tables (held/), thread locals, actors, waiter queues, the
+//             primitive and executor registries; changing them returns what happened
+//   analysis  State snapshots, the wait-for reduction, the lock-order graph (adding an edge
+//             returns the cycle it closes)
+//   rules     one file per finding kind: from a state or one event to findings, returned
+//   report    the finding store, rendering, and the sinks: tracing, stderr, test scopes, metrics
+//   runtime   the entry points (hooks, PrimCell), the watchdog, TestScope, Config::install:
+//             the one layer that starts threads, runs rules and hands findings to report
+//
+// The life of one contended acquisition, say of a `lockscope::tokio::Mutex`:
+//   1. entry point: the wrapper calls `runtime::hooks::wait_begin(prim, acq)`.
+//   2. state: hooks reads the actor's holds in `state::held`, notes each lock-order edge in
+//      `analysis::graph::lockorder` (which returns the cycle a new edge closes, if any), and
+//      queues a `state::wait::WaiterRec` on the primitive.
+//   3. rule: hooks hands the cycle to `rules::lock_order_inversion` (a hold of the same
+//      primitive to `rules::nested_acquire`), which returns a `model::finding::Finding`. Rules
+//      that need time (deadlock, stuck queue, starvation, leaks) run on the watchdog thread
+//      over an `analysis::snapshot::State`.
+//   4. report: hooks (or the watchdog) gives the finding to `report::finding::report_all`,
+//      which keeps it once, logs it, counts it and delivers it to the armed test scopes.
+//   Granted, `acquired_after_wait` turns the waiter into an entry of the thread's hold table;
+//   dropping the guard calls `released`, which clears that entry.
+
 //! The lockscope detector: the live state of every instrumented primitive, the wait-for and
 //! lock-order graphs built from it, and the findings they produce.
 //!
@@ -24,47 +55,73 @@
 //! ```
 #![warn(missing_docs)]
 
-// Internal modules: `pub` only because lockscope's own crates (the wrappers, the exporter,
-// the tests) reach into them, and hidden from the documentation: they are not part of the
-// API and change without notice. Their one sanctioned path is `__private` below; everything
-// a user needs is re-exported at the crate root or lives in `config` and `names`.
-#[doc(hidden)]
-pub mod actor;
-#[doc(hidden)]
-pub mod clock;
-pub mod config;
-mod console;
-pub mod executor;
-#[doc(hidden)]
-pub mod finding;
-#[doc(hidden)]
-pub mod graph;
-mod graph_snapshot;
-#[doc(hidden)]
-pub mod held;
-#[doc(hidden)]
-pub mod hooks;
-mod loom;
-#[doc(hidden)]
-pub mod metrics;
-pub mod names;
-#[doc(hidden)]
-pub mod prim;
+// The layers, top to bottom (see the map at the top of this file). Internal: `pub(crate)`;
+// the old flat paths below stay for lockscope's crates.
+// 1.
+pub(crate) mod base;
+// 2.
+pub(crate) mod model;
+// 3.
+pub(crate) mod state;
+// 4.
+pub(crate) mod analysis;
+// 5.
 #[doc(hidden)]
 pub mod rules;
+// 6.
+pub(crate) mod report;
+// 7.
+pub(crate) mod runtime;
+
+// The public modules, where users have always found them.
+pub use base::names;
+pub use state::executor;
+
+pub mod config {
+    //! Modes and thresholds: one [`Config`], its documented defaults, a builder and the
+    //! environment.
+    //!
+    //! | variable | meaning | default |
+    //! |---|---|---|
+    //! | `LOCKSCOPE_MODE` | `off`, `production` or `test` | `production` |
+    //! | `LOCKSCOPE_STUCK_MS` | waiters queued this long while nothing is granted: `stuck-queue` | 10000 (test: 1000) |
+    //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
+    //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
+    //! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
+    //! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
+    //!
+    //! The environment is read once, when the first primitive is created or the detector is first
+    //! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
+    //! default is used (instrumentation never stops a program). [`Config::from_env`] returns the
+    //! error itself for programs that prefer to fail at start-up.
+
+    pub use crate::base::config::*;
+    pub use crate::runtime::configure::set_enabled;
+}
+
+// Internal modules under their old flat paths: `pub` only because lockscope's own crates (the
+// wrappers, the exporter, the tests) reach into them, and hidden from the documentation: they
+// are not part of the API and change without notice. Their one sanctioned path is `__private`.
 #[doc(hidden)]
-pub mod scope;
+pub use analysis::{graph, snapshot};
 #[doc(hidden)]
-pub mod snapshot;
+pub use base::{clock, stats};
 #[doc(hidden)]
-pub mod stats;
+pub use report::metrics;
 #[doc(hidden)]
-pub mod testing;
-mod ticks;
-mod tls;
+pub use runtime::cell as prim;
 #[doc(hidden)]
-pub mod wait;
-mod watchdog;
+pub use runtime::{hooks, scope, testing};
+#[doc(hidden)]
+pub use state::{actor, held, wait};
+
+/// Findings: the model's types, the store's functions, the end-of-test check.
+#[doc(hidden)]
+pub mod finding {
+    pub use crate::model::finding::*;
+    pub use crate::report::finding::*;
+    pub use crate::runtime::scope::assert_clean;
+}
 
 /// Not part of the API: the detector's internals, for lockscope's own crates (the wrappers
 /// feed the detector through `hooks`). Anything here may change in any release.
@@ -76,19 +133,21 @@ pub mod __private {
     };
 }
 
-pub use actor::ActorId;
+pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
+pub use analysis::snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
+pub use base::stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
+pub use base::ticks::watchdog_ticks;
 pub use config::{Config, ConfigError, Mode, enabled, set_enabled};
-pub use finding::{
-    Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef, active_counts, assert_clean,
-    clear_findings, dropped_counts, findings, render_all, totals,
+pub use model::finding::{Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef};
+pub use model::prim::{NameError, PrimKind, PrimitiveId, validate_name};
+pub use report::finding::{
+    active_counts, clear_findings, dropped_counts, findings, render_all, totals,
 };
-pub use graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
-pub use metrics::{MetricsSnapshot, SeriesMetrics, metrics};
-pub use prim::{NameError, Prim, PrimKind, PrimitiveId, validate_name};
-pub use scope::{ScopeOptions, TestScope};
-pub use snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
-pub use stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
-pub use ticks::watchdog_ticks;
+pub use report::metrics::{MetricsSnapshot, SeriesMetrics, metrics};
+pub use runtime::scope::assert_clean;
+pub use runtime::scope::{ScopeOptions, TestScope};
 #[doc(hidden)]
-pub use watchdog::inject_tick_panic;
-pub use watchdog::{WatchdogGuard, check_now, watchdog};
+pub use runtime::watchdog::inject_tick_panic;
+pub use runtime::watchdog::{WatchdogGuard, check_now, watchdog};
+pub use state::actor::ActorId;
+pub use state::prim::Prim;

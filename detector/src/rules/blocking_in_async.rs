@@ -20,15 +20,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::actor::ActorId;
-use crate::finding::{self, Finding, FindingKind};
-use crate::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
-use crate::hooks::Acq;
-use crate::prim::{self, Prim, PrimitiveId, site_string};
+use crate::analysis::snapshot::State;
+use crate::base::clock;
+use crate::model::acq::Acq;
+use crate::model::finding::{Finding, FindingKind};
 use crate::rules::{holder, noun, prim_ref, prim_ref_id, waiter};
-use crate::snapshot::State;
-use crate::wait::WaiterRec;
-use crate::{actor, clock};
+use crate::state::actor;
+use crate::state::actor::ActorId;
+use crate::state::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
+use crate::state::prim::{self, Prim, PrimitiveId, site_string};
+use crate::state::wait::WaiterRec;
 
 struct Flag(AtomicBool);
 
@@ -70,13 +71,13 @@ pub fn on_async_worker() -> bool {
 /// the worker-stall threshold of the test it belongs to (the process-wide one otherwise).
 /// Called when the wait ends and by the watchdog while it lasts.
 #[cold]
-pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
+pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Finding> {
     if !w.on_worker {
-        return;
+        return None;
     }
-    let threshold = crate::scope::config_for(&[w.scope, prim.scope()]).worker_stall;
+    let threshold = crate::base::config::for_scopes(&[w.scope, prim.scope()]).worker_stall;
     if u128::from(waited) < threshold.as_nanos() {
-        return;
+        return None;
     }
     let r = prim_ref(prim);
     let mut f = Finding::new(
@@ -100,17 +101,19 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) {
     f.add_scope(w.scope);
     f.add_prim(r);
     f.fix = "use lockscope::tokio::Mutex (an async lock) for data shared across .await, or move the blocking work to tokio::task::spawn_blocking".into();
-    finding::report(f);
+    Some(f)
 }
 
 /// Blocking waits on workers that have lasted past the worker-stall threshold (the watchdog's check,
 /// for stalls that have not ended, such as a worker frozen for good).
-pub(crate) fn check_stalls(state: &State) {
+pub(crate) fn check_stalls(state: &State) -> Vec<Finding> {
+    let mut out = Vec::new();
     for p in &state.prims {
         for w in p.waiters.iter().filter(|w| w.on_worker) {
-            check_worker_stall(&p.prim, w, state.wait_age(w));
+            out.extend(check_worker_stall(&p.prim, w, state.wait_age(w)));
         }
     }
+    out
 }
 
 fn held_across_await(h: &HoldView, evidence: String) -> Finding {
@@ -138,8 +141,13 @@ fn held_across_await(h: &HoldView, evidence: String) -> Finding {
 
 /// A task starts an async wait while holding a blocking guard `held`.
 #[cold]
-pub(crate) fn check_async_wait(prim: &Prim, actor: ActorId, acq: &Acq, held: Option<HoldView>) {
-    let Some(h) = held else { return };
+pub(crate) fn check_async_wait(
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+    held: Option<HoldView>,
+) -> Option<Finding> {
+    let h = held?;
     let r = prim_ref(prim);
     let evidence = format!(
         "{} is about to wait for {} at {}",
@@ -147,20 +155,21 @@ pub(crate) fn check_async_wait(prim: &Prim, actor: ActorId, acq: &Acq, held: Opt
         noun(&r),
         site_string(acq.site())
     );
-    finding::report(held_across_await(&h, evidence));
+    Some(held_across_await(&h, evidence))
 }
 
 /// A task's poll ended while it held a blocking guard (tokio's task hooks told us): it has
 /// yielded at an `.await` with the guard held.
 #[cold]
-pub(crate) fn report_yielded(h: &HoldView) {
+pub(crate) fn yielded_holding(h: &HoldView) -> Option<Finding> {
     let evidence = "its poll returned Pending while it held the guard (seen by lockscope's tokio_unstable task hooks), so it is suspended at an .await with the guard held".to_owned();
-    finding::report(held_across_await(h, evidence));
+    Some(held_across_await(h, evidence))
 }
 
 /// Another task runs on a thread where a task holds a blocking guard.
 #[cold]
-pub(crate) fn check_neighbours(running: ActorId) {
+pub(crate) fn check_neighbours(running: ActorId) -> Vec<Finding> {
+    let mut out = Vec::new();
     let mut found = Vec::new();
     let here = actor::thread_seq();
     held::for_each_all(|h| {
@@ -173,17 +182,18 @@ pub(crate) fn check_neighbours(running: ActorId) {
             "{} ran on the same thread while it was held, so its holder had yielded",
             running.describe()
         );
-        finding::report(held_across_await(&h, evidence));
+        out.push(held_across_await(&h, evidence));
     }
+    out
 }
 
 /// A blocking guard taken by a task was released on another thread: the task moved while it
 /// held the guard, which only happens at an `.await`.
 #[cold]
-pub(crate) fn report_moved(_prim: &Prim, h: &HoldView, released_on: u64) {
+pub(crate) fn moved_holding(_prim: &Prim, h: &HoldView, released_on: u64) -> Option<Finding> {
     let evidence = format!(
         "it was acquired on thread #{} and released on thread #{released_on}, so the task was suspended and moved while holding it",
         h.thread
     );
-    finding::report(held_across_await(h, evidence));
+    Some(held_across_await(h, evidence))
 }

@@ -1,19 +1,19 @@
 //! `deadlock`: tasks or threads that can never proceed.
 //!
-//! Builds the wait-for model from a [`State`], reduces it (see [`crate::graph::waitfor`]),
+//! Builds the wait-for model from a [`State`], reduces it (see [`crate::analysis::graph::waitfor`]),
 //! splits what stays blocked into connected groups, and reports a group once it has been seen
 //! blocked, with the same waits and no progress on its primitives, on two consecutive ticks:
 //! a snapshot is not atomic, and a torn one could show a cycle that never existed.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::actor::ActorId;
-use crate::finding::{ActorReport, Finding, FindingKind};
-use crate::graph::waitfor::{self, Executor, MHold, MPrim, MWait, Policy};
-use crate::held::{FLAG_PINNED_THREAD, HoldView};
-use crate::prim::PrimKind;
+use crate::analysis::graph::waitfor::{self, Executor, MHold, MPrim, MWait, Policy};
+use crate::analysis::snapshot::State;
+use crate::model::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
-use crate::snapshot::State;
+use crate::state::actor::ActorId;
+use crate::state::held::{FLAG_PINNED_THREAD, HoldView};
+use crate::state::prim::PrimKind;
 
 /// Builds the reduction model of a state.
 pub fn model(state: &State) -> Vec<MPrim> {
@@ -404,7 +404,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
             if g.prims.contains(&p.prim.id().0)
                 && !prim_refs
                     .iter()
-                    .any(|x: &crate::finding::PrimRef| x.id == r.id)
+                    .any(|x: &crate::model::finding::PrimRef| x.id == r.id)
             {
                 scopes.push(p.prim.scope());
                 prim_refs.push(r);

@@ -9,12 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::actor;
-use crate::finding::{self, Finding, FindingKind, PrimRef};
-use crate::held::HoldView;
-use crate::prim::{Prim, PrimKind, site_string};
+use crate::analysis::snapshot::{PrimState, State};
+use crate::model::finding::{Finding, FindingKind, PrimRef};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
-use crate::snapshot::{PrimState, State};
+use crate::state::actor;
+use crate::state::held::HoldView;
+use crate::state::prim::{Prim, PrimKind, site_string};
 
 fn forgotten_finding(p: &PrimState, why: &str, end: bool) -> Finding {
     forgotten_of(&p.prim, p.forgotten, p.capacity, why, end)
@@ -49,31 +49,31 @@ fn forgotten_of(prim: &Prim, forgotten: u64, capacity: u64, why: &str, end: bool
 }
 
 /// A test's semaphore is dropped with forgotten permits.
-pub(crate) fn report_dropped_forgotten(prim: &Prim) {
-    finding::report(forgotten_of(
+pub(crate) fn dropped_forgotten(prim: &Prim) -> Finding {
+    forgotten_of(
         prim,
         prim.forgotten(),
         prim.capacity(),
         "before it was dropped",
         true,
-    ));
+    )
 }
 
 /// A test's primitive is dropped while holds of it are still in the books: guards or permits
 /// that were leaked (`std::mem::forget`, `Box::leak`), never to be released.
-pub(crate) fn report_dropped_with_holds(prim: &Prim) {
+pub(crate) fn dropped_with_holds(prim: &Prim) -> Option<Finding> {
     let mut holds = Vec::new();
-    crate::held::for_each_all(|h| {
-        if h.prim == prim.id().0 && h.flags & crate::held::FLAG_SPLIT == 0 {
+    crate::state::held::for_each_all(|h| {
+        if h.prim == prim.id().0 && h.flags & crate::state::held::FLAG_SPLIT == 0 {
             holds.push(h);
         }
     });
-    let Some(h) = holds.first() else { return };
+    let h = holds.first()?;
     let r = prim_ref(prim);
     let permits: u32 = holds.iter().map(|h| h.permits).sum();
     let holds: Vec<&HoldView> = holds.iter().collect();
     let what = what_is_held(prim, &r, &holds);
-    let now = crate::clock::coarse_now();
+    let now = crate::base::clock::coarse_now();
     let mut f = Finding::new(
         FindingKind::LeakedPermit,
         format!("{}|{}|dropped", prim.id().0, site_string(h.site)),
@@ -102,7 +102,7 @@ pub(crate) fn report_dropped_with_holds(prim: &Prim) {
     f.add_scope(prim.scope());
     f.add_prim(r);
     f.fix = "let the guard or permit drop (do not std::mem::forget it); to give permits up on purpose, use the permit's own forget() and add_permits() later".into();
-    finding::report(f);
+    Some(f)
 }
 
 /// `3 permits`, `a lock guard`, `2 read guards`: what `holds` (at least one) keep of `prim`.
@@ -168,7 +168,8 @@ fn held_finding(p: &PrimState, holds: &[&HoldView], now: u64, why: &str, end: bo
 
 /// End of a test scope (`scope` 0: a plain test calling `assert_clean`, judged by what the
 /// calling thread acquired and created).
-pub(crate) fn check_end_of_scope(scope: u32) {
+pub(crate) fn check_end_of_scope(scope: u32) -> Vec<Finding> {
+    let mut out = Vec::new();
     let state = State::capture();
     let me = actor::current().as_u64();
     for p in &state.prims {
@@ -178,7 +179,7 @@ pub(crate) fn check_end_of_scope(scope: u32) {
             p.prim.scope() == scope
         };
         if p.forgotten > 0 && mine {
-            finding::report(forgotten_finding(p, "by the end of the test", true));
+            out.push(forgotten_finding(p, "by the end of the test", true));
         }
         // One finding per acquisition site: three permits leaked at one line are one bug.
         let mut by_site: Vec<(&'static std::panic::Location<'static>, Vec<&HoldView>)> = Vec::new();
@@ -188,7 +189,7 @@ pub(crate) fn check_end_of_scope(scope: u32) {
             } else {
                 h.scope == scope
             };
-            if !belongs || h.flags & crate::held::FLAG_SPLIT != 0 {
+            if !belongs || h.flags & crate::state::held::FLAG_SPLIT != 0 {
                 continue;
             }
             match by_site.iter_mut().find(|(s, _)| std::ptr::eq(*s, h.site)) {
@@ -202,9 +203,10 @@ pub(crate) fn check_end_of_scope(scope: u32) {
             } else {
                 "are still held when the test ends"
             };
-            finding::report(held_finding(p, &holds, state.now_coarse, why, true));
+            out.push(held_finding(p, &holds, state.now_coarse, why, true));
         }
     }
+    out
 }
 
 /// Long-running leak checks (only with a leak threshold).
@@ -287,7 +289,7 @@ impl Rule for LeakedPermit {
         for p in &state.prims {
             let mut scopes: Vec<u32> = p.holds.iter().map(|h| h.scope).collect();
             scopes.push(p.prim.scope());
-            let Some(leak) = crate::scope::config_for(&scopes).leak else {
+            let Some(leak) = crate::base::config::for_scopes(&scopes).leak else {
                 continue;
             };
             let leak = leak.as_nanos() as u64;

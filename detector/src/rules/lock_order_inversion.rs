@@ -1,6 +1,6 @@
 //! `lock-order-inversion`: primitives taken in inconsistent orders.
 //!
-//! Reported when a new lock-order edge closes a cycle (see [`crate::graph::lockorder`]), with
+//! Reported when a new lock-order edge closes a cycle (see [`crate::analysis::graph::lockorder`]), with
 //! every order of the cycle and its sites, in the style of lockdep's "possible unsafe locking
 //! scenario". Consistent orders by any rule (say, by account id) never form a cycle, so they
 //! are never reported; `try_` acquisitions add no edges; a cycle made only of
@@ -8,20 +8,20 @@
 
 use std::fmt::Write as _;
 
-use crate::finding::{self, Finding, FindingKind, OrderEdge};
-use crate::graph::lockorder::EdgeInfo;
-use crate::held::Mode;
-use crate::prim::{self, PrimitiveId, site_string};
+use crate::analysis::graph::lockorder::EdgeInfo;
+use crate::model::finding::{Finding, FindingKind, OrderEdge};
 use crate::rules::prim_ref_id;
+use crate::state::held::Mode;
+use crate::state::prim::{self, PrimitiveId, site_string};
 
-/// Reports the cycle `edges` (first the new edge, then the path that closes it).
+/// The finding for the cycle `edges` (first the new edge, then the path that closes it).
 #[cold]
-pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
+pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
     if edges
         .iter()
         .all(|(_, _, e)| e.to_mode == Mode::SharedRecursive && e.from_mode != Mode::Exclusive)
     {
-        return;
+        return None;
     }
     let mut nodes: Vec<u64> = edges.iter().map(|(a, _, _)| *a).collect();
     nodes.sort_unstable();
@@ -90,7 +90,7 @@ pub(crate) fn report(edges: &[(u64, u64, EdgeInfo)]) {
     }
     f.details = scenario(edges, &name);
     f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
-    finding::report(f);
+    Some(f)
 }
 
 /// lockdep's "possible unsafe locking scenario" table, one column per actor.

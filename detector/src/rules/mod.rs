@@ -1,4 +1,5 @@
-//! One rule per finding kind, each with its set wording.
+//! Layer 5, `rules`: one file per finding kind, each with its set wording: functions from the
+//! state, a snapshot or one event to findings, which they return (the runtime reports them).
 //!
 //! Rules that judge the live state implement a rule trait and run on every watchdog tick over
 //! one [`State`]; rules that judge one event (a nested acquire, a new
@@ -6,12 +7,12 @@
 
 use std::panic::Location;
 
-use crate::finding::{Access, ActorReport, PrimRef};
-use crate::held::HoldView;
-use crate::held::Mode;
-use crate::prim::{self, Prim, PrimitiveId};
-use crate::snapshot::State;
-use crate::wait::WaiterRec;
+use crate::analysis::snapshot::State;
+use crate::model::finding::{Access, ActorReport, PrimRef};
+use crate::state::held::HoldView;
+use crate::state::held::Mode;
+use crate::state::prim::{self, Prim, PrimitiveId};
+use crate::state::wait::WaiterRec;
 
 pub mod blocking_in_async;
 pub mod deadlock;
@@ -28,7 +29,7 @@ pub enum Verdict {
     /// Nothing wrong.
     Clean,
     /// A finding to report.
-    Found(Box<crate::finding::Finding>),
+    Found(Box<crate::model::finding::Finding>),
     /// Suspicious; look again next tick before reporting (confirmation).
     Recheck,
 }
@@ -36,7 +37,7 @@ pub enum Verdict {
 /// A rule over the live state.
 pub(crate) trait Rule {
     /// The kind this rule reports.
-    fn kind(&self) -> crate::finding::FindingKind;
+    fn kind(&self) -> crate::model::finding::FindingKind;
     /// Judges the state; returns one verdict per candidate it looked at.
     fn check(&mut self, state: &State) -> Vec<Verdict>;
 }

@@ -23,14 +23,14 @@
 
 use std::panic::Location;
 
-use crate::actor::{self, ActorId};
-use crate::finding::{ActorReport, Finding, FindingKind};
-use crate::held::{HoldView, Mode};
-use crate::hooks::Acq;
-use crate::prim::{Prim, PrimKind, site_string};
+use crate::analysis::snapshot::State;
+use crate::base::clock;
+use crate::model::acq::Acq;
+use crate::model::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{access, noun, prim_ref};
-use crate::snapshot::State;
-use crate::{clock, finding};
+use crate::state::actor::{self, ActorId};
+use crate::state::held::{HoldView, Mode};
+use crate::state::prim::{Prim, PrimKind, site_string};
 
 /// The second acquisition must wait: whether it is a timed form, and for how long so far.
 #[derive(Clone, Copy)]
@@ -156,33 +156,34 @@ fn build(
 /// `actor` holds `prim` (`held`) and acquires it again (`waiting`: it must wait). Reported
 /// now, unless it may be a sibling future's (see the module docs).
 #[cold]
-pub(crate) fn report_shared(
+pub(crate) fn reacquired(
     prim: &Prim,
     actor: ActorId,
     acq: &Acq,
     held: &HoldView,
     waiting: bool,
     timed: bool,
-) {
+) -> Option<Finding> {
     let ask = Ask::from(acq);
     // A tokio primitive is acquired by a future, which may have siblings (in a task or in a
     // `block_on`); a blocking lock blocks the thread, so no sibling can run to release it.
     let sibling_may_release = !prim.kind().is_blocking();
     if sibling_may_release && (held.site == ask.site || (waiting && certain(prim, ask, Some(held))))
     {
-        return;
+        return None;
     }
     let scope = actor::current_scope();
     let wait = waiting.then_some(Wait {
         timed,
         waited_ns: 0,
     });
-    finding::report(build(prim, actor, ask, Some(held), wait, scope));
+    Some(build(prim, actor, ask, Some(held), wait, scope))
 }
 
 /// The watchdog's part: a task still waiting, a tick or more after it began, for a primitive
 /// it holds in a way that excludes the wait (a true self-wait: no sibling's hold ended).
-pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) {
+pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> {
+    let mut out = Vec::new();
     for p in &state.prims {
         if p.prim.kind().is_blocking() {
             continue; // reported when the wait began
@@ -210,7 +211,7 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) {
             if !p.prim.waiters.lock().contains(w.seq) {
                 continue;
             }
-            finding::report(build(
+            out.push(build(
                 &p.prim,
                 w.actor,
                 ask,
@@ -223,4 +224,5 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) {
             ));
         }
     }
+    out
 }

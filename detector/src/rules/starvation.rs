@@ -10,11 +10,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::finding::{Finding, FindingKind};
-use crate::prim::site_string;
+use crate::analysis::snapshot::State;
+use crate::model::finding::{Finding, FindingKind};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref, waiter};
-use crate::scope;
-use crate::snapshot::State;
+use crate::state::prim::site_string;
 
 /// What the rule noted when it first saw a waiter (at most a tick late).
 #[derive(Clone, Copy)]
@@ -31,7 +30,7 @@ const ORDER_SLACK_NS: u64 = 1_000_000;
 
 /// How many of `all` may be queued ahead of `w`: those that began waiting before it, or about
 /// when it did (the books and the primitive may disagree on their order).
-fn ahead_of(all: &[crate::wait::WaiterRec], w: &crate::wait::WaiterRec) -> u64 {
+fn ahead_of(all: &[crate::state::wait::WaiterRec], w: &crate::state::wait::WaiterRec) -> u64 {
     all.iter()
         .filter(|o| o.seq != w.seq && o.since_ns < w.since_ns.saturating_add(ORDER_SLACK_NS))
         .count() as u64
@@ -86,7 +85,9 @@ impl Rule for Starvation {
             }
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
             scopes.push(p.prim.scope());
-            let threshold = scope::config_for(&scopes).starvation.as_nanos() as u64;
+            let threshold = crate::base::config::for_scopes(&scopes)
+                .starvation
+                .as_nanos() as u64;
             let r = prim_ref(&p.prim);
             // Whether it granted anything since the previous check.
             let served = granted_before.get(&id).is_some_and(|&g| p.granted > g);
@@ -130,7 +131,7 @@ impl Rule for Starvation {
             // through (a busy pool one connection short). With no grant at all the queue is
             // stuck, which is that rule's report, unless the user set starvation below the
             // stuck threshold to hear of such holds first.
-            let stuck_threshold = scope::config_for(&scopes).stuck.as_nanos() as u64;
+            let stuck_threshold = crate::base::config::for_scopes(&scopes).stuck.as_nanos() as u64;
             if !(served || threshold < stuck_threshold) {
                 continue;
             }

@@ -3,13 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::finding::{ActorReport, Finding, FindingKind};
+use crate::analysis::snapshot::State;
+use crate::model::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
-use crate::scope;
-use crate::snapshot::State;
 
 /// The report's entry for actor `a`, made on first use: one per task or thread.
-fn entry(actors: &mut Vec<ActorReport>, a: crate::actor::ActorId) -> &mut ActorReport {
+fn entry(actors: &mut Vec<ActorReport>, a: crate::state::actor::ActorId) -> &mut ActorReport {
     let i = match actors.iter().position(|x| x.id == a.as_u64()) {
         Some(i) => i,
         None => {
@@ -84,7 +83,7 @@ impl Rule for StuckQueue {
             seen.insert(id, (p.progress, since));
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
             scopes.push(p.prim.scope());
-            let threshold = scope::config_for(&scopes).stuck.as_nanos() as u64;
+            let threshold = crate::base::config::for_scopes(&scopes).stuck.as_nanos() as u64;
             let still = state.now_precise.saturating_sub(since);
             let old = p
                 .waiters
@@ -111,30 +110,27 @@ impl Rule for StuckQueue {
             );
             // One entry per task or thread, with what it holds and what it waits for.
             let mut actors: Vec<ActorReport> = Vec::new();
-            for h in &p.holds {
-                entry(&mut actors, h.actor).holds.push(access(
-                    r.clone(),
-                    h.mode,
-                    h.permits,
-                    h.site,
-                    state.hold_age(h),
-                ));
-                f.add_scope(h.scope);
-            }
-            for w in &p.waiters {
-                entry(&mut actors, w.actor).waits.push(access(
-                    r.clone(),
-                    w.mode,
-                    w.permits,
-                    w.site,
-                    state.wait_age(w),
-                ));
-                f.add_scope(w.scope);
+            let holds = p.holds.iter().map(|h| {
+                let a = access(r.clone(), h.mode, h.permits, h.site, state.hold_age(h));
+                (h.actor, h.scope, a, true)
+            });
+            let waits = p.waiters.iter().map(|w| {
+                let a = access(r.clone(), w.mode, w.permits, w.site, state.wait_age(w));
+                (w.actor, w.scope, a, false)
+            });
+            for (actor, scope, a, held) in holds.chain(waits) {
+                let e = entry(&mut actors, actor);
+                if held {
+                    e.holds.push(a)
+                } else {
+                    e.waits.push(a)
+                }
+                f.add_scope(scope);
             }
             // Permits forgotten (a pool's checkout: `forget`, then `add_permits` at return)
             // still exist for the program, only outside the books of holds.
             let checked_out = p.forgotten > 0;
-            let forgot_site = p.prim.forgot_site().map(crate::prim::site_string);
+            let forgot_site = p.prim.forgot_site().map(crate::state::prim::site_string);
             if let Some(w) = p
                 .waiters
                 .iter()
@@ -169,7 +165,7 @@ impl Rule for StuckQueue {
                     w.retries,
                     if w.retries == 1 { "" } else { "s" },
                     state.wait_age(w) / 1_000_000,
-                    crate::prim::site_string(w.site)
+                    crate::state::prim::site_string(w.site)
                 ));
             }
             f.actors = actors;

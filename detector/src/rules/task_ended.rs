@@ -12,12 +12,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use parking_lot::Mutex;
 
-use crate::actor::ActorId;
-use crate::finding::{Finding, FindingKind};
-use crate::held::HoldView;
-use crate::prim::site_string;
+use crate::analysis::snapshot::State;
+use crate::model::finding::{Finding, FindingKind};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
-use crate::snapshot::State;
+use crate::state::actor::ActorId;
+use crate::state::held::HoldView;
+use crate::state::prim::site_string;
 
 /// Ended tasks remembered at most (the oldest are forgotten first).
 const MEMORY: usize = 65_536;
@@ -68,7 +68,7 @@ impl Rule for TaskEnded {
                 let Some(&end) = ended.get(&h.actor.as_u64()) else {
                     continue;
                 };
-                let cfg = crate::scope::config_for(&[h.scope, p.prim.scope()]);
+                let cfg = crate::base::config::for_scopes(&[h.scope, p.prim.scope()]);
                 let grace = cfg.leak.unwrap_or(cfg.stuck).as_nanos() as u64;
                 let since_end = state.now_coarse.saturating_sub(end);
                 if since_end >= grace {
@@ -81,7 +81,7 @@ impl Rule for TaskEnded {
             let r = prim_ref(&p.prim);
             let key = format!("task-ended|{}|{}", r.id, site_string(first.site));
             let permits: u32 = outlived.iter().map(|(h, _)| h.permits).sum();
-            let what = if p.prim.kind() == crate::prim::PrimKind::Semaphore {
+            let what = if p.prim.kind() == crate::state::prim::PrimKind::Semaphore {
                 format!("{permits} permit{}", if permits == 1 { "" } else { "s" })
             } else {
                 "a guard".to_owned()

@@ -1,0 +1,417 @@
+//! The wait-for graph and its reduction: which waiters can never be granted.
+//!
+//! A cycle of mutexes is a deadlock, but a cycle through a semaphore or an rwlock is not
+//! proof: another holder may free the permits. So instead of looking for cycles we reduce the
+//! graph (Holt's reduction for reusable resources), following each primitive's real grant
+//! policy:
+//!
+//! 1. every actor that waits for nothing (or only in a timed form, which gives up by itself)
+//!    is assumed to finish and release everything it holds;
+//! 2. each primitive then grants its waiters as the real one would: tokio's semaphore strictly
+//!    in FIFO order (a large `acquire_many` at the head blocks smaller requests behind it; a
+//!    tokio write is "all permits", so a queued writer blocks later readers); a parking_lot
+//!    mutex any waiter once free; a parking_lot rwlock task-fairly (readers wait behind a
+//!    writer that has claimed the lock, except `read_recursive` while readers hold it);
+//! 3. a granted actor is in turn assumed to finish and release; repeat to a fixed point.
+//!
+//! Whoever is still waiting then can never be granted, whatever the others do: a deadlock,
+//! certainly (given the model). Holds of owned guards, which may have moved to another task,
+//! count as held by someone who will release them. An actor waiting for several primitives at
+//! once (`select!`) counts as granted as soon as one of them is.
+//!
+//! The executor counts too. A task of a current-thread runtime (or a `LocalSet`) that holds a
+//! blocking guard can only run again on its thread, and a thread's own code (a `block_on`
+//! future) only on itself; if that thread is blocked in a blocking wait, the holder is stuck
+//! too. Such holds carry their thread ([`MHold::pinned_thread`]). A task of a multi-thread
+//! runtime, or a parked `block_on` future, needs any one of the runtime's workers; when every
+//! worker is blocked in a blocking wait, it is stuck ([`Executor`]).
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::state::held::Mode;
+
+/// How a primitive grants waiters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// tokio's batch semaphore (Mutex, RwLock, Semaphore): strict FIFO over permits.
+    Fifo,
+    /// parking_lot mutex (reentrant or not): any waiter once it is free.
+    Exclusive,
+    /// parking_lot rwlock: task-fair, with upgradable reads.
+    FairRwLock,
+}
+
+/// A hold in the model.
+#[derive(Clone, Debug)]
+pub struct MHold {
+    /// Holder.
+    pub actor: u64,
+    /// Permits held (FIFO policy).
+    pub permits: u32,
+    /// How it is held.
+    pub mode: Mode,
+    /// The holder may not be the one holding it now (owned guard): assume it is released.
+    pub movable: bool,
+    /// The holder is a task that can only run on this thread (see module docs).
+    pub pinned_thread: Option<u64>,
+}
+
+/// A wait in the model.
+#[derive(Clone, Debug)]
+pub struct MWait {
+    /// Waiter.
+    pub actor: u64,
+    /// Permits wanted (FIFO policy).
+    pub permits: u32,
+    /// Access wanted.
+    pub mode: Mode,
+    /// Gives up by itself.
+    pub timed: bool,
+    /// Thread the wait blocks, for blocking primitives.
+    pub blocks_thread: Option<u64>,
+}
+
+/// A primitive in the model.
+#[derive(Clone, Debug)]
+pub struct MPrim {
+    /// Primitive id.
+    pub id: u64,
+    /// Grant policy.
+    pub policy: Policy,
+    /// Permits in existence (FIFO policy).
+    pub capacity: u64,
+    /// A closed semaphore fails every waiter.
+    pub closed: bool,
+    /// Holds.
+    pub holds: Vec<MHold>,
+    /// Waiters, in queue order.
+    pub waiters: Vec<MWait>,
+}
+
+/// The executor side of the model: who needs a runtime's workers, and which threads are them.
+#[derive(Clone, Debug, Default)]
+pub struct Executor {
+    /// Actors that can only run on a worker of this runtime (by key): a multi-thread
+    /// runtime's task that yielded, a parked `block_on` future.
+    pub needs_worker: HashMap<u64, u64>,
+    /// Worker threads: thread number -> runtime key.
+    pub workers: HashMap<u64, u64>,
+    /// Worker count of each runtime (by key).
+    pub worker_count: HashMap<u64, usize>,
+}
+
+impl Executor {
+    /// Whether every worker of runtime `rt` is blocked now (`tb`: blocking waits per thread).
+    fn all_blocked(&self, rt: u64, tb: &HashMap<u64, usize>) -> bool {
+        let Some(&n) = self.worker_count.get(&rt) else {
+            return false;
+        };
+        let blocked = self
+            .workers
+            .iter()
+            .filter(|&(t, r)| *r == rt && tb.get(t).copied().unwrap_or(0) > 0)
+            .count();
+        n > 0 && blocked >= n
+    }
+}
+
+/// What stays blocked after the reduction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reduction {
+    /// Actors that can never be granted.
+    pub blocked: BTreeSet<u64>,
+}
+
+struct Actor {
+    free: bool,
+    released: bool,
+    /// Pending waits: (primitive, waiter index).
+    waits: Vec<(usize, usize)>,
+    /// Holds: (primitive, index into that primitive's live holds).
+    holds: Vec<(usize, usize)>,
+    /// Threads this task can only run on (current-thread runtime, blocking guard held).
+    pinned: Vec<u64>,
+    /// A timed wait, or a wait on a closed semaphore: the actor goes on by itself once it
+    /// can run at all.
+    escapes: bool,
+    /// Granted a wait while it could not run: once it runs, that `select!` branch is ready.
+    granted: bool,
+    /// Runtime whose workers it needs to run (see [`Executor::needs_worker`]).
+    needs: Option<u64>,
+}
+
+/// Reduces the model (see module docs). Linear in holds + waits, times the number of rounds
+/// in which grants cascade.
+///
+/// Details that keep it exact:
+/// - an actor that may go on (nothing to wait for, or a timed wait or a closed semaphore among
+///   its `select!` branches) first stops waiting, and only releases what it holds once the
+///   grants that follow have run out: releasing can also hurt (a parking_lot writer may
+///   claim the lock again once an upgradable read is gone), and an actor that gave up its
+///   wait still holds what it held for a while;
+/// - a task pinned to a thread that another actor blocks cannot run: a grant it receives
+///   becomes a hold it cannot release, and it cannot give up a timed wait, until that
+///   thread runs again.
+pub fn reduce(prims: &[MPrim]) -> Reduction {
+    reduce_with(prims, &Executor::default())
+}
+
+/// [`reduce`], with the executor in the model: actors in [`Executor::needs_worker`] cannot
+/// run while every worker of their runtime is blocked.
+pub fn reduce_with(prims: &[MPrim], exec: &Executor) -> Reduction {
+    let mut actors: HashMap<u64, Actor> = HashMap::new();
+    let mut thread_blockers: HashMap<u64, usize> = HashMap::new();
+    let blank = || Actor {
+        free: false,
+        released: false,
+        waits: Vec::new(),
+        holds: Vec::new(),
+        pinned: Vec::new(),
+        escapes: false,
+        granted: false,
+        needs: None,
+    };
+    // Live holds per primitive: (actor, permits, mode); grants to pinned actors are appended.
+    let mut live: Vec<Vec<Option<(u64, u32, Mode)>>> = Vec::with_capacity(prims.len());
+    // Pending waiters per primitive (queue order), dropped when their actor stops waiting.
+    let mut pending: Vec<Vec<Option<usize>>> = Vec::with_capacity(prims.len());
+    for (pi, p) in prims.iter().enumerate() {
+        let mut l = Vec::with_capacity(p.holds.len());
+        for h in &p.holds {
+            let a = actors.entry(h.actor).or_insert_with(blank);
+            if let Some(t) = h.pinned_thread {
+                a.pinned.push(t);
+            }
+            if h.movable {
+                l.push(None);
+            } else {
+                a.holds.push((pi, l.len()));
+                l.push(Some((h.actor, h.permits, h.mode)));
+            }
+        }
+        live.push(l);
+        let mut q = Vec::with_capacity(p.waiters.len());
+        for (wi, w) in p.waiters.iter().enumerate() {
+            let a = actors.entry(w.actor).or_insert_with(blank);
+            a.escapes |= w.timed || p.closed;
+            a.waits.push((pi, wi));
+            q.push(Some(wi));
+            if let Some(t) = w.blocks_thread {
+                *thread_blockers.entry(t).or_default() += 1;
+            }
+        }
+        pending.push(q);
+    }
+    for (id, a) in actors.iter_mut() {
+        a.pinned.sort_unstable();
+        a.pinned.dedup();
+        a.needs = exec.needs_worker.get(id).copied();
+    }
+
+    let pinned_blocked = |a: &Actor, me: u64, tb: &HashMap<u64, usize>| {
+        a.pinned.iter().any(|t| {
+            let n = tb.get(t).copied().unwrap_or(0);
+            // The actor's own blocking wait on that thread does not pin it.
+            let own = a
+                .waits
+                .iter()
+                .filter(|(pi, wi)| {
+                    let w = &prims[*pi].waiters[*wi];
+                    w.actor == me && w.blocks_thread == Some(*t)
+                })
+                .count();
+            n > own
+        }) || a.needs.is_some_and(|rt| exec.all_blocked(rt, tb))
+    };
+    let can_go = |a: &Actor, me: u64, tb: &HashMap<u64, usize>| {
+        !a.free && (a.waits.is_empty() || a.escapes || a.granted) && !pinned_blocked(a, me, tb)
+    };
+
+    let mut work: Vec<u64> = actors
+        .iter()
+        .filter(|(id, a)| can_go(a, **id, &thread_blockers))
+        .map(|(id, _)| *id)
+        .collect();
+    let mut to_release: Vec<u64> = Vec::new();
+    let mut dirty: Vec<usize> = (0..prims.len()).collect();
+    loop {
+        // Phase 1: actors that may go on stop waiting (and unblock their threads).
+        while let Some(id) = work.pop() {
+            let Some(a) = actors.get_mut(&id) else {
+                continue;
+            };
+            if a.free {
+                continue;
+            }
+            a.free = true;
+            to_release.push(id);
+            let waits = std::mem::take(&mut a.waits);
+            let mut unblocked = Vec::new();
+            for (pi, wi) in waits {
+                pending[pi][wi] = None;
+                dirty.push(pi);
+                if let Some(t) = prims[pi].waiters[wi].blocks_thread
+                    && let Some(n) = thread_blockers.get_mut(&t)
+                {
+                    *n -= 1;
+                    if *n == 0 {
+                        unblocked.push(t);
+                    }
+                }
+            }
+            // The thread runs again: tasks pinned to it (or to its runtime) may go on.
+            for t in unblocked {
+                for (&other, oa) in actors.iter() {
+                    if runs_on(oa, t, exec) && can_go(oa, other, &thread_blockers) {
+                        work.push(other);
+                    }
+                }
+            }
+        }
+        // Grants, with everything still held.
+        if !dirty.is_empty() {
+            dirty.sort_unstable();
+            dirty.dedup();
+            let round = std::mem::take(&mut dirty);
+            for pi in round {
+                // Grant one at a time: each grant changes what the next may get.
+                while let Some(wi) = grantable(&prims[pi], &live[pi], &pending[pi]) {
+                    let w = &prims[pi].waiters[wi];
+                    let actor = w.actor;
+                    pending[pi][wi] = None;
+                    let Some(a) = actors.get_mut(&actor) else {
+                        break;
+                    };
+                    // Judged before the wait leaves: its own blocking wait does not pin it.
+                    let blocked = pinned_blocked(a, actor, &thread_blockers);
+                    a.waits.retain(|&(p, q)| !(p == pi && q == wi));
+                    if let Some(t) = w.blocks_thread
+                        && let Some(n) = thread_blockers.get_mut(&t)
+                    {
+                        // A blocking wait granted: its thread runs again.
+                        *n -= 1;
+                        if *n == 0 {
+                            for (&other, oa) in actors.iter() {
+                                if runs_on(oa, t, exec) && can_go(oa, other, &thread_blockers) {
+                                    work.push(other);
+                                }
+                            }
+                        }
+                    }
+                    let Some(a) = actors.get_mut(&actor) else {
+                        break;
+                    };
+                    if blocked && w.blocks_thread.is_none() {
+                        // Granted, but the task cannot run to use or release it.
+                        a.holds.push((pi, live[pi].len()));
+                        a.granted = true;
+                        live[pi].push(Some((actor, w.permits, w.mode)));
+                    } else {
+                        if !a.free {
+                            work.push(actor);
+                        }
+                        // The grantee goes on: look at this primitive again after it.
+                        dirty.push(pi);
+                        break;
+                    }
+                }
+            }
+            if !work.is_empty() {
+                continue;
+            }
+        }
+        // Phase 2: once grants run dry, the freed actors release what they held.
+        if to_release.is_empty() {
+            break;
+        }
+        for id in std::mem::take(&mut to_release) {
+            if let Some(a) = actors.get_mut(&id)
+                && !a.released
+            {
+                a.released = true;
+                for &(pi, hi) in &a.holds {
+                    live[pi][hi] = None;
+                    dirty.push(pi);
+                }
+            }
+        }
+    }
+    Reduction {
+        blocked: actors
+            .iter()
+            .filter(|(_, a)| {
+                !a.free && (!a.waits.is_empty() || !a.pinned.is_empty() || a.needs.is_some())
+            })
+            .map(|(&id, _)| id)
+            .collect(),
+    }
+}
+
+/// Whether actor `a` can run on thread `t` once it runs again: pinned to it, or needing a
+/// worker of the runtime `t` serves.
+fn runs_on(a: &Actor, t: u64, exec: &Executor) -> bool {
+    a.pinned.contains(&t) || a.needs.is_some() && a.needs == exec.workers.get(&t).copied()
+}
+
+/// The next waiter of one primitive that would be granted now, if any.
+fn grantable(
+    p: &MPrim,
+    live: &[Option<(u64, u32, Mode)>],
+    pending: &[Option<usize>],
+) -> Option<usize> {
+    let head = pending.iter().flatten().next().copied();
+    match p.policy {
+        Policy::Fifo => {
+            // Strict FIFO: only the head can be granted; it blocks everyone behind it. A head
+            // asking for more permits than exist can only be granted by a future
+            // `add_permits` the model cannot foresee: count it as grantable (no deadlock
+            // claim; the stuck-queue rule reports it if it never happens).
+            let held: u64 = live.iter().flatten().map(|h| u64::from(h.1)).sum();
+            let avail = p.capacity.saturating_sub(held);
+            head.filter(|wi| {
+                let want = u64::from(p.waiters[*wi].permits);
+                want <= avail || want > p.capacity
+            })
+        }
+        Policy::Exclusive => head.filter(|_| live.iter().flatten().next().is_none()),
+        Policy::FairRwLock => {
+            let holders: Vec<&(u64, u32, Mode)> = live.iter().flatten().collect();
+            let writer = holders.iter().any(|h| h.2 == Mode::Exclusive);
+            let upgradable = holders
+                .iter()
+                .find(|h| h.2 == Mode::Upgradable)
+                .map(|h| h.0);
+            let readers = holders
+                .iter()
+                .filter(|h| matches!(h.2, Mode::Shared | Mode::SharedRecursive))
+                .count();
+            // A waiting writer (or upgrader) claims the lock (parking_lot's WRITER_BIT)
+            // unless another actor holds an upgradable read; from then on plain and
+            // upgradable reads queue behind it.
+            let claimed = !writer
+                && pending.iter().flatten().any(|wi| {
+                    let w = &p.waiters[*wi];
+                    w.mode == Mode::Exclusive
+                        && (upgradable.is_none() || upgradable == Some(w.actor))
+                });
+            pending.iter().flatten().copied().find(|wi| {
+                let w = &p.waiters[*wi];
+                match w.mode {
+                    // A plain write needs the lock empty; an upgrade needs only its own
+                    // upgradable hold left.
+                    Mode::Exclusive => {
+                        !writer
+                            && readers == 0
+                            && (upgradable.is_none() || upgradable == Some(w.actor))
+                    }
+                    Mode::Upgradable => !writer && upgradable.is_none() && !claimed,
+                    Mode::SharedRecursive => !writer && (readers > 0 || !claimed),
+                    Mode::Shared | Mode::Permits => !writer && !claimed,
+                }
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

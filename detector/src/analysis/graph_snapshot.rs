@@ -1,0 +1,142 @@
+//! `/debug/graph`: the current wait-for graph and the lock-order graph, as JSON or DOT.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::analysis::graph::lockorder::{self, OrderEdgeSnapshot};
+use crate::analysis::snapshot::State;
+use crate::state::prim::site_string;
+
+/// A node of the wait-for graph: a task/thread or a primitive.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitNode {
+    /// `actor:<raw id>` or `lock:<id>`.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// `actor` or `lock`.
+    pub kind: &'static str,
+}
+
+/// An edge of the wait-for graph: actor waits for lock, or lock is held by actor.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitEdge {
+    /// Source node id.
+    pub from: String,
+    /// Target node id.
+    pub to: String,
+    /// `waits` or `held_by`.
+    pub relation: &'static str,
+    /// Call site of the acquisition.
+    pub site: String,
+    /// Permits.
+    pub permits: u32,
+}
+
+/// Both graphs.
+#[derive(Clone, Debug, Serialize)]
+pub struct GraphSnapshot {
+    /// Nodes of the wait-for graph.
+    pub wait_for_nodes: Vec<WaitNode>,
+    /// Edges of the wait-for graph.
+    pub wait_for_edges: Vec<WaitEdge>,
+    /// Edges of the lock-order graph (nodes are primitive ids).
+    pub lock_order: Vec<OrderEdgeSnapshot>,
+}
+
+/// The graphs now.
+pub fn graph() -> GraphSnapshot {
+    let state = State::capture();
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    let mut actors = std::collections::BTreeMap::new();
+    for p in &state.prims {
+        if p.holds.is_empty() && p.waiters.is_empty() {
+            continue;
+        }
+        let lid = format!("lock:{}", p.prim.id().0);
+        nodes.push(WaitNode {
+            id: lid.clone(),
+            label: format!("{} {:?}", p.prim.kind(), p.prim.name()),
+            kind: "lock",
+        });
+        for h in &p.holds {
+            actors.insert(h.actor.as_u64(), h.actor.describe());
+            edges.push(WaitEdge {
+                from: lid.clone(),
+                to: format!("actor:{}", h.actor.as_u64()),
+                relation: "held_by",
+                site: site_string(h.site),
+                permits: h.permits,
+            });
+        }
+        for w in &p.waiters {
+            actors.insert(w.actor.as_u64(), w.actor.describe());
+            edges.push(WaitEdge {
+                from: format!("actor:{}", w.actor.as_u64()),
+                to: lid.clone(),
+                relation: "waits",
+                site: site_string(w.site),
+                permits: w.permits,
+            });
+        }
+    }
+    for (id, label) in actors {
+        nodes.push(WaitNode {
+            id: format!("actor:{id}"),
+            label,
+            kind: "actor",
+        });
+    }
+    GraphSnapshot {
+        wait_for_nodes: nodes,
+        wait_for_edges: edges,
+        lock_order: lockorder::edges(),
+    }
+}
+
+impl GraphSnapshot {
+    /// Graphviz DOT: the wait-for graph and the lock-order graph as two clusters.
+    pub fn to_dot(&self) -> String {
+        let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+        let mut out = String::from("digraph lockscope {\n  rankdir=LR;\n");
+        out.push_str("  subgraph cluster_wait_for {\n    label=\"wait-for\";\n");
+        for n in &self.wait_for_nodes {
+            let shape = if n.kind == "lock" { "box" } else { "ellipse" };
+            let _ = writeln!(
+                out,
+                "    {} [label={}, shape={shape}];",
+                q(&n.id),
+                q(&n.label)
+            );
+        }
+        for e in &self.wait_for_edges {
+            let style = if e.relation == "waits" {
+                "dashed"
+            } else {
+                "solid"
+            };
+            let _ = writeln!(
+                out,
+                "    {} -> {} [label={}, style={style}];",
+                q(&e.from),
+                q(&e.to),
+                q(&format!("{} {}", e.relation, e.site))
+            );
+        }
+        out.push_str("  }\n  subgraph cluster_lock_order {\n    label=\"lock order\";\n");
+        for e in &self.lock_order {
+            let color = if e.inverted { "red" } else { "black" };
+            let _ = writeln!(
+                out,
+                "    {} -> {} [label={}, color={color}];",
+                q(&format!("order:{}", e.from)),
+                q(&format!("order:{}", e.to)),
+                q(&e.to_site)
+            );
+        }
+        out.push_str("  }\n}\n");
+        out
+    }
+}

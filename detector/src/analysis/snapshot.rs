@@ -1,0 +1,267 @@
+//! Snapshots of the live state: what the rules judge and what `/debug/locks` shows.
+//!
+//! A snapshot is consistent enough, not atomic: primitives are read one by one and holds
+//! thread table by thread table while the program runs. Rules that would report on a torn
+//! view (a deadlock) confirm it on a second snapshot first.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::base::clock;
+use crate::state::actor;
+use crate::state::executor::Executors;
+use crate::state::held::{self, HoldView};
+use crate::state::prim::{self, Prim, PrimKind};
+use crate::state::wait::WaiterRec;
+
+/// One primitive in a [`State`].
+pub struct PrimState {
+    /// The primitive.
+    pub prim: Arc<Prim>,
+    /// Permits in existence.
+    pub capacity: u64,
+    /// Closed (semaphores).
+    pub closed: bool,
+    /// Forgotten permits not added back.
+    pub forgotten: u64,
+    /// Progress counter (see [`Prim::progress`]).
+    pub progress: u64,
+    /// Acquisitions granted so far: released ones and live holds (a split-off part is not an
+    /// acquisition of its own). Unlike `progress`, capacity changes do not count.
+    pub granted: u64,
+    /// Holds.
+    pub holds: Vec<HoldView>,
+    /// Waiters in queue order.
+    pub waiters: Vec<WaiterRec>,
+}
+
+/// The live state at one moment (roughly).
+pub struct State {
+    /// Coarse clock at capture.
+    pub now_coarse: u64,
+    /// Precise clock at capture.
+    pub now_precise: u64,
+    /// Every live primitive.
+    pub prims: Vec<PrimState>,
+    /// Known runtimes and their threads (see [`crate::state::executor`]).
+    pub executors: Executors,
+    index: HashMap<u64, usize>,
+}
+
+impl State {
+    /// Reads the live state: every primitive, every hold, every waiter.
+    pub fn capture() -> State {
+        let mut prims: Vec<PrimState> = Vec::new();
+        let mut index = HashMap::new();
+        // Read before the primitives: a count only grows, so progress is never overstated.
+        let tallies = held::tallies();
+        prim::for_each(|p| {
+            let waiters = if p.waiting() > 0 {
+                p.waiters.lock().ordered()
+            } else {
+                Vec::new()
+            };
+            index.insert(p.id().0, prims.len());
+            let tallied = tallies.get(&p.id().0).copied().unwrap_or(0);
+            prims.push(PrimState {
+                prim: p.clone(),
+                capacity: p.capacity(),
+                closed: p.is_closed(),
+                forgotten: p.forgotten(),
+                progress: p.progress_with(tallied),
+                granted: p.released_with(tallied),
+                holds: Vec::new(),
+                waiters,
+            });
+        });
+        held::for_each_all(|h| {
+            if let Some(&i) = index.get(&h.prim) {
+                prims[i].granted += u64::from(h.flags & held::FLAG_SPLIT == 0);
+                prims[i].holds.push(h);
+            }
+        });
+        State {
+            now_coarse: clock::coarse_now(),
+            now_precise: clock::precise_now(),
+            prims,
+            executors: Executors::capture(),
+            index,
+        }
+    }
+
+    /// Builds a state from parts (tests, benchmarks).
+    pub fn from_parts(prims: Vec<PrimState>) -> State {
+        let index = prims
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.prim.id().0, i))
+            .collect();
+        State {
+            now_coarse: clock::coarse_now(),
+            now_precise: clock::precise_now(),
+            prims,
+            executors: Executors::default(),
+            index,
+        }
+    }
+
+    /// The primitive with id `id`, if live.
+    pub fn get(&self, id: u64) -> Option<&PrimState> {
+        self.index.get(&id).map(|&i| &self.prims[i])
+    }
+
+    /// Age of a hold now, in ns.
+    pub fn hold_age(&self, h: &HoldView) -> u64 {
+        self.now_coarse.saturating_sub(h.since)
+    }
+
+    /// Age of a wait now, in ns.
+    pub fn wait_age(&self, w: &WaiterRec) -> u64 {
+        self.now_precise.saturating_sub(w.since_ns)
+    }
+}
+
+/// A holder in `/debug/locks`.
+#[derive(Clone, Debug, Serialize)]
+pub struct HolderSnapshot {
+    /// Raw actor id.
+    pub actor_id: u64,
+    /// `task 12` or `thread 'main' (#1)`.
+    pub actor: String,
+    /// Acquisition site.
+    pub site: String,
+    /// Held for this long (ms).
+    pub held_ms: u64,
+    /// Permits held.
+    pub permits: u32,
+    /// `lock`, `read`, `write`, `acquire`, ...
+    pub mode: &'static str,
+    /// An owned guard or permit (may have moved to another task).
+    pub owned: bool,
+}
+
+/// A waiter in `/debug/locks`.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaiterSnapshot {
+    /// Raw actor id.
+    pub actor_id: u64,
+    /// `task 12` or `thread 'main' (#1)`.
+    pub actor: String,
+    /// Acquisition site.
+    pub site: String,
+    /// Waiting for this long (ms).
+    pub waiting_ms: u64,
+    /// Permits wanted.
+    pub permits: u32,
+    /// `lock`, `read`, `write`, `acquire`, ...
+    pub mode: &'static str,
+    /// A timed form.
+    pub timed: bool,
+}
+
+/// One live primitive in `/debug/locks`.
+#[derive(Clone, Debug, Serialize)]
+pub struct LockSnapshot {
+    /// Id.
+    pub id: u64,
+    /// Name.
+    pub name: String,
+    /// Kind string.
+    pub kind: &'static str,
+    /// Creation site.
+    pub created_at: String,
+    /// Which of the unnamed primitives created at that site it is (see [`Prim::instance`]);
+    /// 0 when it has its own name or is the only one.
+    pub instance: u32,
+    /// Permits in existence (1 for a mutex, `max_readers` for an rwlock).
+    pub capacity: u64,
+    /// Permits not held by anyone.
+    pub available: u64,
+    /// Closed (semaphores).
+    pub closed: bool,
+    /// Permits forgotten and not added back.
+    pub forgotten: u64,
+    /// Holders.
+    pub holders: Vec<HolderSnapshot>,
+    /// Waiters, in queue order.
+    pub waiters: Vec<WaiterSnapshot>,
+}
+
+/// Permits a hold occupies for availability accounting.
+pub fn occupied(kind: PrimKind, h: &HoldView) -> u64 {
+    match kind {
+        PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => 1,
+        _ => u64::from(h.permits),
+    }
+}
+
+/// Every live primitive with its holders and waiters (`/debug/locks`).
+pub fn locks() -> Vec<LockSnapshot> {
+    let state = State::capture();
+    let mut out: Vec<LockSnapshot> = state
+        .prims
+        .iter()
+        .map(|p| {
+            let kind = p.prim.kind();
+            let held: u64 = match kind {
+                PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => {
+                    u64::from(!p.holds.is_empty())
+                }
+                PrimKind::BlockingRwLock => {
+                    if p.holds.iter().any(|h| h.mode.is_exclusive()) {
+                        p.capacity
+                    } else {
+                        p.holds.len() as u64
+                    }
+                }
+                _ => p.holds.iter().map(|h| occupied(kind, h)).sum(),
+            };
+            LockSnapshot {
+                id: p.prim.id().0,
+                name: p.prim.name().to_owned(),
+                kind: kind.as_str(),
+                created_at: prim::site_string(p.prim.site()),
+                instance: p.prim.instance(),
+                capacity: p.capacity,
+                available: p.capacity.saturating_sub(held),
+                closed: p.closed,
+                forgotten: p.forgotten,
+                holders: p
+                    .holds
+                    .iter()
+                    .map(|h| HolderSnapshot {
+                        actor_id: h.actor.as_u64(),
+                        actor: h.actor.describe(),
+                        site: prim::site_string(h.site),
+                        held_ms: state.hold_age(h) / 1_000_000,
+                        permits: h.permits,
+                        mode: h.mode.verb_in(kind.as_str()),
+                        owned: h.movable(),
+                    })
+                    .collect(),
+                waiters: p
+                    .waiters
+                    .iter()
+                    .map(|w| WaiterSnapshot {
+                        actor_id: w.actor.as_u64(),
+                        actor: w.actor.describe(),
+                        site: prim::site_string(w.site),
+                        waiting_ms: state.wait_age(w) / 1_000_000,
+                        permits: w.permits,
+                        mode: w.mode.verb_in(kind.as_str()),
+                        timed: w.timed,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|l| l.id);
+    out
+}
+
+/// Names of the current actor, for reports (`task 12`, `thread 'main' (#1)`).
+pub fn current_actor_name() -> String {
+    actor::current().describe()
+}

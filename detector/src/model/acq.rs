@@ -1,0 +1,71 @@
+//! One acquisition as a wrapper describes it to the detector.
+
+use std::panic::Location;
+
+use crate::model::mode::{Mode, pack_meta};
+
+/// One acquisition as the wrapper describes it: its site, and its permits, mode and flags
+/// packed in one word (as the hold tables keep them).
+///
+/// Two words, so that it travels in registers: a wider struct is passed through memory, and
+/// reading it back whole right after it was written field by field stalls on store
+/// forwarding (about 5 ns per acquisition on the reference machine).
+#[derive(Clone, Copy)]
+pub struct Acq {
+    site: &'static Location<'static>,
+    /// `permits | mode << 32 | flags << 40` ([`pack_meta`]).
+    pub(crate) meta: u64,
+}
+
+impl Acq {
+    /// An acquisition of `permits` in `mode` at `site`.
+    #[inline]
+    pub fn new(site: &'static Location<'static>, permits: u32, mode: Mode) -> Acq {
+        Acq {
+            site,
+            meta: pack_meta(permits, mode, 0),
+        }
+    }
+
+    /// With extra flag bits (`TRY`, `MOVABLE`, `REENTRY`).
+    #[inline]
+    pub fn with_flags(mut self, flags: u8) -> Acq {
+        self.meta |= u64::from(flags) << 40;
+        self
+    }
+
+    /// The caller's location.
+    #[inline]
+    pub fn site(&self) -> &'static Location<'static> {
+        self.site
+    }
+
+    /// Permits requested (1 for locks; `max_readers` for a tokio write).
+    #[inline]
+    pub fn permits(&self) -> u32 {
+        self.meta as u32
+    }
+
+    /// Access requested.
+    #[inline]
+    pub fn mode(&self) -> Mode {
+        Mode::from_u8((self.meta >> 32) as u8)
+    }
+
+    /// The flag bits.
+    #[inline]
+    pub fn flags(&self) -> u8 {
+        (self.meta >> 40) as u8
+    }
+}
+
+impl std::fmt::Debug for Acq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Acq")
+            .field("site", &self.site)
+            .field("permits", &self.permits())
+            .field("mode", &self.mode())
+            .field("flags", &self.flags())
+            .finish()
+    }
+}

@@ -1,0 +1,582 @@
+//! Entry points for instrumentation: what a wrapper tells the detector, in order.
+//!
+//! `lockscope`'s wrappers call these; a crate that wants to instrument a primitive lockscope
+//! does not wrap can call them too. The life of one acquisition:
+//!
+//! | step | uncontended | contended |
+//! |---|---|---|
+//! | the primitive is granted at once | [`acquired`] | |
+//! | it must wait | | [`wait_begin`] |
+//! | granted after waiting | | [`acquired_after_wait`] |
+//! | the acquire future is dropped | | [`wait_cancelled`] |
+//! | a timed form gives up | | [`wait_timed_out`] |
+//! | a `try_` form gives up | [`try_failed`] | |
+//! | the guard or permit is dropped | [`released`] | [`released`] |
+//!
+//! The uncontended column is the hot path: no lock, no allocation, one coarse clock read on
+//! each side, relaxed stores into the thread's hold table. Everything else is `#[cold]`.
+
+use std::panic::Location;
+use std::sync::atomic::Ordering;
+
+use crate::analysis::graph;
+use crate::base::clock;
+use crate::rules;
+use crate::state::actor::{self, ActorId};
+use crate::state::held::{
+    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_REENTRY, FLAG_SPLIT, FLAG_TRY,
+    NewHold,
+};
+use crate::state::prim::Prim;
+use crate::state::tls::{LOCAL, Local};
+use crate::state::wait::WaiterRec;
+
+mod tasks;
+
+use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};
+pub use tasks::{task_ended, task_poll_ended};
+
+pub use crate::model::acq::Acq;
+
+pub use crate::base::config::enabled;
+pub use crate::runtime::cell::PrimCell;
+pub use crate::state::held::{
+    FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode,
+};
+pub use crate::state::prim::PrimKind;
+
+/// A recorded hold, kept by the guard or permit and given back to [`released`]: one word,
+/// the hold's entry in a hold table, which keeps everything else (start, mode, flags).
+///
+/// One word so that a guard stays two (the lock and this) and travels in registers: a wider
+/// guard is copied through memory, and that copy, read back whole right after it was written
+/// field by field, stalls on store forwarding.
+#[derive(Default)]
+pub struct Hold {
+    /// `None`: nothing was recorded (the detector is off, or the thread is exiting).
+    entry: Option<EntryRef>,
+}
+
+impl Hold {
+    /// A hold that recorded nothing (detector off).
+    #[inline]
+    pub const fn none() -> Hold {
+        Hold { entry: None }
+    }
+
+    /// Whether anything was recorded.
+    #[inline]
+    pub fn is_recorded(&self) -> bool {
+        self.entry.is_some()
+    }
+
+    /// The hold as one pointer, null when nothing was recorded, for a wrapper that keeps it
+    /// in one word with tags of its own: its low three bits are always 0 (entries are
+    /// 8-aligned, asserted at compile time), so the wrapper may set them with the pointer's
+    /// `map_addr` and must clear them the same way before [`from_raw`]
+    /// (strict provenance: the pointer never goes through an integer).
+    ///
+    /// [`from_raw`]: Hold::from_raw
+    #[inline]
+    pub fn into_raw(self) -> *mut () {
+        self.entry
+            .map_or(std::ptr::null_mut(), |e| e.into_ptr().cast::<()>())
+    }
+
+    /// The hold [`into_raw`](Hold::into_raw) gave.
+    ///
+    /// # Safety
+    ///
+    /// `raw` comes from `into_raw` (tag bits cleared), and each such pointer is turned back
+    /// into a hold once.
+    #[inline]
+    pub unsafe fn from_raw(raw: *mut ()) -> Hold {
+        Hold {
+            // SAFETY: as the caller promises: a pointer from `EntryRef::into_ptr`, or null.
+            entry: unsafe { EntryRef::from_ptr(raw.cast()) },
+        }
+    }
+
+    /// The id of the primitive held, `None` when nothing was recorded.
+    pub fn prim_id(&self) -> Option<u64> {
+        self.entry.as_ref().and_then(EntryRef::view).map(|v| v.prim)
+    }
+
+    /// Milliseconds since the grant (coarse clock).
+    pub fn held_ms(&self) -> f64 {
+        self.entry.as_ref().map_or(0.0, |e| {
+            clock::ms_between(e.since_and_meta().0, clock::hold_now())
+        })
+    }
+
+    /// Rewrites the permits and mode of the hold (permit `split`/`merge`, `downgrade`).
+    pub fn update(&mut self, prim: &Prim, permits: u32, mode: Mode) {
+        if let Some(e) = &self.entry {
+            e.update(permits, mode);
+        }
+        let _ = prim;
+    }
+
+    /// A second hold for `permits` split off this one (same holder, site and start).
+    pub fn split(&self, prim: &Prim, permits: u32) -> Hold {
+        let Some(view) = self.entry.as_ref().and_then(EntryRef::view) else {
+            return Hold::none();
+        };
+        let meta = held::pack_meta(permits, view.mode, view.flags | FLAG_SPLIT);
+        let hold = NewHold {
+            prim: prim.id.0,
+            actor: view.actor.as_u64(),
+            site: view.site,
+            since: view.since,
+            meta,
+            scope: view.scope,
+        };
+        let entry = LOCAL.try_with(|l| held::push_in(l, hold)).ok().flatten();
+        Hold { entry }
+    }
+}
+
+/// The coarse clock's readings with the 3 low bits cleared (a hold's start and end).
+const TIME: u64 = !7;
+
+/// A wait in progress, kept by the acquire future.
+pub struct Waiting {
+    seq: u64,
+    since_ns: u64,
+}
+
+/// The current hold time ([`clock::hold_now`]), for [`acquired_at`].
+#[inline]
+pub fn now() -> u64 {
+    clock::hold_now()
+}
+
+/// The primitive was granted without waiting.
+#[inline]
+pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
+    acquired_at(prim, acq, clock::hold_now())
+}
+
+/// As [`acquired`], with the grant time read by the caller from [`now`] before taking the
+/// lock, which keeps the clock read out of a blocking lock's critical section.
+#[inline]
+pub fn acquired_at(prim: &Prim, acq: Acq, since: u64) -> Hold {
+    LOCAL
+        .try_with(|l| {
+            let actor = actor::current_in(l);
+            if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && holds_any(l, actor) {
+                check_held_slow(prim, actor, &acq, false, false);
+            }
+            record_hold(l, prim, actor, acq, since)
+        })
+        .unwrap_or_default()
+}
+
+#[inline]
+fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64) -> Hold {
+    if actor.is_task() {
+        if prim.kind.is_blocking() {
+            acq = acq.with_flags(blocking_flags(l, actor));
+        } else if l.blocking_in_task.get() != 0 {
+            check_blocking_neighbours(l, actor);
+        }
+    }
+    let entry = held::push_in(
+        l,
+        NewHold {
+            prim: prim.id.0,
+            actor: actor.as_u64(),
+            site: acq.site(),
+            since: since & TIME,
+            meta: acq.meta,
+            scope: l.scope.get(),
+        },
+    );
+    if actor.is_task()
+        && let Some(e) = &entry
+    {
+        e.index_task(actor.as_u64());
+    }
+    prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
+    Hold { entry }
+}
+
+/// The guard or permit was dropped (or forgotten: see [`forgot`]). Call before releasing the
+/// inner primitive.
+///
+/// A hold shorter than a clock tick (the common case) is counted in this thread's tally (a
+/// per-thread count that scrapes add up); a longer one goes to the primitive's histogram, without an atomic RMW
+/// when the holder is exclusive.
+#[inline]
+pub fn released(prim: &Prim, hold: Hold) {
+    let Some(e) = hold.entry else { return };
+    let (since, meta) = e.since_and_meta();
+    let ns = (clock::hold_now() & TIME).saturating_sub(since);
+    // A split-off part's release does not end an acquisition: no hold sample.
+    let split = meta_flags(meta) & FLAG_SPLIT != 0;
+    // The books first, the count after: a scrape in between sees the acquisition neither live
+    // nor completed (an undercount its clamp hides), never both (an overcount that would stick).
+    // The inner primitive is still held, so an exclusive holder still needs no atomic RMW.
+    if LOCAL
+        .try_with(|l| {
+            release_entry(prim, &e, meta, Some(l));
+            if !(split || (ns == 0 && held::tally_in(l, prim.id.0))) {
+                prim.stats.hold.observe(ns, meta_mode(meta).is_exclusive());
+            }
+        })
+        .is_err()
+    {
+        release_entry(prim, &e, meta, None);
+        if !split {
+            prim.stats.hold.observe(ns, false);
+        }
+    }
+}
+
+#[inline]
+fn meta_flags(meta: u64) -> u8 {
+    (meta >> 40) as u8
+}
+
+#[inline]
+fn meta_mode(meta: u64) -> Mode {
+    Mode::from_u8((meta >> 32) as u8)
+}
+
+#[inline]
+fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
+    if meta_flags(meta) & FLAG_BLOCKING_IN_TASK != 0 {
+        blocking_released(prim, e);
+    }
+    resource_released(prim, e);
+    e.release_in(l);
+}
+
+/// What [`release_books`] leaves for [`release_stats`]: the hold's start.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Released {
+    since: u64,
+}
+
+/// The first half of a release, for blocking locks with tiny critical sections: clears the
+/// hold from the books (call before the inner unlock). [`release_stats`] (after the unlock)
+/// does the clock read and the statistics, so they stay out of the critical section.
+#[inline]
+pub fn release_books(prim: &Prim, hold: Hold) -> Released {
+    let Some(e) = hold.entry else {
+        return Released::default();
+    };
+    let (since, meta) = e.since_and_meta();
+    if LOCAL
+        .try_with(|l| release_entry(prim, &e, meta, Some(l)))
+        .is_err()
+    {
+        release_entry(prim, &e, meta, None);
+    }
+    Released {
+        since: if meta_flags(meta) & FLAG_SPLIT == 0 {
+            // Never 0 for a real start (the clock counts from boot): 0 means "nothing".
+            since.max(8)
+        } else {
+            0
+        },
+    }
+}
+
+#[inline]
+fn resource_released(prim: &Prim, e: &EntryRef) {
+    #[cfg(feature = "console")]
+    if let Some(v) = e.view() {
+        prim.resource.released(prim.kind, v.mode, v.permits);
+    }
+    #[cfg(not(feature = "console"))]
+    let _ = (prim, e);
+}
+
+/// The second half of a release: the hold time into this thread's tally (see [`released`])
+/// or the statistics (an atomic RMW: the primitive is no longer held).
+#[inline]
+pub fn release_stats(prim: &Prim, r: Released) {
+    if r.since != 0 {
+        let ns = (clock::hold_now() & TIME).saturating_sub(r.since);
+        if !(ns == 0
+            && LOCAL
+                .try_with(|l| held::tally_in(l, prim.id.0))
+                .unwrap_or(false))
+        {
+            prim.stats.hold.observe(ns, false);
+        }
+    }
+}
+
+/// Whether `actor` already holds `prim` (acquire-time check, current thread's table and the
+/// exclusive holder word); and lock-order edges from everything it holds to `prim`.
+#[inline]
+fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
+    if LOCAL.try_with(|l| holds_any(l, actor)).unwrap_or(false) {
+        check_held_slow(prim, actor, acq, waiting, timed);
+    }
+}
+
+/// Whether `actor` may hold anything: a task asks the task index (its holds may sit on other
+/// threads' tables), a thread its own table.
+#[inline]
+fn holds_any(l: &Local, actor: ActorId) -> bool {
+    if actor.is_task() {
+        held::task_any(actor.as_u64())
+    } else {
+        held::any_in(l)
+    }
+}
+
+#[inline(never)]
+fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
+    let _ = LOCAL.try_with(|l| {
+        let mut mine = [(0u64, 0u8, std::ptr::null::<held::Entry>()); 8];
+        let n = if actor.is_task() {
+            held::task_mine(actor.as_u64(), &mut mine)
+        } else {
+            let (n, more) = held::mine_inline(l, actor.as_u64(), &mut mine);
+            if more {
+                return check_held_all(prim, actor, acq, waiting, timed);
+            }
+            n
+        };
+        let mut nested = None;
+        for &(id, flags, e) in &mine[..n] {
+            if flags & FLAG_MOVABLE != 0 {
+                continue;
+            }
+            if id == prim.id.0 {
+                nested = nested.or_else(|| held::view_entry(e));
+            } else if !graph::lockorder::known(prim, id)
+                && let Some(h) = held::view_entry(e)
+            {
+                report_cycle(graph::lockorder::note_edge(&h, prim, actor, acq));
+            }
+        }
+        if let Some(h) = nested {
+            crate::report::finding::report_all(rules::nested_acquire::reacquired(
+                prim, actor, acq, &h, waiting, timed,
+            ));
+        }
+    });
+}
+
+/// The general case (more holds than fit the quick scan): full views.
+#[cold]
+fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
+    let mut nested = None;
+    let mut others = Vec::new();
+    held::for_each_mine(actor.as_u64(), |h| {
+        if h.movable() {
+            return;
+        }
+        if h.prim == prim.id.0 {
+            nested.get_or_insert(h);
+        } else {
+            others.push(h);
+        }
+    });
+    for h in &others {
+        report_cycle(graph::lockorder::note_edge(h, prim, actor, acq));
+    }
+    if let Some(h) = nested {
+        crate::report::finding::report_all(rules::nested_acquire::reacquired(
+            prim, actor, acq, &h, waiting, timed,
+        ));
+    }
+}
+
+/// The acquisition must wait: records the waiter (and checks for a self-wait, lock-order
+/// edges and blocking-in-async before the wait starts).
+#[cold]
+pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
+    let actor = actor::current();
+    if acq.flags() & FLAG_REENTRY == 0 {
+        check_held(prim, actor, &acq, true, timed);
+    }
+    let thread = actor::thread_seq();
+    // A blocking wait on a worker is reported only once it has stalled the worker for long
+    // (when it ends, or by the watchdog while it lasts): a short critical section under a
+    // parking_lot lock is what tokio recommends for data not held across an `.await`.
+    let mut on_worker = false;
+    if prim.kind.is_blocking() {
+        on_worker = rules::blocking_in_async::on_async_worker();
+    } else if actor.is_task() {
+        crate::report::finding::report_all(rules::blocking_in_async::check_async_wait(
+            prim,
+            actor,
+            &acq,
+            blocking_held_here(actor),
+        ));
+    }
+    let since_ns = clock::precise_now();
+    let rec = WaiterRec {
+        seq: 0,
+        actor,
+        thread,
+        site: acq.site(),
+        since_ns,
+        permits: acq.permits(),
+        mode: acq.mode(),
+        timed,
+        owned: acq.flags() & FLAG_MOVABLE != 0,
+        scope: actor::current_scope(),
+        on_worker,
+        retries: 0,
+    };
+    let seq = {
+        let mut q = prim.waiters.lock();
+        let seq = q.push(rec);
+        prim.waiting.store(q.len() as u32, Ordering::Relaxed);
+        prim.resource.waiters(q.len());
+        seq
+    };
+    Waiting { seq, since_ns }
+}
+
+/// Takes the waiter off the books; `gave_up`: it ends without a grant (a timeout, a cancelled
+/// future), so a wait by the same task or thread soon after is a retry of this one.
+fn end_wait(prim: &Prim, w: &Waiting, gave_up: bool) {
+    let mut now = None;
+    let rec = {
+        let mut q = prim.waiters.lock();
+        let rec = q.remove(w.seq);
+        if gave_up && let Some(rec) = &rec {
+            let t = *now.insert(clock::precise_now());
+            q.gave_up(rec, t);
+        }
+        prim.waiting.store(q.len() as u32, Ordering::Relaxed);
+        prim.resource.waiters(q.len());
+        rec
+    };
+    if let Some(rec) = rec
+        && rec.on_worker
+    {
+        let now = now.unwrap_or_else(clock::precise_now);
+        crate::report::finding::report_all(rules::blocking_in_async::check_worker_stall(
+            prim,
+            &rec,
+            now.saturating_sub(rec.since_ns),
+        ));
+    }
+}
+
+/// Granted after waiting.
+#[cold]
+pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
+    acquired_after_wait_ms(prim, acq, w).0
+}
+
+/// As [`acquired_after_wait`], also returning how long it waited in milliseconds (for the
+/// `acquired` event; one clock reading serves both).
+#[cold]
+pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) {
+    end_wait(prim, &w, false);
+    let now = clock::precise_now();
+    let waited = now.saturating_sub(w.since_ns);
+    let exclusive = acq.mode().is_exclusive();
+    // An exclusive holder is alone, so it may update these without an atomic RMW.
+    prim.stats.observe_wait(waited, exclusive);
+    if exclusive {
+        prim.stats.contended.store(
+            prim.stats.contended.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+    } else {
+        prim.stats.contended.fetch_add(1, Ordering::Relaxed);
+    }
+    // The precise reading doubles as the hold's start: both clocks share one timeline (a
+    // coarse reading lags by under a tick, so a release within the tick reads 0).
+    let hold = LOCAL
+        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq, now))
+        .unwrap_or_default();
+    (hold, waited as f64 / 1e6)
+}
+
+/// The acquire future was dropped while waiting.
+#[cold]
+pub fn wait_cancelled(prim: &Prim, w: Waiting) {
+    end_wait(prim, &w, true);
+    prim.stats.cancelled.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A timed acquisition gave up.
+#[cold]
+pub fn wait_timed_out(prim: &Prim, w: Waiting) {
+    end_wait(prim, &w, true);
+    prim.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The wait ended without a grant for another reason (the semaphore was closed).
+#[cold]
+pub fn wait_failed(prim: &Prim, w: Waiting) {
+    end_wait(prim, &w, false);
+}
+
+/// A timed form gave up without ever queueing (deadline already past).
+#[cold]
+pub fn timed_out_at_once(prim: &Prim) {
+    prim.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Milliseconds a wait has lasted.
+pub fn waited_ms(w: &Waiting) -> f64 {
+    clock::ms_between(w.since_ns, clock::precise_now())
+}
+
+/// A `try_` form found the primitive unavailable.
+#[cold]
+pub fn try_failed(prim: &Prim) {
+    prim.stats.try_failures.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A permit was `forget`-ed: it leaves the books as held and is counted as forgotten (a
+/// later `add_permits` pays it back).
+pub fn forgot(prim: &Prim, hold: Hold, permits: u64) {
+    if let Some(v) = hold.entry.as_ref().and_then(EntryRef::view) {
+        let site = v.site as *const Location<'static> as *mut Location<'static>;
+        if prim.forgot_site.load(Ordering::Relaxed) != site {
+            prim.forgot_site.store(site, Ordering::Relaxed);
+        }
+    }
+    prim.forgot_total.fetch_add(permits, Ordering::Relaxed);
+    prim.forgotten.fetch_add(permits, Ordering::Relaxed);
+    // Wrapping (two's complement): racing changes land in any order and must sum exactly; a
+    // saturating update would lose one that raced ahead of its counterpart.
+    prim.capacity.fetch_sub(permits, Ordering::Relaxed);
+    prim.epoch.fetch_add(1, Ordering::Relaxed);
+    released(prim, hold);
+}
+
+/// `add_permits(n)`: capacity grows; it makes up for forgotten permits, earlier or later ones
+/// (the forgotten balance goes below zero, read as none: see [`Prim::forgotten`]).
+pub fn added_permits(prim: &Prim, n: u64) {
+    prim.added_total.fetch_add(n, Ordering::Relaxed);
+    prim.capacity.fetch_add(n, Ordering::Relaxed);
+    // Wrapping, as in `forgot`.
+    prim.forgotten.fetch_sub(n, Ordering::Relaxed);
+    prim.epoch.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `forget_permits(n)` removed `n` available permits: capacity shrinks on purpose.
+pub fn removed_permits(prim: &Prim, n: u64) {
+    // Wrapping, as in `forgot`.
+    prim.capacity.fetch_sub(n, Ordering::Relaxed);
+    prim.epoch.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The semaphore was closed.
+pub fn closed(prim: &Prim) {
+    prim.closed.store(true, Ordering::Relaxed);
+    prim.epoch.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Reports the lock-order cycle a new edge closed, if any.
+#[inline]
+fn report_cycle(cycle: Option<graph::lockorder::Cycle>) {
+    if let Some(c) = cycle {
+        crate::report::finding::report_all(rules::lock_order_inversion::cycle(&c));
+    }
+}

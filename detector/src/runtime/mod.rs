@@ -1,0 +1,9 @@
+//! Layer 7, `runtime`: the entry points the wrappers call (`hooks`), the watchdog and test
+//! scopes: the only layer that starts threads, runs rules and hands findings to `report`.
+
+pub mod cell;
+pub mod configure;
+pub mod hooks;
+pub mod scope;
+pub mod testing;
+pub(crate) mod watchdog;

@@ -1,0 +1,286 @@
+//! The watchdog: a named OS thread that analyses the live state every tick.
+//!
+//! It never runs on a tokio runtime (the runtime it judges may be stuck), uses only
+//! uninstrumented locks, and cannot die quietly: each tick runs under `catch_unwind`, so a
+//! rule that panics loses that tick (counted as `lockscope_detector_dropped_total{what="tick"}`
+//! and reported once on stderr), not the thread. `lockscope_watchdog_ticks_total` counts the
+//! ticks that ran: a flat line is a dead watchdog.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{LazyLock, Once};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::analysis::snapshot::State;
+use crate::base::config;
+use crate::model::finding::FindingKind;
+use crate::report::finding;
+use crate::report::scopes as scope;
+use crate::rules::deadlock::Deadlock;
+use crate::rules::leaked_permit::LeakedPermit;
+use crate::rules::starvation::Starvation;
+use crate::rules::stuck_queue::StuckQueue;
+use crate::rules::task_ended::TaskEnded;
+use crate::rules::{Rule, Verdict};
+
+#[derive(Default)]
+struct Rules {
+    deadlock: Deadlock,
+    stuck: StuckQueue,
+    starvation: Starvation,
+    leak: LeakedPermit,
+    task_ended: TaskEnded,
+}
+
+static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
+static START: Once = Once::new();
+static EXIT_GUARDS: AtomicUsize = AtomicUsize::new(0);
+/// Test hook: the next tick panics (see [`inject_tick_panic`]).
+static INJECT_PANIC: AtomicBool = AtomicBool::new(false);
+
+/// Makes the next watchdog analysis panic inside a rule, as a bug in a rule would: for the
+/// canary test that proves the watchdog survives it. Not for production use.
+#[doc(hidden)]
+pub fn inject_tick_panic() {
+    INJECT_PANIC.store(true, Ordering::Relaxed);
+}
+
+/// Starts the watchdog thread once (no-op when already running).
+pub fn ensure_started() {
+    crate::base::clock::start_ticker();
+    START.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("lockscope-watchdog".into())
+            .spawn(run);
+        if let Err(e) = spawned {
+            eprintln!("lockscope: cannot start the watchdog thread: {e}");
+        }
+    });
+}
+
+fn run() {
+    loop {
+        let tick = config::current().tick;
+        std::thread::sleep(tick);
+        if config::enabled() {
+            crate::base::ticks::count();
+            guarded_tick();
+        }
+    }
+}
+
+/// One tick that cannot take the thread down: a panic in a rule is counted, reported on
+/// stderr the first time, and the next tick runs as usual.
+fn guarded_tick() -> usize {
+    match std::panic::catch_unwind(AssertUnwindSafe(tick_once)) {
+        Ok(new) => new,
+        Err(panic) => {
+            let first = finding::DROPPED_TICKS.fetch_add(1, Ordering::Relaxed) == 0;
+            if first {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-string panic".into());
+                write_stderr(&format!(
+                    "lockscope: the watchdog's analysis panicked ({what}); that tick is lost, the watchdog goes on (counted in lockscope_detector_dropped_total{{what=\"tick\"}}). This is a bug in lockscope: please report it.\n"
+                ));
+            }
+            0
+        }
+    }
+}
+
+/// Writes straight to the process's stderr, not through `eprintln!`: this thread may have
+/// been spawned from a test thread, whose output the test harness captures (and drops).
+fn write_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+}
+
+/// Runs one analysis now, on the calling thread: deadlocks (confirmed over two calls, as over
+/// two ticks), stuck queues, starvation and leaks. Returns how many new findings it made.
+///
+/// The watchdog thread does this every tick; tests and tools may call it to be deterministic.
+pub fn check_now() -> usize {
+    guarded_tick()
+}
+
+fn tick_once() -> usize {
+    if INJECT_PANIC.swap(false, Ordering::Relaxed) {
+        panic!("injected by lockscope_detector::watchdog::inject_tick_panic");
+    }
+    let state = State::capture();
+    let mut rules = RULES.lock();
+    // Before the deadlock rule, so that a test failed by a self-deadlock lists both.
+    let tick = config::current().tick;
+    crate::report::finding::report_all(crate::rules::nested_acquire::check_persisting(
+        &state,
+        tick.as_nanos() as u64,
+    ));
+    let mut new = 0;
+    let mut deadlocks = Vec::new();
+    for v in rules.deadlock.check(&state) {
+        if let Verdict::Found(f) = v {
+            deadlocks.push((*f).clone());
+            if finding::report(*f) {
+                new += 1;
+            }
+        }
+    }
+    let confirmed = rules.deadlock.confirmed_waits.clone();
+    rules.stuck.skip_waits = confirmed.clone();
+    let mut verdicts = rules.stuck.check(&state);
+    // A deadlocked or stuck primitive is not also a starving one.
+    let mut skip: HashSet<u64> = rules.stuck.stuck_prims.clone();
+    skip.extend(rules.deadlock.confirmed_prims.iter().copied());
+    rules.starvation.skip_prims = skip;
+    rules.starvation.skip_waits = confirmed;
+    verdicts.extend(rules.starvation.check(&state));
+    verdicts.extend(rules.leak.check(&state));
+    verdicts.extend(rules.task_ended.check(&state));
+    crate::report::finding::report_all(crate::rules::blocking_in_async::check_stalls(&state));
+    for v in verdicts {
+        if let Verdict::Found(f) = v
+            && finding::report(*f)
+        {
+            new += 1;
+        }
+    }
+    finding::retain_active(rules.deadlock.kind(), &rules.deadlock.active);
+    finding::retain_active(rules.stuck.kind(), &rules.stuck.active);
+    finding::retain_active(rules.starvation.kind(), &rules.starvation.active);
+    let mut leaks: HashSet<String> = rules.leak.active.clone();
+    leaks.extend(rules.task_ended.active.iter().cloned());
+    // End-of-test leaks stay active: nothing re-checks them.
+    leaks.extend(
+        finding::findings()
+            .into_iter()
+            .filter(|f| f.kind == FindingKind::LeakedPermit && f.active && f.key.ends_with("|end"))
+            .map(|f| f.key),
+    );
+    finding::retain_active(rules.leak.kind(), &leaks);
+    drop(rules);
+    exit_if_stuck(&state, &deadlocks);
+    new
+}
+
+/// Ends the process when a deadlock can be reported no other way: a blocked test thread, or
+/// plain threads under [`watchdog`].
+fn exit_if_stuck(state: &State, deadlocks: &[crate::model::finding::Finding]) {
+    if let Some((test, report)) = scope::unacknowledged_deadlocks(Duration::from_secs(1))
+        .into_iter()
+        .next()
+    {
+        die(&format!("in test {test}:\n{report}"));
+    }
+    // No silent hang: a test whose own thread is blocked in a lockscope wait can never fail
+    // by itself. Once a finding is known (or the wait passes the stuck threshold), end it.
+    if let Some(b) = scope::blocked_test_threads(state, Duration::from_secs(1))
+        .into_iter()
+        .next()
+    {
+        die(&format!(
+            "in test {}: its thread, {}, has been blocked for {} ms in a lockscope wait and can never notice a failure.\n{}\n{}",
+            b.test,
+            crate::state::actor::ActorId::from_thread_seq(b.thread).describe(),
+            b.blocked_ns / 1_000_000,
+            b.report,
+            live_state(state)
+        ));
+    }
+    if EXIT_GUARDS.load(Ordering::Relaxed) > 0 && !deadlocks.is_empty() && !scope::any_armed() {
+        die(&finding::render_all(deadlocks));
+    }
+}
+
+fn die(report: &str) -> ! {
+    // Straight to the stderr stream: the harness would drop captured output at the exit.
+    write_stderr(&format!(
+        "\nlockscope watchdog: a deadlock blocks threads that can never wake; ending the process.\n{report}\n"
+    ));
+    std::process::exit(101);
+}
+
+/// The primitives that have waiters, with their holders and waiters: what a hung test was
+/// stuck on (at most 20 primitives).
+fn live_state(state: &State) -> String {
+    let mut out = String::from("live state (primitives with waiters):\n");
+    let mut shown = 0;
+    for p in state.prims.iter().filter(|p| !p.waiters.is_empty()) {
+        if shown == 20 {
+            out.push_str("  ...\n");
+            break;
+        }
+        shown += 1;
+        let r = crate::rules::prim_ref(&p.prim);
+        let _ = writeln!(
+            out,
+            "  {} \"{}\" (created at {}):",
+            r.kind, r.name, r.created_at
+        );
+        for h in &p.holds {
+            let _ = writeln!(
+                out,
+                "    held by {} for {} ms, acquired at {}",
+                h.actor.describe(),
+                state.hold_age(h) / 1_000_000,
+                crate::state::prim::site_string(h.site)
+            );
+        }
+        for w in &p.waiters {
+            let _ = writeln!(
+                out,
+                "    waited for by {} on {} for {} ms, at {}",
+                w.actor.describe(),
+                crate::state::actor::ActorId::from_thread_seq(w.thread).describe(),
+                state.wait_age(w) / 1_000_000,
+                crate::state::prim::site_string(w.site)
+            );
+        }
+    }
+    if shown == 0 {
+        out.push_str("  (none)\n");
+    }
+    out
+}
+
+/// Arms the blocking-deadlock watchdog for plain `#[test]`s and programs: while the returned
+/// guard lives, a deadlock among threads (which can never wake to fail a test) makes the
+/// watchdog print the full report to stderr and exit the process with status 101, within
+/// about a second of the deadlock forming. `#[lockscope::test]` does this by itself.
+///
+/// ```no_run
+/// let _watchdog = lockscope_detector::watchdog();
+/// // ... threads that might deadlock on lockscope::parking_lot locks ...
+/// ```
+pub fn watchdog() -> WatchdogGuard {
+    if !config::enabled() {
+        crate::runtime::configure::set_enabled(true);
+    }
+    ensure_started();
+    EXIT_GUARDS.fetch_add(1, Ordering::Relaxed);
+    WatchdogGuard { _private: () }
+}
+
+/// Keeps the exit-on-deadlock watchdog armed (see [`watchdog`]).
+#[must_use = "the watchdog is disarmed when the guard is dropped"]
+pub struct WatchdogGuard {
+    _private: (),
+}
+
+impl Drop for WatchdogGuard {
+    fn drop(&mut self) {
+        EXIT_GUARDS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub(crate) fn rules_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    RULES.lock()
+}

@@ -1,0 +1,145 @@
+//! One hold entry ([`Entry`]), its seqlock fill and read, and the view rules read of it
+//! ([`HoldView`]).
+
+use std::panic::Location;
+use std::sync::atomic::Ordering;
+
+use crate::base::loom::{AtomicPtr, AtomicU64, fence};
+use crate::model::mode::*;
+use crate::state::actor;
+
+use super::*;
+
+impl Entry {
+    pub(super) fn new(owner: *const ThreadHeld, slot: u32) -> Entry {
+        Entry {
+            key: AtomicU64::new(0),
+            tag: AtomicU64::new(0),
+            actor: AtomicU64::new(0),
+            site: AtomicPtr::new(std::ptr::null_mut()),
+            since: AtomicU64::new(0),
+            meta: AtomicU64::new(0),
+            task_ref: AtomicPtr::new(std::ptr::null_mut()),
+            owner,
+            slot,
+        }
+    }
+}
+
+/// A copy of one hold, as snapshots and checks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldView {
+    /// Primitive id.
+    pub prim: u64,
+    /// Holder.
+    pub actor: actor::ActorId,
+    /// Where it was acquired.
+    pub site: &'static Location<'static>,
+    /// Since when (coarse ns).
+    pub since: u64,
+    /// Permits held.
+    pub permits: u32,
+    /// How it is held.
+    pub mode: Mode,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// Test scope of the acquiring thread.
+    pub scope: u32,
+    /// lockscope number of the thread whose table holds the entry (where it was acquired).
+    pub thread: u64,
+}
+
+impl HoldView {
+    /// Whether the holder may have handed this hold to another task (owned forms).
+    pub fn movable(&self) -> bool {
+        self.flags & FLAG_MOVABLE != 0
+    }
+}
+
+/// Alignment of [`Entry`]: the pointer tags a wrapper may use are the bits below it.
+pub const ENTRY_ALIGN: usize = std::mem::align_of::<Entry>();
+const _: () = assert!(
+    ENTRY_ALIGN >= 8,
+    "entries leave three low pointer bits free"
+);
+
+/// What a new hold entry records.
+#[derive(Clone, Copy)]
+pub(crate) struct NewHold {
+    /// Primitive id (the entry's key).
+    pub(crate) prim: u64,
+    /// Holder ([`actor::ActorId`] as a word).
+    pub(crate) actor: u64,
+    /// Where it was acquired.
+    pub(crate) site: &'static Location<'static>,
+    /// Since when (coarse clock).
+    pub(crate) since: u64,
+    /// [`pack_meta`]'s word.
+    pub(crate) meta: u64,
+    /// Test scope of the acquiring thread.
+    pub(crate) scope: u32,
+}
+
+impl Entry {
+    /// Fills a free entry. Only the table's owner fills, so the generation has one writer.
+    #[inline]
+    pub(super) fn fill(&self, h: NewHold) {
+        let generation = (self.tag.load(Ordering::Relaxed) as u32) | 1;
+        let scope = u64::from(h.scope) << 32;
+        self.tag
+            .store(u64::from(generation) | scope, Ordering::Relaxed);
+        // Release fence: a reader that sees any field stored below sees the odd generation
+        // above (or later), so it drops what it read (the seqlock's writer side).
+        fence(Ordering::Release);
+        self.actor.store(h.actor, Ordering::Relaxed);
+        self.site.store(
+            (h.site as *const Location<'static>).cast_mut(),
+            Ordering::Relaxed,
+        );
+        self.since.store(h.since, Ordering::Relaxed);
+        self.meta.store(h.meta, Ordering::Relaxed);
+        // Release: a reader that sees this key (Acquire) sees the fields stored above (the
+        // owner's bitmap refresh and the task index read the key alone).
+        self.key.store(h.prim, Ordering::Release);
+        // Release: a reader that sees this even generation (Acquire) sees the fields above.
+        self.tag.store(
+            u64::from(generation.wrapping_add(1)) | scope,
+            Ordering::Release,
+        );
+    }
+
+    /// A consistent copy of the hold, or `None` when the entry is free or being refilled.
+    pub(super) fn view(&self, thread: u64) -> Option<HoldView> {
+        // Acquire: pairs with the Release of the even generation in `fill`.
+        let tag = self.tag.load(Ordering::Acquire);
+        if tag & 1 != 0 {
+            return None; // being filled
+        }
+        let prim = self.key.load(Ordering::Acquire);
+        if prim == 0 {
+            return None;
+        }
+        let actor = self.actor.load(Ordering::Relaxed);
+        let site = self.site.load(Ordering::Relaxed);
+        let since = self.since.load(Ordering::Relaxed);
+        let meta = self.meta.load(Ordering::Relaxed);
+        // Acquire fence: if a load above saw a later fill's store, the generation below is
+        // that fill's (or later), not `tag` (the seqlock's reader side).
+        fence(Ordering::Acquire);
+        if self.tag.load(Ordering::Relaxed) != tag || site.is_null() {
+            return None;
+        }
+        Some(HoldView {
+            prim,
+            actor: actor::ActorId::from_u64(actor)?,
+            // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
+            site: unsafe { &*site },
+            since,
+            permits: meta as u32,
+            mode: Mode::from_u8((meta >> 32) as u8),
+            flags: (meta >> 40) as u8,
+            scope: (tag >> 32) as u32,
+            thread,
+        })
+    }
+}

@@ -1,0 +1,455 @@
+//! The per-thread hold table ([`ThreadHeld`]): inline entries, the overflow list, the
+//! recycling of tables of exited threads, and the walks over every table.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::panic::Location;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+
+use crate::base::loom::{AtomicBool, AtomicU64, AtomicUsize};
+use crate::model::mode::*;
+use crate::state::actor;
+use crate::state::tls::{LOCAL, Local};
+
+use super::*;
+
+impl Overflow {
+    pub(super) fn entry(&self, i: u32) -> &Entry {
+        &self.chunks[i as usize / CHUNK][i as usize % CHUNK]
+    }
+}
+
+// SAFETY: every mutable field is atomic or behind the mutex; the raw `owner` pointers of the
+// entries only point back at this table and are never written after creation.
+unsafe impl Send for ThreadHeld {}
+// SAFETY: as above.
+unsafe impl Sync for ThreadHeld {}
+
+impl ThreadHeld {
+    /// A new table for thread number `thread`.
+    pub(super) fn new(thread: u64) -> Arc<ThreadHeld> {
+        Arc::new_cyclic(|me| ThreadHeld {
+            thread: AtomicU64::new(thread),
+            inline: std::array::from_fn(|i| Entry::new(me.as_ptr(), i as u32)),
+            overflow: Mutex::new(Overflow {
+                chunks: Vec::new(),
+                free: Vec::new(),
+                by_actor: HashMap::new(),
+            }),
+            overflow_len: AtomicUsize::new(0),
+            orphaned: AtomicBool::new(false),
+            tallies: Default::default(),
+        })
+    }
+
+    /// Takes this table for thread number `thread` if its thread exited and it holds
+    /// nothing. Called under the table list's lock, so two threads never take one table.
+    pub(super) fn recycle(&self, thread: u64) -> bool {
+        let free = self.orphaned.load(Ordering::Acquire)
+            && !self.occupied()
+            && self.overflow_len.load(Ordering::Acquire) == 0;
+        if free {
+            self.thread.store(thread, Ordering::Relaxed);
+            // Release: the new owner's thread number is visible with the table.
+            self.orphaned.store(false, Ordering::Release);
+        }
+        free
+    }
+
+    pub(super) fn occupied(&self) -> bool {
+        self.overflow_len.load(Ordering::Acquire) != 0
+            || self
+                .inline
+                .iter()
+                .any(|e| e.key.load(Ordering::Acquire) != 0)
+    }
+
+    pub(super) fn fresh_mask(&self) -> u32 {
+        let mut m = 0;
+        for (i, e) in self.inline.iter().enumerate() {
+            if e.key.load(Ordering::Relaxed) != 0 {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// Every hold in this table.
+    pub fn for_each(&self, mut f: impl FnMut(HoldView)) {
+        for e in &self.inline {
+            if let Some(v) = e.view(self.thread.load(Ordering::Relaxed)) {
+                f(v);
+            }
+        }
+        if self.overflow_len.load(Ordering::Acquire) != 0 {
+            let o = self.overflow.lock();
+            for c in &o.chunks {
+                for e in c.iter() {
+                    if let Some(v) = e.view(self.thread.load(Ordering::Relaxed)) {
+                        f(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(super) static THREADS: LazyLock<Mutex<Vec<Arc<ThreadHeld>>>> = LazyLock::new(Mutex::default);
+
+thread_local! {
+    pub(super) static OWNER: Cell<Option<OwnerGuard>> = const { Cell::new(None) };
+}
+
+/// Keeps this thread's table alive and marks it orphaned when the thread exits.
+pub(super) struct OwnerGuard(Arc<ThreadHeld>);
+
+impl Drop for OwnerGuard {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|l| {
+            l.held.set(std::ptr::null());
+            l.dead.set(true);
+        });
+        // The table stays listed (its entries may outlive the thread in moved guards); an
+        // exited thread's table is recycled once it holds nothing.
+        self.0.orphaned.store(true, Ordering::Release);
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn init(l: &Local) -> Option<*const ThreadHeld> {
+    if l.dead.get() {
+        return None;
+    }
+    let thread = actor::thread_seq_in(l);
+    let th = {
+        let mut threads = THREADS.lock();
+        // Recycle the table of an exited thread that holds nothing: tables are never freed
+        // (an entry pointer, in a guard or the task index, must never dangle), so their number
+        // stays the peak number of threads alive at once.
+        match threads.iter().find(|t| t.recycle(thread)) {
+            Some(t) => t.clone(),
+            None => {
+                let th = ThreadHeld::new(thread);
+                threads.push(th.clone());
+                th
+            }
+        }
+    };
+    let ptr = Arc::as_ptr(&th);
+    OWNER.try_with(|o| o.set(Some(OwnerGuard(th)))).ok()?;
+    l.held.set(ptr);
+    l.mask.set(0);
+    Some(ptr)
+}
+
+// SAFETY: an EntryRef only clears or rewrites its own entry with atomic stores (overflow
+// bookkeeping under the table's mutex); tables are never freed.
+unsafe impl Send for EntryRef {}
+// SAFETY: as above; `&EntryRef` offers only atomic operations.
+unsafe impl Sync for EntryRef {}
+
+impl EntryRef {
+    pub(super) fn entry(&self) -> &Entry {
+        // SAFETY: see the type docs: tables (and their boxed overflow chunks) are never freed.
+        unsafe { self.0.as_ref() }
+    }
+
+    pub(super) fn table(&self) -> &ThreadHeld {
+        // SAFETY: as above; `owner` was set from the table's own address at creation.
+        unsafe { &*self.entry().owner }
+    }
+
+    /// Rewrites permits and mode (permit `split`/`merge`, rwlock `downgrade`, upgrades).
+    pub fn update(&self, permits: u32, mode: Mode) {
+        let e = self.entry();
+        let old = e.meta.load(Ordering::Relaxed);
+        let meta = (old & !0xff_ffff_ffff) | u64::from(permits) | (u64::from(mode as u8) << 32);
+        e.meta.store(meta, Ordering::Relaxed);
+    }
+
+    /// Reads the hold back.
+    pub fn view(&self) -> Option<HoldView> {
+        self.entry()
+            .view(self.table().thread.load(Ordering::Relaxed))
+    }
+
+    /// Indexes this hold as one of `task`'s (see the task index).
+    #[inline]
+    pub(crate) fn index_task(&self, task: u64) {
+        index_task(self.entry(), task);
+    }
+
+    /// The hold's start (coarse clock) and its packed meta word, as written at the grant.
+    #[inline]
+    pub(crate) fn since_and_meta(&self) -> (u64, u64) {
+        let e = self.entry();
+        (
+            e.since.load(Ordering::Relaxed),
+            e.meta.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The reference as a pointer, for a wrapper that keeps it in one word: entries are
+    /// [`ENTRY_ALIGN`]-aligned, so the low three bits are 0 and free for the wrapper's tags
+    /// (set and cleared with `map_addr`, which keeps the pointer's provenance).
+    #[inline]
+    pub(crate) fn into_ptr(self) -> *mut Entry {
+        self.0.as_ptr()
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` is null or a pointer from [`EntryRef::into_ptr`] (its tag bits cleared), turned
+    /// back once.
+    #[inline]
+    pub(crate) unsafe fn from_ptr(ptr: *mut Entry) -> Option<EntryRef> {
+        NonNull::new(ptr).map(EntryRef)
+    }
+
+    /// The lockscope number of the thread whose table holds this entry.
+    pub fn thread(&self) -> u64 {
+        self.table().thread.load(Ordering::Relaxed)
+    }
+
+    /// Clears the hold.
+    #[inline]
+    pub fn release(self) {
+        if LOCAL.try_with(|l| self.release_in(Some(l))).is_err() {
+            self.release_in(None);
+        }
+    }
+
+    /// Clears the hold, with this thread's locals at hand (`None`: the thread is exiting).
+    #[inline]
+    pub(crate) fn release_in(&self, l: Option<&Local>) {
+        let e = self.entry();
+        let slot = e.slot as usize;
+        if slot >= INLINE {
+            return release_overflow(self.table(), (slot - INLINE) as u32);
+        }
+        let owner = e.owner;
+        unindex(e);
+        // Release: a snapshot that reads 0 here sees no later reuse half-written.
+        e.key.store(0, Ordering::Release);
+        if let Some(l) = l
+            && std::ptr::eq(l.held.get(), owner)
+        {
+            l.mask.set(l.mask.get() & !(1 << slot));
+        }
+    }
+}
+
+#[cold]
+pub(super) fn release_overflow(th: &ThreadHeld, i: u32) {
+    let mut o = th.overflow.lock();
+    let e = o.entry(i);
+    let actor = e.actor.load(Ordering::Relaxed);
+    unindex(e);
+    e.key.store(0, Ordering::Release);
+    if let Some(v) = o.by_actor.get_mut(&actor) {
+        v.retain(|&x| x != i);
+        if v.is_empty() {
+            o.by_actor.remove(&actor);
+        }
+    }
+    o.free.push(i);
+    th.overflow_len.fetch_sub(1, Ordering::Release);
+}
+
+/// Records a hold on the current thread's table, with this thread's test scope. `None` only
+/// while the thread is exiting.
+#[inline]
+pub fn push(
+    prim: u64,
+    actor: u64,
+    site: &'static Location<'static>,
+    since: u64,
+    meta: u64,
+) -> Option<EntryRef> {
+    LOCAL
+        .try_with(|l| {
+            let scope = l.scope.get();
+            push_in(
+                l,
+                NewHold {
+                    prim,
+                    actor,
+                    site,
+                    since,
+                    meta,
+                    scope,
+                },
+            )
+        })
+        .ok()
+        .flatten()
+}
+
+#[inline]
+pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
+    let mut h = l.held.get();
+    if h.is_null() {
+        h = init(l)?;
+    }
+    // SAFETY: `h` is this thread's live table (OWNER keeps it until thread exit, when `held`
+    // is nulled first).
+    let th = unsafe { &*h };
+    let mut mask = l.mask.get();
+    if mask == FULL {
+        mask = th.fresh_mask();
+        l.mask.set(mask);
+    }
+    if mask != FULL {
+        let i = (!mask).trailing_zeros() as usize;
+        let e = &th.inline[i];
+        e.fill(hold);
+        l.mask.set(mask | (1 << i));
+        return Some(EntryRef(NonNull::from(e)));
+    }
+    push_overflow(th, hold)
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn push_overflow(th: &ThreadHeld, hold: NewHold) -> Option<EntryRef> {
+    let mut o = th.overflow.lock();
+    let i = match o.free.pop() {
+        Some(i) => i,
+        None => {
+            let base = (o.chunks.len() * CHUNK) as u32;
+            let owner: *const ThreadHeld = th;
+            o.chunks.push(Box::new(std::array::from_fn(|k| {
+                Entry::new(owner, INLINE as u32 + base + k as u32)
+            })));
+            o.free.extend((base + 1..base + CHUNK as u32).rev());
+            base
+        }
+    };
+    let e: *const Entry = o.entry(i);
+    o.entry(i).fill(hold);
+    o.by_actor.entry(hold.actor).or_default().push(i);
+    th.overflow_len.fetch_add(1, Ordering::Release);
+    drop(o);
+    // Chunks are boxed and never freed before the table: the address is stable.
+    NonNull::new(e.cast_mut()).map(EntryRef)
+}
+
+/// Calls `f` with every hold of `actor` recorded on the current thread.
+#[inline]
+pub fn for_each_mine(actor: u64, mut f: impl FnMut(HoldView)) {
+    let _ = LOCAL.try_with(|l| for_each_mine_in(l, actor, &mut f));
+}
+
+pub(crate) fn for_each_mine_in(l: &Local, actor: u64, f: &mut dyn FnMut(HoldView)) {
+    let h = l.held.get();
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: as in `push_in`.
+    let th = unsafe { &*h };
+    let mut mask = l.mask.get();
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let e = &th.inline[i];
+        if e.actor.load(Ordering::Relaxed) == actor
+            && let Some(v) = e.view(th.thread.load(Ordering::Relaxed))
+            && v.actor.as_u64() == actor
+        {
+            f(v);
+        }
+    }
+    if th.overflow_len.load(Ordering::Acquire) != 0 {
+        let o = th.overflow.lock();
+        if let Some(idx) = o.by_actor.get(&actor) {
+            for &i in idx {
+                if let Some(v) = o.entry(i).view(th.thread.load(Ordering::Relaxed)) {
+                    f(v);
+                }
+            }
+        }
+    }
+}
+
+/// The primitive ids and flags of `actor`'s inline holds on the current thread, cheaply (no
+/// full views); `overflow` says whether overflow entries exist too (then use
+/// [`for_each_mine`]). Returns how many were written into `out`.
+#[inline]
+pub(crate) fn mine_inline(
+    l: &Local,
+    actor: u64,
+    out: &mut [(u64, u8, *const Entry); 8],
+) -> (usize, bool) {
+    let h = l.held.get();
+    if h.is_null() {
+        return (0, false);
+    }
+    // SAFETY: as in `push_in`.
+    let th = unsafe { &*h };
+    let mut n = 0;
+    let mut mask = l.mask.get();
+    while mask != 0 && n < out.len() {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let e = &th.inline[i];
+        if e.actor.load(Ordering::Relaxed) == actor {
+            let prim = e.key.load(Ordering::Acquire);
+            if prim != 0 {
+                let flags = (e.meta.load(Ordering::Relaxed) >> 40) as u8;
+                out[n] = (prim, flags, e);
+                n += 1;
+            }
+        }
+    }
+    let more = mask != 0 || th.overflow_len.load(Ordering::Acquire) != 0;
+    (n, more)
+}
+
+/// Whether any hold at all is recorded on the current thread: one thread-local read, so the
+/// common case (nothing held) skips every acquire-time check.
+#[inline]
+pub fn any_here() -> bool {
+    LOCAL.try_with(any_in).unwrap_or(false)
+}
+
+#[inline]
+pub(crate) fn any_in(l: &Local) -> bool {
+    let h = l.held.get();
+    // SAFETY: as in `push_in`.
+    !h.is_null() && (l.mask.get() != 0 || unsafe { &*h }.overflow_len.load(Ordering::Relaxed) != 0)
+}
+
+/// Whether `actor` holds anything recorded on the current thread.
+#[inline]
+pub fn holds_any_here(actor: u64) -> bool {
+    let mut any = false;
+    for_each_mine(actor, |_| any = true);
+    any
+}
+
+/// Calls `f` with every hold on every thread's table (snapshots, scrapes).
+pub fn for_each_all(mut f: impl FnMut(HoldView)) {
+    let threads = THREADS.lock();
+    for t in threads.iter() {
+        t.for_each(&mut f);
+    }
+}
+
+/// Tables in use by live threads, and tables listed in all (the rest wait to be recycled).
+pub fn table_counts() -> (usize, usize) {
+    let threads = THREADS.lock();
+    let live = threads
+        .iter()
+        .filter(|t| !t.orphaned.load(Ordering::Acquire))
+        .count();
+    (live, threads.len())
+}
+
+pub(crate) fn threads_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
+    THREADS.lock()
+}

@@ -1,0 +1,113 @@
+use std::panic::Location;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::state::tls::LOCAL;
+
+use super::*;
+
+fn site() -> &'static Location<'static> {
+    Location::caller()
+}
+
+#[test]
+fn push_release_and_overflow() {
+    let me = 77;
+    let mut refs = Vec::new();
+    for p in 1..=(INLINE as u64 + 40) {
+        refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0)).unwrap());
+    }
+    let mut n = 0;
+    for_each_mine(me, |_| n += 1);
+    assert_eq!(n, INLINE + 40);
+    // Release half from another thread: the owner's view must follow.
+    let far: Vec<_> = refs.drain(..30).collect();
+    std::thread::spawn(move || far.into_iter().for_each(EntryRef::release))
+        .join()
+        .unwrap();
+    let mut n = 0;
+    for_each_mine(me, |_| n += 1);
+    assert_eq!(n, INLINE + 10);
+    refs.into_iter().for_each(EntryRef::release);
+    assert!(!holds_any_here(me));
+    // Inline entries are reused after remote clears.
+    let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0)).unwrap();
+    assert_eq!(r.view().unwrap().prim, 5);
+    r.release();
+}
+
+/// A hold's scope is kept whole (it was cut to 16 bits: issue 17).
+#[test]
+fn a_hold_keeps_a_scope_id_past_16_bits() {
+    let scope = 0x0012_3456;
+    let hold = NewHold {
+        prim: 9,
+        actor: 78,
+        site: site(),
+        since: 5,
+        meta: pack_meta(1, Mode::Exclusive, 0),
+        scope,
+    };
+    let r = LOCAL.with(|l| push_in(l, hold)).unwrap();
+    assert_eq!(r.view().unwrap().scope, scope);
+    r.release();
+}
+
+/// The same entry refilled over and over with holds of one primitive (so the key alone
+/// cannot tell them apart) while another thread snapshots it: every view must be one
+/// hold, never fields of two (issue 17).
+#[test]
+fn a_snapshot_never_mixes_two_holds_of_one_entry() {
+    use std::sync::atomic::AtomicBool;
+    const FILLS: u64 = 200_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    // The writer's table, found by the reader through the entry pointer.
+    let first = push(7, 1, site(), 1, pack_meta(1, Mode::Permits, 0)).unwrap();
+    struct Shared(*const Entry);
+    // SAFETY: entries are only read through shared references (atomics), and tables are
+    // never freed.
+    unsafe impl Send for Shared {}
+    let entry = first.0.as_ptr().cast_const();
+    let shared = Shared(entry);
+    first.release();
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let shared = shared;
+            let mut seen = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: tables are never freed; only read through shared references.
+                let e = unsafe { &*shared.0 };
+                if let Some(v) = e.view(0) {
+                    let n = v.actor.as_u64();
+                    assert_eq!(v.since, n, "since of another hold: {v:?}");
+                    assert_eq!(
+                        u64::from(v.permits),
+                        n & 0xffff,
+                        "permits of another hold: {v:?}"
+                    );
+                    seen += 1;
+                }
+            }
+            seen
+        })
+    };
+    for n in 2..FILLS {
+        let r = push(
+            7,
+            n,
+            site(),
+            n,
+            pack_meta((n & 0xffff) as u32, Mode::Permits, 0),
+        )
+        .unwrap();
+        assert!(
+            std::ptr::eq(r.0.as_ptr(), entry),
+            "the entry was not reused"
+        );
+        r.release();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let seen = reader.join().unwrap();
+    println!("{seen} consistent views");
+}

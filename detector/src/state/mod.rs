@@ -1,0 +1,11 @@
+//! Layer 3, `state`: the live books: who is acting (actors, thread locals), per-thread hold
+//! tables, waiter queues, the primitive and executor registries. Changing them returns what
+//! happened; they call no rule and report nothing.
+
+pub mod actor;
+pub(crate) mod console;
+pub mod executor;
+pub mod held;
+pub mod prim;
+pub(crate) mod tls;
+pub mod wait;

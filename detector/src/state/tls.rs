@@ -1,0 +1,39 @@
+//! Everything the hot path keeps per OS thread, in one `const` thread-local so that an
+//! acquisition touches thread-local storage once.
+
+use std::cell::Cell;
+
+use crate::state::held::ThreadHeld;
+
+pub(crate) struct Local {
+    /// lockscope's number for this thread (0: not assigned yet).
+    pub(crate) thread_seq: Cell<u64>,
+    /// Test scope stamped on this thread (0: none).
+    pub(crate) scope: Cell<u32>,
+    /// This thread's hold table (null until first use, and again once the thread exits).
+    pub(crate) held: Cell<*const ThreadHeld>,
+    /// Inline entries this thread filled and has not seen released (may over-report).
+    pub(crate) mask: Cell<u32>,
+    /// The thread is exiting: record nothing more.
+    pub(crate) dead: Cell<bool>,
+    /// Blocking guards held by tasks on this thread, and the last task that took one.
+    pub(crate) blocking_in_task: Cell<u32>,
+    pub(crate) blocking_task: Cell<u64>,
+    /// Flavor of the runtime this thread serves: 0 unknown, 1 current-thread, 2 other.
+    pub(crate) flavor: Cell<u8>,
+}
+
+thread_local! {
+    pub(crate) static LOCAL: Local = const {
+        Local {
+            thread_seq: Cell::new(0),
+            scope: Cell::new(0),
+            held: Cell::new(std::ptr::null()),
+            mask: Cell::new(0),
+            dead: Cell::new(false),
+            blocking_in_task: Cell::new(0),
+            blocking_task: Cell::new(0),
+            flavor: Cell::new(0),
+        }
+    };
+}
