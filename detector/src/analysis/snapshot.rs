@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::base::clock;
+use crate::base::stats::HistogramSnapshot;
 use crate::state::actor;
 use crate::state::executor::Executors;
 use crate::state::held::{self, HoldView};
@@ -64,7 +65,7 @@ impl State {
                 Vec::new()
             };
             index.insert(p.id().0, prims.len());
-            let tallied = tallies.get(&p.id().0).copied().unwrap_or(0);
+            let tallied = tallies.get(&p.id().0).map_or(0, HistogramSnapshot::count);
             prims.push(PrimState {
                 prim: p.clone(),
                 capacity: p.capacity(),

@@ -1,20 +1,24 @@
 //! Three clocks on one timeline (nanoseconds since boot on Linux).
 //!
-//! [`hold_now`] times holds, twice per acquisition. By default it reads [`coarse_now`]:
-//! `CLOCK_MONOTONIC_COARSE`, 6-9 ns on the reference machine against 25 ns for
-//! `Instant::now()`, with the kernel tick as resolution (1-4 ms). A hold shorter than a tick
-//! reads as 0 or one tick; the difference of two readings is still an unbiased estimate of
-//! the duration, so sums and means stay right.
+//! [`hold_now`] times holds, twice per acquisition, so it must cost next to nothing: it is
+//! one load of a word that the watchdog sets from `CLOCK_MONOTONIC` at every tick and at
+//! least every [`PUBLISH_EVERY`] ([`publish`]), so its resolution is that period (100 ms by
+//! default). That is plenty for what reads a hold's start (the detector's thresholds are
+//! seconds); the hold-time histogram gets its precision from sampling instead: one
+//! acquisition in [`SAMPLE_EVERY`] per thread is timed with [`precise_now`] at both ends (see
+//! `runtime::hooks`), and the holds shorter than a tick, which the coarse word cannot time,
+//! are counted in the bucket of the latest sampled short hold of the same primitive on the
+//! same thread, so that the buckets are right in expectation and every count is exact.
+//! Before the watchdog first runs (and in a forked child, which has no watchdog), it reads
+//! [`coarse_now`] (`CLOCK_MONOTONIC_COARSE`, 6-9 ns on the reference machine).
 //!
 //! With `LOCKSCOPE_CLOCK_TICK_MS=1` (or [`Config::clock_tick`](crate::Config::clock_tick)) a
-//! `lockscope-clock` thread sets a word from `CLOCK_MONOTONIC` every tick and [`hold_now`]
-//! is one load of it (about 1 ns): 10-15 ns less per acquisition, 1 ms resolution. Its cost
-//! is the thread's wake-ups: 0.4 s of CPU per 10 s on the reference VM, where timer wake-ups
-//! are expensive (4% of a core), so it only pays off in processes doing millions of
-//! acquisitions a second, and is off by default. It pauses while the detector is off; a
-//! forked child falls back to the coarse clock.
+//! `lockscope-clock` thread sets the same word every tick instead, for 1 ms resolution, at
+//! the price of its wake-ups (0.4 s of CPU per 10 s on the reference VM). It pauses while the
+//! detector is off.
 //!
-//! [`precise_now`] (`CLOCK_MONOTONIC`) times waits, which are on the slow path anyway.
+//! [`precise_now`] (`CLOCK_MONOTONIC`) times waits, which are on the slow path anyway, and
+//! the sampled holds.
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,15 +73,43 @@ mod imp {
     }
 }
 
-/// The clock thread's last reading (0: no clock thread; read the coarse clock).
-static TICKED: AtomicU64 = AtomicU64::new(0);
+/// The last published reading (0: none yet; read the coarse clock), alone on its cache line:
+/// every acquisition reads it, only the watchdog (or the clock thread) writes it.
+#[repr(align(128))]
+struct Published(AtomicU64);
+
+static TICKED: Published = Published(AtomicU64::new(0));
+
+/// The longest the published time may go stale while the watchdog runs: it publishes at least
+/// this often whatever its tick.
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// One acquisition in this many, per thread, is timed precisely for the hold histogram.
+pub const SAMPLE_EVERY: u32 = 64;
+
+/// Publishes the time for [`hold_now`] (the watchdog, at every tick).
+pub(crate) fn publish() {
+    static FORK: Once = Once::new();
+    FORK.call_once(|| {
+        #[cfg(unix)]
+        {
+            extern "C" fn in_child() {
+                // Only the forking thread survives a fork: nobody publishes in the child.
+                TICKED.0.store(0, Ordering::Relaxed);
+            }
+            // SAFETY: registers a handler that only does an atomic store (async-signal-safe).
+            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        }
+    });
+    TICKED.0.store(precise_now().max(8), Ordering::Relaxed);
+}
 
 /// The time for a hold's start and end: the clock thread's last reading, else
-/// [`coarse_now`]. Never ahead of [`precise_now`]; behind it by at most a tick of the clock
-/// thread (1 ms by default) while that thread runs.
+/// [`coarse_now`]. Never ahead of [`precise_now`]; behind it by at most [`PUBLISH_EVERY`]
+/// while the watchdog runs (1 ms with the clock thread).
 #[inline]
 pub fn hold_now() -> u64 {
-    match TICKED.load(Ordering::Relaxed) {
+    match TICKED.0.load(Ordering::Relaxed) {
         0 => coarse_now(),
         t => t,
     }
@@ -93,15 +125,7 @@ pub(crate) fn start_ticker() {
         return;
     }
     START.call_once(|| {
-        #[cfg(unix)]
-        {
-            extern "C" fn in_child() {
-                // Only the forking thread survives a fork: no clock thread in the child.
-                TICKED.store(0, Ordering::Relaxed);
-            }
-            // SAFETY: registers a handler that only does an atomic store (async-signal-safe).
-            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-        }
+        publish();
         let spawned = std::thread::Builder::new()
             .name("lockscope-clock".into())
             .spawn(tick_forever);
@@ -116,12 +140,12 @@ fn tick_forever() {
         let cfg = crate::base::config::current();
         match cfg.clock_tick {
             Some(period) if cfg.mode != crate::base::config::Mode::Off => {
-                TICKED.store(precise_now().max(1), Ordering::Relaxed);
+                publish();
                 std::thread::sleep(period);
             }
             _ => {
-                TICKED.store(0, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(100));
+                // The watchdog publishes meanwhile.
+                std::thread::sleep(PUBLISH_EVERY);
             }
         }
     }

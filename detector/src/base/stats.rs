@@ -34,8 +34,9 @@ pub struct Histogram {
     sum_ns: AtomicU64,
 }
 
+/// The bucket `ns` falls in (13: `+Inf`).
 #[inline]
-fn bucket_of(ns: u64) -> usize {
+pub(crate) fn bucket_of(ns: u64) -> usize {
     // Most observations are in the first buckets: a linear scan beats a binary search here.
     let mut i = 0;
     while i < BUCKETS_NS.len() && ns > BUCKETS_NS[i] {
@@ -64,6 +65,25 @@ impl Histogram {
         if ns != 0 {
             bump(&self.sum_ns, ns, exclusive);
         }
+    }
+
+    /// Records one hold counted in bucket `i` with duration `ns`, by the one thread that
+    /// writes this histogram (a load and a store): a tally's stand-in for a hold it did not
+    /// time (see `state::held::tally`).
+    #[inline]
+    pub(crate) fn observe_in(&self, i: usize, ns: u64) {
+        bump(&self.buckets[i], 1, true);
+        if ns != 0 {
+            bump(&self.sum_ns, ns, true);
+        }
+    }
+
+    /// Zeroes every count (a tally slot taken by another primitive; nobody else writes it).
+    pub(crate) fn reset(&self) {
+        for b in &self.buckets {
+            b.store(0, Relaxed);
+        }
+        self.sum_ns.store(0, Relaxed);
     }
 
     /// A copy of the counts: per bucket (non-cumulative, last is `+Inf`), count and sum.

@@ -68,6 +68,9 @@ pub const FLAG_REENTRY: u8 = 8;
 pub const FLAG_PINNED_THREAD: u8 = 16;
 /// Flag: split off another hold (`SemaphorePermit::split`): not an acquisition of its own.
 pub const FLAG_SPLIT: u8 = 32;
+/// Flag: the hold's start is a precise reading (one acquisition in `SAMPLE_EVERY`), so its
+/// release times it precisely for the hold histogram.
+pub const FLAG_SAMPLED: u8 = 64;
 
 /// Packs the descriptive half of an entry into one word: `permits | mode << 32 | flags << 40`.
 /// (The test scope has a word of its own, whole: no scope id is ever truncated.)

@@ -119,7 +119,7 @@ pub fn metrics() -> MetricsSnapshot {
             let Some(m) = series.get_mut(i) else {
                 return;
             };
-            let st = p.stats_with(tallies.get(&p.id().0).copied().unwrap_or(0));
+            let st = p.stats_with(&tallies.get(&p.id().0).copied().unwrap_or_default());
             m.acquisitions += st.hold.count();
             m.contended += st.contended;
             m.try_failures += st.try_failures;

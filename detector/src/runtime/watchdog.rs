@@ -64,9 +64,19 @@ pub fn ensure_started() {
 }
 
 fn run() {
+    use crate::base::clock;
     loop {
-        let tick = config::current().tick;
-        std::thread::sleep(tick);
+        // Sleeps the tick in slices, publishing the time holds read after each (and after the
+        // analysis, which may take a while at scale), so that it is never staler than
+        // `PUBLISH_EVERY`, whatever the tick.
+        let mut left = config::current().tick;
+        while !left.is_zero() {
+            clock::publish();
+            let slice = left.min(clock::PUBLISH_EVERY);
+            std::thread::sleep(slice);
+            left -= slice;
+        }
+        clock::publish();
         if config::enabled() {
             crate::base::ticks::count();
             guarded_tick();

@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::base::stats::{Stats, StatsSnapshot};
+use crate::base::stats::{HistogramSnapshot, Stats, StatsSnapshot};
 use crate::base::{config, names};
 pub use crate::model::prim::*;
 use crate::state::actor;
@@ -119,13 +119,13 @@ impl Prim {
     }
     /// Its statistics now (with the short holds tallied on threads' tables).
     pub fn stats(&self) -> StatsSnapshot {
-        self.stats_with(crate::state::held::tally_of(self.id.0))
+        self.stats_with(&crate::state::held::tally_of(self.id.0))
     }
 
     /// [`stats`](Prim::stats) with its tallied short holds already summed.
-    pub(crate) fn stats_with(&self, tallied: u64) -> StatsSnapshot {
+    pub(crate) fn stats_with(&self, tallied: &HistogramSnapshot) -> StatsSnapshot {
         let mut st = self.stats.read();
-        st.hold.buckets[0] += tallied;
+        st.hold.merge(tallied);
         st
     }
     /// Test scope that created it (0: none).
@@ -139,7 +139,7 @@ impl Prim {
     /// A number that grows whenever the primitive makes progress (a release, a capacity
     /// change, `close`); unchanged means nothing was freed.
     pub fn progress(&self) -> u64 {
-        self.progress_with(crate::state::held::tally_of(self.id.0))
+        self.progress_with(crate::state::held::tally_of(self.id.0).count())
     }
 
     /// [`progress`](Prim::progress) with its tallied short holds already summed.
@@ -338,7 +338,7 @@ pub fn unregister(prim: &Prim) -> bool {
     }
     // The tallies are final: nothing releases a hold of a primitive being dropped.
     let mut st = prim.stats.read();
-    st.hold.buckets[0] += crate::state::held::claim_tallies(prim.id.0);
+    st.hold.merge(&crate::state::held::claim_tallies(prim.id.0));
     if let Some(s) = series.series.get_mut(prim.series as usize) {
         s.retired.merge(&st);
     }

@@ -21,6 +21,9 @@ pub(crate) struct Local {
     pub(crate) blocking_task: Cell<u64>,
     /// Flavor of the runtime this thread serves: 0 unknown, 1 current-thread, 2 other.
     pub(crate) flavor: Cell<u8>,
+    /// Acquisitions left before the next one whose hold is timed precisely (see
+    /// `base::clock::SAMPLE_EVERY`); 0: the next one is.
+    pub(crate) hold_sample: Cell<u32>,
 }
 
 thread_local! {
@@ -34,6 +37,7 @@ thread_local! {
             blocking_in_task: Cell::new(0),
             blocking_task: Cell::new(0),
             flavor: Cell::new(0),
+            hold_sample: Cell::new(0),
         }
     };
 }

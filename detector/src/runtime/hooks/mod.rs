@@ -24,8 +24,8 @@ use crate::base::clock;
 use crate::rules;
 use crate::state::actor::{self, ActorId};
 use crate::state::held::{
-    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_REENTRY, FLAG_SPLIT, FLAG_TRY,
-    NewHold,
+    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_REENTRY, FLAG_SAMPLED, FLAG_SPLIT,
+    FLAG_TRY, NewHold,
 };
 use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local};
@@ -173,7 +173,20 @@ pub fn acquired_at(prim: &Prim, acq: Acq, since: u64) -> Hold {
 }
 
 #[inline]
-fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64) -> Hold {
+fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, mut since: u64) -> Hold {
+    // One acquisition in `SAMPLE_EVERY` on this thread is timed precisely (the hold
+    // histogram's samples); the others cost a decrement.
+    match l.hold_sample.get() {
+        0 => {
+            since = clock::precise_now();
+            // The next sample in SAMPLE_EVERY on average, jittered by the clock's low bits so
+            // that a periodic workload (long, short, long, ...) is not sampled in step.
+            let jitter = ((since >> 4) % u64::from(clock::SAMPLE_EVERY)) as u32;
+            l.hold_sample.set(clock::SAMPLE_EVERY / 2 + jitter);
+            acq = acq.with_flags(FLAG_SAMPLED);
+        }
+        n => l.hold_sample.set(n - 1),
+    }
     if actor.is_task() {
         if prim.kind.is_blocking() {
             acq = acq.with_flags(blocking_flags(l, actor));
@@ -204,32 +217,87 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, since: u64)
 /// The guard or permit was dropped (or forgotten: see [`forgot`]). Call before releasing the
 /// inner primitive.
 ///
-/// A hold shorter than a clock tick (the common case) is counted in this thread's tally (a
-/// per-thread count that scrapes add up); a longer one goes to the primitive's histogram, without an atomic RMW
+/// The hold's time goes to the statistics as [`hold_time`] says: a hold shorter than a tick of
+/// the published clock (the common case) is counted in this thread's tally (per-thread counts
+/// that scrapes add up); a longer one goes to the primitive's histogram, without an atomic RMW
 /// when the holder is exclusive.
 #[inline]
 pub fn released(prim: &Prim, hold: Hold) {
     let Some(e) = hold.entry else { return };
     let (since, meta) = e.since_and_meta();
-    let ns = (clock::hold_now() & TIME).saturating_sub(since);
-    // A split-off part's release does not end an acquisition: no hold sample.
-    let split = meta_flags(meta) & FLAG_SPLIT != 0;
+    let time = hold_time(since, meta);
     // The books first, the count after: a scrape in between sees the acquisition neither live
     // nor completed (an undercount its clamp hides), never both (an overcount that would stick).
     // The inner primitive is still held, so an exclusive holder still needs no atomic RMW.
     if LOCAL
         .try_with(|l| {
             release_entry(prim, &e, meta, Some(l));
-            if !(split || (ns == 0 && held::tally_in(l, prim.id.0))) {
-                prim.stats.hold.observe(ns, meta_mode(meta).is_exclusive());
-            }
+            record_hold_time(prim, time, Some(l), meta_mode(meta).is_exclusive());
         })
         .is_err()
     {
         release_entry(prim, &e, meta, None);
-        if !split {
-            prim.stats.hold.observe(ns, false);
+        record_hold_time(prim, time, None, false);
+    }
+}
+
+/// How long a hold lasted, as far as the statistics are concerned.
+#[derive(Clone, Copy, Default, Debug)]
+enum HoldTime {
+    /// Not an acquisition of its own (a split-off part), or nothing was recorded.
+    #[default]
+    None,
+    /// Under a tick of the published clock, and not timed: counted in the bucket of the
+    /// latest sampled short hold (see `state::held::tally`).
+    Short,
+    /// Under a tick, timed precisely (a sample): `ns`.
+    ShortSample(u64),
+    /// A tick or more: `ns`, precise when sampled, else in whole ticks (unbiased).
+    Long(u64),
+}
+
+/// The hold time of a hold that started at `since` (packed `meta`), read at its release.
+#[inline]
+fn hold_time(since: u64, meta: u64) -> HoldTime {
+    let flags = meta_flags(meta);
+    if flags & FLAG_SPLIT != 0 {
+        return HoldTime::None;
+    }
+    let tick = clock::hold_now() & TIME;
+    if flags & FLAG_SAMPLED == 0 {
+        match tick.saturating_sub(since) {
+            0 => HoldTime::Short,
+            ns => HoldTime::Long(ns),
         }
+    } else {
+        sampled_time(since, tick)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn sampled_time(since: u64, tick: u64) -> HoldTime {
+    let ns = (clock::precise_now() & TIME).saturating_sub(since);
+    // Short if no tick was published since the precise start: the same test the unsampled
+    // holds pass (their start and end read the same tick), so both classes hold the same holds.
+    if tick <= since {
+        HoldTime::ShortSample(ns)
+    } else {
+        HoldTime::Long(ns)
+    }
+}
+
+/// Records `time` in this thread's tally (`l`), else in the primitive's histogram.
+#[inline]
+fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, exclusive: bool) {
+    let (ns, sample) = match time {
+        HoldTime::None => return,
+        HoldTime::Short => (0, None),
+        HoldTime::ShortSample(ns) => (ns, Some(ns)),
+        HoldTime::Long(ns) => return prim.stats.hold.observe(ns, exclusive),
+    };
+    if !l.is_some_and(|l| held::tally_in(l, prim.id.0, sample)) {
+        prim.stats.hold.observe(ns, exclusive);
     }
 }
 
@@ -252,15 +320,16 @@ fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
     e.release_in(l);
 }
 
-/// What [`release_books`] leaves for [`release_stats`]: the hold's start.
+/// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Released {
     since: u64,
+    meta: u64,
 }
 
 /// The first half of a release, for blocking locks with tiny critical sections: clears the
 /// hold from the books (call before the inner unlock). [`release_stats`] (after the unlock)
-/// does the clock read and the statistics, so they stay out of the critical section.
+/// reads the clock and records the statistics, so they stay out of the critical section.
 #[inline]
 pub fn release_books(prim: &Prim, hold: Hold) -> Released {
     let Some(e) = hold.entry else {
@@ -273,13 +342,10 @@ pub fn release_books(prim: &Prim, hold: Hold) -> Released {
     {
         release_entry(prim, &e, meta, None);
     }
+    // Never 0 for a real start (the clock counts from boot): 0 means "nothing".
     Released {
-        since: if meta_flags(meta) & FLAG_SPLIT == 0 {
-            // Never 0 for a real start (the clock counts from boot): 0 means "nothing".
-            since.max(8)
-        } else {
-            0
-        },
+        since: since.max(8),
+        meta,
     }
 }
 
@@ -298,13 +364,12 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
 #[inline]
 pub fn release_stats(prim: &Prim, r: Released) {
     if r.since != 0 {
-        let ns = (clock::hold_now() & TIME).saturating_sub(r.since);
-        if !(ns == 0
-            && LOCAL
-                .try_with(|l| held::tally_in(l, prim.id.0))
-                .unwrap_or(false))
+        let time = hold_time(r.since, r.meta);
+        if LOCAL
+            .try_with(|l| record_hold_time(prim, time, Some(l), false))
+            .is_err()
         {
-            prim.stats.hold.observe(ns, false);
+            record_hold_time(prim, time, None, false);
         }
     }
 }

@@ -36,7 +36,8 @@ use parking_lot::Mutex;
 
 use crate::base::loom::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 pub use crate::model::mode::{
-    FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY, FLAG_SPLIT, FLAG_TRY,
+    FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_REENTRY, FLAG_SAMPLED, FLAG_SPLIT,
+    FLAG_TRY,
     Mode, pack_meta,
 };
 
@@ -112,10 +113,10 @@ pub struct ThreadHeld {
 /// thread exited and they hold nothing), so the pointer is always valid.
 pub struct EntryRef(NonNull<Entry>);
 
-/// A count of short holds of one primitive released on one thread.
+/// The short holds of one primitive released on one thread: a histogram of its own.
 ///
 /// Written only by the thread using the table (plain load and store, no RMW), read by
-/// scrapes, and cleared by the primitive's unregistering, which takes the count into the
+/// scrapes, and cleared by the primitive's unregistering, which takes the counts into the
 /// retired statistics. A slot is claimed by the first primitive that needs it and kept until
 /// that primitive is dropped (no eviction, so that no count is ever in flight between a slot
 /// and a primitive, and the sums a scrape reads only grow).
@@ -123,7 +124,9 @@ pub struct EntryRef(NonNull<Entry>);
 struct Tally {
     /// The primitive's id; 0: free.
     prim: std_atomic::AtomicU64,
-    count: std_atomic::AtomicU64,
+    hold: crate::base::stats::Histogram,
+    /// The latest sampled short hold: `bucket << 56 | ns` (0: none yet, bucket 0).
+    last: std_atomic::AtomicU64,
 }
 
 #[repr(align(64))]

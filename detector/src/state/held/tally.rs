@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
+use crate::base::stats::HistogramSnapshot;
 use crate::state::tls::Local;
 
 use super::*;
@@ -15,12 +16,18 @@ pub(super) fn tally_slot(prim: u64) -> usize {
     (prim.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize & (TALLIES - 1)
 }
 
-/// Counts a release of a hold of `prim` that lasted under a clock tick in this thread's
-/// table, if its slot is this primitive's or free: false means the caller must record the
-/// hold in the primitive's own histogram. This keeps the common release off the primitive's
-/// cache line: no atomic RMW for shared holds, no line bouncing between threads for any.
+/// Counts a release of a hold of `prim` that lasted under a tick of the published clock in
+/// this thread's table, if its slot is this primitive's or free: false means the caller must
+/// record the hold in the primitive's own histogram. This keeps the common release off the
+/// primitive's cache line: no atomic RMW for shared holds, no line bouncing between threads.
+///
+/// `sample`: the hold was timed precisely (one in `SAMPLE_EVERY`), it lasted that many ns.
+/// A hold that was not is counted in the bucket, and with the duration, of the latest sampled
+/// one: each short hold is counted once, at once, in a bucket drawn from the short holds'
+/// own distribution, so every count is exact, the buckets and the sum are right in
+/// expectation, and no count ever goes down (a scrape sees counters only grow).
 #[inline]
-pub(crate) fn tally_in(l: &Local, prim: u64) -> bool {
+pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
     let h = l.held.get();
     if h.is_null() {
         return false;
@@ -29,13 +36,13 @@ pub(crate) fn tally_in(l: &Local, prim: u64) -> bool {
     let t = &unsafe { &*h }.tallies[tally_slot(prim)];
     let owner = t.prim.load(Ordering::Relaxed);
     if owner == prim {
-        // Release: visible only after the hold it counts has left the books (as `bump`).
-        t.count
-            .store(t.count.load(Ordering::Relaxed) + 1, Ordering::Release);
+        count(t, sample);
         true
     } else if owner == 0 {
-        t.count.store(1, Ordering::Relaxed);
-        // Release: a scrape that sees the owner sees the count that goes with it.
+        t.hold.reset();
+        t.last.store(0, Ordering::Relaxed);
+        count(t, sample);
+        // Release: a scrape that sees the owner sees the counts that go with it.
         t.prim.store(prim, Ordering::Release);
         true
     } else {
@@ -43,14 +50,33 @@ pub(crate) fn tally_in(l: &Local, prim: u64) -> bool {
     }
 }
 
-/// Every primitive's short holds released so far (all threads): id -> count.
-pub(crate) fn tallies() -> HashMap<u64, u64> {
-    let mut out = HashMap::new();
+#[inline]
+fn count(t: &Tally, sample: Option<u64>) {
+    const NS: u64 = (1 << 56) - 1;
+    let (i, ns) = match sample {
+        Some(ns) => {
+            let i = crate::base::stats::bucket_of(ns);
+            t.last
+                .store((i as u64) << 56 | ns.min(NS), Ordering::Relaxed);
+            (i, ns)
+        }
+        None => {
+            let last = t.last.load(Ordering::Relaxed);
+            ((last >> 56) as usize, last & NS)
+        }
+    };
+    // Release (in `observe_in`): visible only after the hold it counts has left the books.
+    t.hold.observe_in(i, ns);
+}
+
+/// Every primitive's short holds released so far (all threads): id -> their histogram.
+pub(crate) fn tallies() -> HashMap<u64, HistogramSnapshot> {
+    let mut out: HashMap<u64, HistogramSnapshot> = HashMap::new();
     for t in THREADS.lock().iter() {
         for slot in &t.tallies {
             let prim = slot.prim.load(Ordering::Acquire);
             if prim != 0 {
-                *out.entry(prim).or_default() += slot.count.load(Ordering::Acquire);
+                out.entry(prim).or_default().merge(&slot.hold.read());
             }
         }
     }
@@ -58,28 +84,29 @@ pub(crate) fn tallies() -> HashMap<u64, u64> {
 }
 
 /// The short holds of `prim` released so far (all threads).
-pub(crate) fn tally_of(prim: u64) -> u64 {
+pub(crate) fn tally_of(prim: u64) -> HistogramSnapshot {
     let i = tally_slot(prim);
-    THREADS
-        .lock()
-        .iter()
-        .map(|t| &t.tallies[i])
-        .filter(|slot| slot.prim.load(Ordering::Acquire) == prim)
-        .map(|slot| slot.count.load(Ordering::Acquire))
-        .sum()
+    let mut out = HistogramSnapshot::default();
+    for t in THREADS.lock().iter() {
+        let slot = &t.tallies[i];
+        if slot.prim.load(Ordering::Acquire) == prim {
+            out.merge(&slot.hold.read());
+        }
+    }
+    out
 }
 
 /// Takes `prim`'s tallies out of every table (it is being dropped): their sum.
 ///
 /// No thread writes a dropped primitive's slot (it releases no hold of it any more), so the
-/// count read before freeing the slot is final.
-pub(crate) fn claim_tallies(prim: u64) -> u64 {
+/// counts read before freeing the slot are final.
+pub(crate) fn claim_tallies(prim: u64) -> HistogramSnapshot {
     let i = tally_slot(prim);
-    let mut sum = 0;
+    let mut sum = HistogramSnapshot::default();
     for t in THREADS.lock().iter() {
         let slot = &t.tallies[i];
         if slot.prim.load(Ordering::Acquire) == prim {
-            sum += slot.count.load(Ordering::Relaxed);
+            sum.merge(&slot.hold.read());
             slot.prim.store(0, Ordering::Release);
         }
     }
