@@ -34,7 +34,6 @@ impl Hold for One {
 
 /// Any other count: a writer's (`max_readers`) or a semaphore permit's (in `usize`, as
 /// tokio's: merged permits may exceed `u32::MAX`).
-#[allow(dead_code)] // the RwLock and Semaphore guards move onto it next
 pub(crate) struct Permits(pub(crate) usize);
 
 impl Hold for Permits {
@@ -118,7 +117,6 @@ pub(crate) fn rehome<O: Owner<H>, P: Owner<H>, H>(
 
 /// A write hold turned into a one-permit read hold without letting a writer in: the books
 /// first, then all but one of the permits go back.
-#[allow(dead_code)] // the RwLock guards move onto it next
 #[inline]
 pub(crate) fn downgrade<O>(shell: Guard<O, Permits>) -> Guard<O, One>
 where
@@ -178,22 +176,35 @@ macro_rules! deref {
 }
 pub(crate) use deref;
 
-/// `map` and `try_map` of a guard: `f` picks a part of the data (`mut`: through `&mut`, as
+/// `map` and `try_map` of a guard (or, named otherwise, `downgrade_map` and
+/// `try_downgrade_map`): `f` picks a part of the data (`mut`: through `&mut`, as
 /// for writers; `ref`: through `&`, as for readers), and `$build` makes the mapped guard
 /// from the shell and the part's pointer. `f` runs while the guard still unlocks on
 /// unwinding. `[$($gen),+]` is the order of the methods' generic parameters (tokio's own).
+/// The two blocks give the methods' docs: `map`'s first, then `try_map`'s.
 macro_rules! maps {
     (
         $kind:tt $from:ty => $to:ident [$($gen:ident),+] -> $out:ty,
         |$shell:ident, $data:ident| $build:expr;
-        $(#[$map:meta])*
-        map;
-        $(#[$try_map:meta])*
-        try_map;
+        { $(#[$map:meta])* }
+        { $(#[$try_map:meta])* }
+    ) => {
+        maps! {
+            $kind $from => $to [$($gen),+] -> $out,
+            |$shell, $data| $build;
+            map { $(#[$map])* }
+            try_map { $(#[$try_map])* }
+        }
+    };
+    (
+        $kind:tt $from:ty => $to:ident [$($gen:ident),+] -> $out:ty,
+        |$shell:ident, $data:ident| $build:expr;
+        $map_fn:ident { $(#[$map:meta])* }
+        $try_fn:ident { $(#[$try_map:meta])* }
     ) => {
         $(#[$map])*
         #[inline]
-        pub fn map<$($gen),+>(this: Self, f: F) -> $out
+        pub fn $map_fn<$($gen),+>(this: Self, f: F) -> $out
         where
             $to: ?Sized,
             F: FnOnce(maps!(@ref $kind $from)) -> maps!(@ref $kind $to),
@@ -207,7 +218,7 @@ macro_rules! maps {
 
         $(#[$try_map])*
         #[inline]
-        pub fn try_map<$($gen),+>(this: Self, f: F) -> Result<$out, Self>
+        pub fn $try_fn<$($gen),+>(this: Self, f: F) -> Result<$out, Self>
         where
             $to: ?Sized,
             F: FnOnce(maps!(@ref $kind $from)) -> Option<maps!(@ref $kind $to)>,
@@ -230,3 +241,48 @@ macro_rules! maps {
     (@ptr ref $t:ty, $e:expr) => { $e as *const $t };
 }
 pub(crate) use maps;
+
+/// The methods of a write guard (borrowed or owned), each block giving one's docs, in this
+/// order: `map`, `try_map` (to its mapped form), `downgrade_map`, `try_downgrade_map` (to a
+/// read guard, see [`downgrade`]), `into_mapped`, `downgrade`. `$mapped` and `$read` build
+/// the mapped and the read guard from a shell and a data pointer.
+macro_rules! write_guard {
+    (
+        T -> $mapped_u:ty, $mapped_t:ty, $read_u:ty, $read_t:ty,
+        |$shell:ident, $data:ident| $mapped:expr, $read:expr;
+        { $(#[$map:meta])* }
+        { $(#[$try_map:meta])* }
+        { $(#[$dmap:meta])* }
+        { $(#[$try_dmap:meta])* }
+        { $(#[$into_mapped:meta])* }
+        { $(#[$downgrade:meta])* }
+    ) => {
+        maps! {
+            mut T => U [F, U] -> $mapped_u,
+            |$shell, $data| $mapped;
+            map { $(#[$map])* }
+            try_map { $(#[$try_map])* }
+        }
+
+        maps! {
+            ref T => U [F, U] -> $read_u,
+            |$shell, $data| { let $shell = downgrade($shell); $read };
+            downgrade_map { $(#[$dmap])* }
+            try_downgrade_map { $(#[$try_dmap])* }
+        }
+
+        $(#[$into_mapped])*
+        #[inline]
+        pub fn into_mapped(this: Self) -> $mapped_t {
+            Self::map(this, |me| me)
+        }
+
+        $(#[$downgrade])*
+        pub fn downgrade(self) -> $read_t {
+            let $data = self.data.cast_const();
+            let $shell = downgrade(self.shell);
+            $read
+        }
+    };
+}
+pub(crate) use write_guard;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
+use super::guard::SemRef;
 use super::rwlock_owned_write_guard::OwnedRwLockWriteGuard;
 use super::rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
 use super::rwlock_write_guard::RwLockWriteGuard;
@@ -199,12 +200,21 @@ impl<T: ?Sized> RwLock<T> {
             .map(tokio::sync::SemaphorePermit::forget)
     }
 
+    /// The semaphore and the primitive: a borrowed guard's owner.
+    #[inline]
+    fn sem_ref(&self) -> SemRef<'_> {
+        SemRef {
+            sem: &self.s,
+            prim: self.prim(),
+        }
+    }
+
     fn read_guard(&self, token: Token) -> RwLockReadGuard<'_, T> {
-        RwLockReadGuard::new(&self.s, self.prim(), self.c.get(), token)
+        RwLockReadGuard::new(self.sem_ref(), self.c.get(), token)
     }
 
     fn write_guard(&self, token: Token) -> RwLockWriteGuard<'_, T> {
-        RwLockWriteGuard::new(self.mr, &self.s, self.prim(), self.c.get(), token)
+        RwLockWriteGuard::new(self.sem_ref(), self.mr, self.c.get(), token)
     }
 
     /// Wrapper for [`tokio::sync::RwLock::read`].
