@@ -12,6 +12,7 @@
 //! (`lock_timeout`, `read_timeout`, `write_timeout`, `acquire_timeout`, and owned variants)
 //! whose [`TimeoutError`] says who holds the primitive, and `name()`.
 
+mod acquire;
 mod guard;
 mod mutex;
 mod mutex_guard;

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 
+use super::acquire::{blocking, never_closed, queue, take, timed, try_take};
 use super::mutex_guard::{MutexGuard, OwnedMutexGuard};
-use super::{TimeoutError, TryLockError, assert_blocking_allowed, block_on, try_lock_error};
-use crate::probe::{self, Timed, TimedError};
+use super::{TimeoutError, TryLockError, try_lock_error};
+use crate::probe;
 
 /// Wrapper for [`tokio::sync::Mutex`]: an asynchronous mutual-exclusion lock whose every
 /// acquisition is visible to lockscope.
@@ -142,11 +143,13 @@ impl<T: ?Sized> Mutex<T> {
     pub fn lock(&self) -> impl Future<Output = MutexGuard<'_, T>> + '_ {
         let site = Location::caller();
         async move {
-            let prim = self.cell.get();
-            match probe::acquire!(prim, acq(site), self.take(), self.queue()) {
-                Ok(token) => MutexGuard::new(self, token),
-                Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-            }
+            let token = probe::acquire!(
+                self.prim(),
+                acq(site),
+                take(&self.sem, 1),
+                queue(&self.sem, 1)
+            );
+            MutexGuard::new(self, never_closed(token))
         }
     }
 
@@ -179,19 +182,8 @@ impl<T: ?Sized> Mutex<T> {
         &self,
         timeout: Duration,
     ) -> impl Future<Output = Result<MutexGuard<'_, T>, TimeoutError>> + '_ {
-        let site = Location::caller();
-        let prim = self.cell.get();
-        let timed = Timed::new(prim, acq(site), timeout, self.sem.acquire());
-        async move {
-            match timed.await {
-                Ok((permit, token)) => {
-                    permit.forget();
-                    Ok(MutexGuard::new(self, token))
-                }
-                Err(TimedError::Elapsed(waited)) => Err(TimeoutError::elapsed(prim, waited)),
-                Err(TimedError::Inner(_)) => unreachable!("a Mutex's semaphore is never closed"),
-            }
-        }
+        let timed = timed(&self.sem, self.prim(), acq(Location::caller()), 1, timeout);
+        async move { Ok(MutexGuard::new(self, timed.await?)) }
     }
 
     /// Wrapper for [`tokio::sync::Mutex::blocking_lock`].
@@ -207,21 +199,8 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn blocking_lock(&self) -> MutexGuard<'_, T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        let r = probe::blocking(
-            self.cell.get(),
-            acq(site),
-            || self.sem.try_acquire().ok(),
-            || block_on(self.sem.acquire()),
-        );
-        match r {
-            Ok((permit, token)) => {
-                permit.forget();
-                MutexGuard::new(self, token)
-            }
-            Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-        }
+        let token = blocking(&self.sem, self.prim(), acq(Location::caller()), 1);
+        MutexGuard::new(self, never_closed(token))
     }
 
     /// Wrapper for [`tokio::sync::Mutex::blocking_lock_owned`].
@@ -238,20 +217,8 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn blocking_lock_owned(self: Arc<Self>) -> OwnedMutexGuard<T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        let token = match probe::blocking(
-            self.cell.get(),
-            acq(site).with_flags(hooks::MOVABLE),
-            || self.sem.try_acquire().ok(),
-            || block_on(self.sem.acquire()),
-        ) {
-            Ok((permit, token)) => {
-                permit.forget();
-                token
-            }
-            Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-        };
+        let acq = acq(Location::caller()).with_flags(hooks::MOVABLE);
+        let token = never_closed(blocking(&self.sem, self.prim(), acq, 1));
         OwnedMutexGuard::new(self, token)
     }
 
@@ -275,17 +242,9 @@ impl<T: ?Sized> Mutex<T> {
     pub fn lock_owned(self: Arc<Self>) -> impl Future<Output = OwnedMutexGuard<T>> {
         let site = Location::caller();
         async move {
-            let prim = self.cell.get();
-            let token = match probe::acquire!(
-                prim,
-                acq(site).with_flags(hooks::MOVABLE),
-                self.take(),
-                self.queue()
-            ) {
-                Ok(token) => token,
-                Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-            };
-            OwnedMutexGuard::new(self, token)
+            let acq = acq(site).with_flags(hooks::MOVABLE);
+            let token = probe::acquire!(self.prim(), acq, take(&self.sem, 1), queue(&self.sem, 1));
+            OwnedMutexGuard::new(self, never_closed(token))
         }
     }
 
@@ -315,18 +274,8 @@ impl<T: ?Sized> Mutex<T> {
     ) -> impl Future<Output = Result<OwnedMutexGuard<T>, TimeoutError>> {
         let site = Location::caller();
         async move {
-            let prim = self.cell.get();
             let acq = acq(site).with_flags(hooks::MOVABLE);
-            let token = match Timed::new(prim, acq, timeout, self.sem.acquire()).await {
-                Ok((permit, token)) => {
-                    permit.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(waited)) => {
-                    return Err(TimeoutError::elapsed(prim, waited));
-                }
-                Err(TimedError::Inner(_)) => unreachable!("a Mutex's semaphore is never closed"),
-            };
+            let token = timed(&self.sem, self.prim(), acq, 1, timeout).await?;
             Ok(OwnedMutexGuard::new(self, token))
         }
     }
@@ -345,20 +294,8 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn try_lock(&self) -> Result<MutexGuard<'_, T>, TryLockError> {
-        let site = Location::caller();
-        match self.sem.try_acquire() {
-            Ok(permit) => {
-                permit.forget();
-                Ok(MutexGuard::new(
-                    self,
-                    probe::try_acquired(self.cell.get(), acq(site)),
-                ))
-            }
-            Err(_) => {
-                probe::try_failed(self.cell.get(), acq(site));
-                Err(try_lock_error())
-            }
-        }
+        let token = try_take(&self.sem, self.prim(), acq(Location::caller()), 1);
+        Ok(MutexGuard::new(self, token.map_err(|_| try_lock_error())?))
     }
 
     /// Wrapper for [`tokio::sync::Mutex::get_mut`].
@@ -387,16 +324,9 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn try_lock_owned(self: Arc<Self>) -> Result<OwnedMutexGuard<T>, TryLockError> {
-        let site = Location::caller();
-        let acq = acq(site).with_flags(hooks::MOVABLE);
-        let granted = self.sem.try_acquire().map(|permit| permit.forget()).is_ok();
-        if granted {
-            let token = probe::try_acquired(self.cell.get(), acq);
-            Ok(OwnedMutexGuard::new(self, token))
-        } else {
-            probe::try_failed(self.cell.get(), acq);
-            Err(try_lock_error())
-        }
+        let acq = acq(Location::caller()).with_flags(hooks::MOVABLE);
+        let token = try_take(&self.sem, self.prim(), acq, 1).map_err(|_| try_lock_error())?;
+        Ok(OwnedMutexGuard::new(self, token))
     }
 
     /// Wrapper for [`tokio::sync::Mutex::into_inner`].
@@ -410,23 +340,6 @@ impl<T: ?Sized> Mutex<T> {
         T: Sized,
     {
         self.c.into_inner()
-    }
-
-    /// Takes the permit if it is free (forgotten: the guard gives it back).
-    #[inline]
-    fn take(&self) -> bool {
-        self.sem
-            .try_acquire()
-            .map(tokio::sync::SemaphorePermit::forget)
-            .is_ok()
-    }
-
-    /// Queues for the permit (forgotten: the guard gives it back).
-    async fn queue(&self) -> Result<(), tokio::sync::AcquireError> {
-        self.sem
-            .acquire()
-            .await
-            .map(tokio::sync::SemaphorePermit::forget)
     }
 
     /// Locks without any bookkeeping (Debug).

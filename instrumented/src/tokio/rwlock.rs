@@ -10,14 +10,13 @@ use std::time::Duration;
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
+use super::acquire::{blocking, never_closed, queue, take, timed, try_take};
 use super::guard::SemRef;
 use super::rwlock_owned_write_guard::OwnedRwLockWriteGuard;
 use super::rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
 use super::rwlock_write_guard::RwLockWriteGuard;
-use super::{
-    MAX_READS, TimeoutError, TryLockError, assert_blocking_allowed, block_on, try_lock_error,
-};
-use crate::probe::{self, Timed, TimedError, Token};
+use super::{MAX_READS, TimeoutError, TryLockError, try_lock_error};
+use crate::probe::{self, Token};
 
 /// Wrapper for [`tokio::sync::RwLock`]: an asynchronous reader-writer lock whose every
 /// acquisition is visible to lockscope.
@@ -183,23 +182,6 @@ impl<T: ?Sized> RwLock<T> {
         self.prim().name()
     }
 
-    /// Takes `n` permits if free (forgotten: the guard gives them back).
-    #[inline]
-    fn take(&self, n: u32) -> bool {
-        self.s
-            .try_acquire_many(n)
-            .map(tokio::sync::SemaphorePermit::forget)
-            .is_ok()
-    }
-
-    /// Queues for `n` permits (forgotten: the guard gives them back).
-    async fn queue(&self, n: u32) -> Result<(), tokio::sync::AcquireError> {
-        self.s
-            .acquire_many(n)
-            .await
-            .map(tokio::sync::SemaphorePermit::forget)
-    }
-
     /// The semaphore and the primitive: a borrowed guard's owner.
     #[inline]
     fn sem_ref(&self) -> SemRef<'_> {
@@ -235,15 +217,13 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read(&self) -> impl Future<Output = RwLockReadGuard<'_, T>> + '_ {
         let site = Location::caller();
         async move {
-            match probe::acquire!(
+            let token = probe::acquire!(
                 self.prim(),
                 Self::read_acq(site),
-                self.take(1),
-                self.queue(1)
-            ) {
-                Ok(token) => self.read_guard(token),
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            }
+                take(&self.s, 1),
+                queue(&self.s, 1)
+            );
+            self.read_guard(never_closed(token))
         }
     }
 
@@ -271,18 +251,14 @@ impl<T: ?Sized> RwLock<T> {
         &self,
         timeout: Duration,
     ) -> impl Future<Output = Result<RwLockReadGuard<'_, T>, TimeoutError>> + '_ {
-        let site = Location::caller();
-        let timed = Timed::new(self.prim(), Self::read_acq(site), timeout, self.s.acquire());
-        async move {
-            match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    Ok(self.read_guard(token))
-                }
-                Err(TimedError::Elapsed(w)) => Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            }
-        }
+        let timed = timed(
+            &self.s,
+            self.prim(),
+            Self::read_acq(Location::caller()),
+            1,
+            timeout,
+        );
+        async move { Ok(self.read_guard(timed.await?)) }
     }
 
     /// Wrapper for [`tokio::sync::RwLock::blocking_read`].
@@ -297,20 +273,8 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     #[track_caller]
     pub fn blocking_read(&self) -> RwLockReadGuard<'_, T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        match probe::blocking(
-            self.prim(),
-            Self::read_acq(site),
-            || self.s.try_acquire().ok(),
-            || block_on(self.s.acquire()),
-        ) {
-            Ok((p, token)) => {
-                p.forget();
-                self.read_guard(token)
-            }
-            Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-        }
+        let token = blocking(&self.s, self.prim(), Self::read_acq(Location::caller()), 1);
+        self.read_guard(never_closed(token))
     }
 
     /// Wrapper for [`tokio::sync::RwLock::read_owned`].
@@ -332,17 +296,9 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockReadGuard<T>> {
         let site = Location::caller();
         async move {
-            let token = match probe::acquire!(
-                self.prim(),
-                Self::read_acq(site).with_flags(hooks::MOVABLE),
-                self.take(1),
-                self.queue(1)
-            ) {
-                Ok(token) => token,
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let data = self.c.get().cast_const();
-            OwnedRwLockReadGuard::new(self, data, token)
+            let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
+            let token = probe::acquire!(self.prim(), acq, take(&self.s, 1), queue(&self.s, 1));
+            OwnedRwLockReadGuard::new(self, never_closed(token))
         }
     }
 
@@ -374,16 +330,8 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-            let token = match Timed::new(self.prim(), acq, timeout, self.s.acquire()).await {
-                Ok((p, token)) => {
-                    p.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(w)) => return Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let data = self.c.get().cast_const();
-            Ok(OwnedRwLockReadGuard::new(self, data, token))
+            let token = timed(&self.s, self.prim(), acq, 1, timeout).await?;
+            Ok(OwnedRwLockReadGuard::new(self, token))
         }
     }
 
@@ -399,17 +347,8 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     #[track_caller]
     pub fn try_read(&self) -> Result<RwLockReadGuard<'_, T>, TryLockError> {
-        let site = Location::caller();
-        match self.s.try_acquire() {
-            Ok(p) => {
-                p.forget();
-                Ok(self.read_guard(probe::try_acquired(self.prim(), Self::read_acq(site))))
-            }
-            Err(_) => {
-                probe::try_failed(self.prim(), Self::read_acq(site));
-                Err(try_lock_error())
-            }
-        }
+        let token = try_take(&self.s, self.prim(), Self::read_acq(Location::caller()), 1);
+        Ok(self.read_guard(token.map_err(|_| try_lock_error())?))
     }
 
     /// Wrapper for [`tokio::sync::RwLock::try_read_owned`].
@@ -425,17 +364,9 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     #[track_caller]
     pub fn try_read_owned(self: Arc<Self>) -> Result<OwnedRwLockReadGuard<T>, TryLockError> {
-        let site = Location::caller();
-        let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-        let granted = self.s.try_acquire().map(|p| p.forget()).is_ok();
-        if granted {
-            let token = probe::try_acquired(self.prim(), acq);
-            let data = self.c.get().cast_const();
-            Ok(OwnedRwLockReadGuard::new(self, data, token))
-        } else {
-            probe::try_failed(self.prim(), acq);
-            Err(try_lock_error())
-        }
+        let acq = Self::read_acq(Location::caller()).with_flags(hooks::MOVABLE);
+        let token = try_take(&self.s, self.prim(), acq, 1).map_err(|_| try_lock_error())?;
+        Ok(OwnedRwLockReadGuard::new(self, token))
     }
 
     /// Wrapper for [`tokio::sync::RwLock::write`].
@@ -456,16 +387,13 @@ impl<T: ?Sized> RwLock<T> {
     pub fn write(&self) -> impl Future<Output = RwLockWriteGuard<'_, T>> + '_ {
         let site = Location::caller();
         async move {
-            let mr = self.mr;
-            match probe::acquire!(
+            let token = probe::acquire!(
                 self.prim(),
                 self.write_acq(site),
-                self.take(mr),
-                self.queue(mr)
-            ) {
-                Ok(token) => self.write_guard(token),
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            }
+                take(&self.s, self.mr),
+                queue(&self.s, self.mr)
+            );
+            self.write_guard(never_closed(token))
         }
     }
 
@@ -494,23 +422,14 @@ impl<T: ?Sized> RwLock<T> {
         &self,
         timeout: Duration,
     ) -> impl Future<Output = Result<RwLockWriteGuard<'_, T>, TimeoutError>> + '_ {
-        let site = Location::caller();
-        let timed = Timed::new(
+        let timed = timed(
+            &self.s,
             self.prim(),
-            self.write_acq(site),
+            self.write_acq(Location::caller()),
+            self.mr,
             timeout,
-            self.s.acquire_many(self.mr),
         );
-        async move {
-            match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    Ok(self.write_guard(token))
-                }
-                Err(TimedError::Elapsed(w)) => Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            }
-        }
+        async move { Ok(self.write_guard(timed.await?)) }
     }
 
     /// Wrapper for [`tokio::sync::RwLock::blocking_write`].
@@ -526,20 +445,13 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     #[track_caller]
     pub fn blocking_write(&self) -> RwLockWriteGuard<'_, T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        match probe::blocking(
+        let token = blocking(
+            &self.s,
             self.prim(),
-            self.write_acq(site),
-            || self.s.try_acquire_many(self.mr).ok(),
-            || block_on(self.s.acquire_many(self.mr)),
-        ) {
-            Ok((p, token)) => {
-                p.forget();
-                self.write_guard(token)
-            }
-            Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-        }
+            self.write_acq(Location::caller()),
+            self.mr,
+        );
+        self.write_guard(never_closed(token))
     }
 
     /// Wrapper for [`tokio::sync::RwLock::write_owned`].
@@ -561,18 +473,14 @@ impl<T: ?Sized> RwLock<T> {
     pub fn write_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockWriteGuard<T>> {
         let site = Location::caller();
         async move {
-            let mr = self.mr;
-            let token = match probe::acquire!(
+            let acq = self.write_acq(site).with_flags(hooks::MOVABLE);
+            let token = probe::acquire!(
                 self.prim(),
-                self.write_acq(site).with_flags(hooks::MOVABLE),
-                self.take(mr),
-                self.queue(mr)
-            ) {
-                Ok(token) => token,
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let (mr, data) = (self.mr, self.c.get());
-            OwnedRwLockWriteGuard::new(mr, self, data, token)
+                acq,
+                take(&self.s, self.mr),
+                queue(&self.s, self.mr)
+            );
+            OwnedRwLockWriteGuard::new(self, never_closed(token))
         }
     }
 
@@ -604,17 +512,8 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let acq = self.write_acq(site).with_flags(hooks::MOVABLE);
-            let timed = Timed::new(self.prim(), acq, timeout, self.s.acquire_many(self.mr));
-            let token = match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(w)) => return Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let (mr, data) = (self.mr, self.c.get());
-            Ok(OwnedRwLockWriteGuard::new(mr, self, data, token))
+            let token = timed(&self.s, self.prim(), acq, self.mr, timeout).await?;
+            Ok(OwnedRwLockWriteGuard::new(self, token))
         }
     }
 
@@ -632,17 +531,13 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     #[track_caller]
     pub fn try_write(&self) -> Result<RwLockWriteGuard<'_, T>, TryLockError> {
-        let site = Location::caller();
-        match self.s.try_acquire_many(self.mr) {
-            Ok(p) => {
-                p.forget();
-                Ok(self.write_guard(probe::try_acquired(self.prim(), self.write_acq(site))))
-            }
-            Err(_) => {
-                probe::try_failed(self.prim(), self.write_acq(site));
-                Err(try_lock_error())
-            }
-        }
+        let token = try_take(
+            &self.s,
+            self.prim(),
+            self.write_acq(Location::caller()),
+            self.mr,
+        );
+        Ok(self.write_guard(token.map_err(|_| try_lock_error())?))
     }
 
     /// Wrapper for [`tokio::sync::RwLock::try_write_owned`].
@@ -660,17 +555,11 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     #[track_caller]
     pub fn try_write_owned(self: Arc<Self>) -> Result<OwnedRwLockWriteGuard<T>, TryLockError> {
-        let site = Location::caller();
-        let acq = self.write_acq(site).with_flags(hooks::MOVABLE);
-        let granted = self.s.try_acquire_many(self.mr).map(|p| p.forget()).is_ok();
-        if granted {
-            let token = probe::try_acquired(self.prim(), acq);
-            let (mr, data) = (self.mr, self.c.get());
-            Ok(OwnedRwLockWriteGuard::new(mr, self, data, token))
-        } else {
-            probe::try_failed(self.prim(), acq);
-            Err(try_lock_error())
-        }
+        let acq = self
+            .write_acq(Location::caller())
+            .with_flags(hooks::MOVABLE);
+        let token = try_take(&self.s, self.prim(), acq, self.mr).map_err(|_| try_lock_error())?;
+        Ok(OwnedRwLockWriteGuard::new(self, token))
     }
 
     /// Wrapper for [`tokio::sync::RwLock::get_mut`].

@@ -65,9 +65,10 @@ where
 
 impl<T: ?Sized> OwnedRwLockWriteGuard<T> {
     #[inline]
-    pub(crate) fn new(permits: u32, lock: Arc<RwLock<T>>, data: *mut T, token: Token) -> Self {
+    pub(crate) fn new(lock: Arc<RwLock<T>>, token: Token) -> Self {
+        let (data, permits) = (lock.c.get(), Permits(lock.mr as usize));
         OwnedRwLockWriteGuard {
-            shell: Guard::new(lock, Permits(permits as usize), token),
+            shell: Guard::new(lock, permits, token),
             data,
         }
     }

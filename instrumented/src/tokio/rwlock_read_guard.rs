@@ -107,15 +107,17 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     }
 }
 
-impl<T: ?Sized, U: ?Sized> OwnedRwLockReadGuard<T, U> {
+impl<T: ?Sized> OwnedRwLockReadGuard<T> {
     #[inline]
-    pub(crate) fn new(lock: Arc<RwLock<T>>, data: *const U, token: Token) -> Self {
+    pub(crate) fn new(lock: Arc<RwLock<T>>, token: Token) -> Self {
         OwnedRwLockReadGuard {
+            data: lock.c.get(),
             shell: Guard::new(lock, One, token),
-            data,
         }
     }
+}
 
+impl<T: ?Sized, U: ?Sized> OwnedRwLockReadGuard<T, U> {
     maps! {
         ref U => V [F, V] -> OwnedRwLockReadGuard<T, V>,
         |shell, data| OwnedRwLockReadGuard { shell, data };

@@ -9,9 +9,10 @@ use std::time::Duration;
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
+use super::acquire::{blocking, queue, take, timed, try_take};
 use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
-use super::{AcquireError, TimeoutError, TryAcquireError, assert_blocking_allowed, block_on};
-use crate::probe::{self, Timed, TimedError, Token};
+use super::{AcquireError, TimeoutError, TryAcquireError};
+use crate::probe::{self, Token};
 
 /// Wrapper for [`tokio::sync::Semaphore`]: tokio's fair (FIFO) counting semaphore, with
 /// every acquisition, `forget`, `add_permits` and `close` visible to lockscope.
@@ -170,23 +171,6 @@ impl Semaphore {
         removed
     }
 
-    /// Takes `n` permits if free (forgotten: the permit object gives them back).
-    #[inline]
-    fn take(&self, n: u32) -> bool {
-        self.ll
-            .try_acquire_many(n)
-            .map(tokio::sync::SemaphorePermit::forget)
-            .is_ok()
-    }
-
-    /// Queues for `n` permits (forgotten: the permit object gives them back).
-    async fn queue(&self, n: u32) -> Result<(), AcquireError> {
-        self.ll
-            .acquire_many(n)
-            .await
-            .map(tokio::sync::SemaphorePermit::forget)
-    }
-
     fn permit(&self, permits: u32, token: Token) -> SemaphorePermit<'_> {
         SemaphorePermit::new(self, permits, token)
     }
@@ -246,7 +230,12 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<SemaphorePermit<'_>, AcquireError> {
-        let token = probe::acquire!(self.prim(), Self::acq(site, n), self.take(n), self.queue(n))?;
+        let token = probe::acquire!(
+            self.prim(),
+            Self::acq(site, n),
+            take(&self.ll, n),
+            queue(&self.ll, n)
+        )?;
         Ok(self.permit(n, token))
     }
 
@@ -314,22 +303,8 @@ impl Semaphore {
         n: u32,
         timeout: Duration,
     ) -> impl Future<Output = Result<SemaphorePermit<'_>, TimeoutError>> + '_ {
-        let timed = Timed::new(
-            self.prim(),
-            Self::acq(site, n),
-            timeout,
-            self.ll.acquire_many(n),
-        );
-        async move {
-            match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    Ok(self.permit(n, token))
-                }
-                Err(TimedError::Elapsed(w)) => Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => Err(TimeoutError::closed(self.prim())),
-            }
-        }
+        let timed = timed(&self.ll, self.prim(), Self::acq(site, n), n, timeout);
+        async move { Ok(self.permit(n, timed.await?)) }
     }
 
     /// Wrapper for [`tokio::sync::Semaphore::try_acquire`].
@@ -371,16 +346,8 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<SemaphorePermit<'_>, TryAcquireError> {
-        match self.ll.try_acquire_many(n) {
-            Ok(p) => {
-                p.forget();
-                Ok(self.permit(n, probe::try_acquired(self.prim(), Self::acq(site, n))))
-            }
-            Err(e) => {
-                probe::try_failed(self.prim(), Self::acq(site, n));
-                Err(e)
-            }
-        }
+        let token = try_take(&self.ll, self.prim(), Self::acq(site, n), n)?;
+        Ok(self.permit(n, token))
     }
 
     /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire`].
@@ -429,14 +396,7 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<SemaphorePermit<'_>, AcquireError> {
-        assert_blocking_allowed();
-        let (p, token) = probe::blocking(
-            self.prim(),
-            Self::acq(site, n),
-            || self.ll.try_acquire_many(n).ok(),
-            || block_on(self.ll.acquire_many(n)),
-        )?;
-        p.forget();
+        let token = blocking(&self.ll, self.prim(), Self::acq(site, n), n)?;
         Ok(self.permit(n, token))
     }
 
@@ -499,14 +459,8 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<OwnedSemaphorePermit, AcquireError> {
-        let token = {
-            probe::acquire!(
-                this.prim(),
-                Self::acq(site, n).with_flags(hooks::MOVABLE),
-                this.take(n),
-                this.queue(n)
-            )?
-        };
+        let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
+        let token = probe::acquire!(this.prim(), acq, take(&this.ll, n), queue(&this.ll, n))?;
         Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
@@ -572,19 +526,7 @@ impl Semaphore {
         timeout: Duration,
     ) -> Result<OwnedSemaphorePermit, TimeoutError> {
         let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-        let token = {
-            let timed = Timed::new(this.prim(), acq, timeout, this.ll.acquire_many(n));
-            match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(w)) => {
-                    return Err(TimeoutError::elapsed(this.prim(), w));
-                }
-                Err(TimedError::Inner(_)) => return Err(TimeoutError::closed(this.prim())),
-            }
-        };
+        let token = timed(&this.ll, this.prim(), acq, n, timeout).await?;
         Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
@@ -631,16 +573,7 @@ impl Semaphore {
         n: u32,
     ) -> Result<OwnedSemaphorePermit, TryAcquireError> {
         let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-        let token = match this.ll.try_acquire_many(n) {
-            Ok(p) => {
-                p.forget();
-                probe::try_acquired(this.prim(), acq)
-            }
-            Err(e) => {
-                probe::try_failed(this.prim(), acq);
-                return Err(e);
-            }
-        };
+        let token = try_take(&this.ll, this.prim(), acq, n)?;
         Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
@@ -693,18 +626,8 @@ impl Semaphore {
         site: &'static Location<'static>,
         n: u32,
     ) -> Result<OwnedSemaphorePermit, AcquireError> {
-        assert_blocking_allowed();
         let acq = Self::acq(site, n).with_flags(hooks::MOVABLE);
-        let token = {
-            let (p, token) = probe::blocking(
-                this.prim(),
-                acq,
-                || this.ll.try_acquire_many(n).ok(),
-                || block_on(this.ll.acquire_many(n)),
-            )?;
-            p.forget();
-            token
-        };
+        let token = blocking(&this.ll, this.prim(), acq, n)?;
         Ok(OwnedSemaphorePermit::new(this, n, token))
     }
 
