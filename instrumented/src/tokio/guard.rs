@@ -101,7 +101,7 @@ macro_rules! sem_owner {
 sem_owner!([] SemRef<'_>, |s| s.sem, s.prim);
 sem_owner!([T: ?Sized,] &Mutex<T>, |s| &s.sem, s.cell.get());
 sem_owner!([T: ?Sized,] Arc<Mutex<T>>, |s| &s.sem, s.cell.get());
-sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.s, s.cell.get());
+sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.sem, s.cell.get());
 sem_owner!([] & Semaphore, |s| &s.ll, s.cell.get());
 sem_owner!([] Arc<Semaphore>, |s| &s.ll, s.cell.get());
 
@@ -186,8 +186,7 @@ macro_rules! maps {
     (
         $kind:tt $from:ty => $to:ident [$($gen:ident),+] -> $out:ty,
         |$shell:ident, $data:ident| $build:expr;
-        { $(#[$map:meta])* }
-        { $(#[$try_map:meta])* }
+        { $(#[$map:meta])* } { $(#[$try_map:meta])* }
     ) => {
         maps! {
             $kind $from => $to [$($gen),+] -> $out,
@@ -250,12 +249,9 @@ macro_rules! write_guard {
     (
         T -> $mapped_u:ty, $mapped_t:ty, $read_u:ty, $read_t:ty,
         |$shell:ident, $data:ident| $mapped:expr, $read:expr;
-        { $(#[$map:meta])* }
-        { $(#[$try_map:meta])* }
-        { $(#[$dmap:meta])* }
-        { $(#[$try_dmap:meta])* }
-        { $(#[$into_mapped:meta])* }
-        { $(#[$downgrade:meta])* }
+        { $(#[$map:meta])* } { $(#[$try_map:meta])* }
+        { $(#[$dmap:meta])* } { $(#[$try_dmap:meta])* }
+        { $(#[$into_mapped:meta])* } { $(#[$downgrade:meta])* }
     ) => {
         maps! {
             mut T => U [F, U] -> $mapped_u,

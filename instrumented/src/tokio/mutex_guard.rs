@@ -115,6 +115,11 @@ where
 {
 }
 
+deref!([T: ?Sized] MutexGuard<'_, T> => T, |g| g.shell.owner().c.get(), mut);
+deref!([T: ?Sized] OwnedMutexGuard<T> => T, |g| g.shell.owner().c.get(), mut);
+deref!([T: ?Sized] MappedMutexGuard<'_, T> => T, |g| g.data, mut);
+deref!([T: ?Sized, U: ?Sized] OwnedMappedMutexGuard<T, U> => U, |g| g.data, mut);
+
 impl<'a, T: ?Sized> MutexGuard<'a, T> {
     #[inline]
     pub(crate) fn new(lock: &'a Mutex<T>, token: Token) -> Self {
@@ -316,8 +321,3 @@ impl<T: ?Sized, U: ?Sized> OwnedMappedMutexGuard<T, U> {
         }
     }
 }
-
-deref!([T: ?Sized] MutexGuard<'_, T> => T, |g| g.shell.owner().c.get(), mut);
-deref!([T: ?Sized] OwnedMutexGuard<T> => T, |g| g.shell.owner().c.get(), mut);
-deref!([T: ?Sized] MappedMutexGuard<'_, T> => T, |g| g.data, mut);
-deref!([T: ?Sized, U: ?Sized] OwnedMappedMutexGuard<T, U> => U, |g| g.data, mut);

@@ -63,6 +63,9 @@ where
 {
 }
 
+deref!([T: ?Sized] OwnedRwLockWriteGuard<T> => T, |g| g.data, mut);
+deref!([T: ?Sized, U: ?Sized] OwnedRwLockMappedWriteGuard<T, U> => U, |g| g.data, mut);
+
 impl<T: ?Sized> OwnedRwLockWriteGuard<T> {
     #[inline]
     pub(crate) fn new(lock: Arc<RwLock<T>>, token: Token) -> Self {
@@ -243,6 +246,3 @@ impl<T: ?Sized, U: ?Sized> OwnedRwLockMappedWriteGuard<T, U> {
         this.shell.owner()
     }
 }
-
-deref!([T: ?Sized] OwnedRwLockWriteGuard<T> => T, |g| g.data, mut);
-deref!([T: ?Sized, U: ?Sized] OwnedRwLockMappedWriteGuard<T, U> => U, |g| g.data, mut);

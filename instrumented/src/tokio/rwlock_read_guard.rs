@@ -62,6 +62,9 @@ where
 {
 }
 
+deref!([T: ?Sized] RwLockReadGuard<'_, T> => T, |g| g.data);
+deref!([T: ?Sized, U: ?Sized] OwnedRwLockReadGuard<T, U> => U, |g| g.data);
+
 impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     #[inline]
     pub(crate) fn new(owner: SemRef<'a>, data: *const T, token: Token) -> Self {
@@ -171,6 +174,3 @@ impl<T: ?Sized, U: ?Sized> OwnedRwLockReadGuard<T, U> {
         this.shell.owner()
     }
 }
-
-deref!([T: ?Sized] RwLockReadGuard<'_, T> => T, |g| g.data);
-deref!([T: ?Sized, U: ?Sized] OwnedRwLockReadGuard<T, U> => U, |g| g.data);

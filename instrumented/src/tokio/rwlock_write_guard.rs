@@ -56,6 +56,9 @@ unsafe impl<T> Send for RwLockWriteGuard<'_, T> where T: ?Sized + Send + Sync {}
 // SAFETY: as above.
 unsafe impl<T> Send for RwLockMappedWriteGuard<'_, T> where T: ?Sized + Send + Sync {}
 
+deref!([T: ?Sized] RwLockWriteGuard<'_, T> => T, |g| g.data, mut);
+deref!([T: ?Sized] RwLockMappedWriteGuard<'_, T> => T, |g| g.data, mut);
+
 impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     #[inline]
     pub(crate) fn new(owner: SemRef<'a>, permits: u32, data: *mut T, token: Token) -> Self {
@@ -196,6 +199,3 @@ impl<'a, T: ?Sized> RwLockMappedWriteGuard<'a, T> {
         }
     }
 }
-
-deref!([T: ?Sized] RwLockWriteGuard<'_, T> => T, |g| g.data, mut);
-deref!([T: ?Sized] RwLockMappedWriteGuard<'_, T> => T, |g| g.data, mut);

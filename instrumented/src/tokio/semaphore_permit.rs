@@ -97,11 +97,8 @@ where
 macro_rules! permit {
     (
         $name:ident $(<$lt:lifetime>)?, $owner:ty, $sem:ty;
-        { $(#[$forget:meta])* }
-        { $(#[$merge:meta])* }
-        { $(#[$split:meta])* }
-        { $(#[$semaphore:meta])* }
-        { $(#[$num:meta])* }
+        { $(#[$forget:meta])* } { $(#[$merge:meta])* } { $(#[$split:meta])* }
+        { $(#[$semaphore:meta])* } { $(#[$num:meta])* }
     ) => {
         impl$(<$lt>)? $name$(<$lt>)? {
             pub(crate) fn new(sem: $owner, permits: u32, token: Token) -> Self {
