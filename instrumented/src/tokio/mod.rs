@@ -21,6 +21,7 @@ mod rwlock_owned_write_guard;
 mod rwlock_read_guard;
 mod rwlock_write_guard;
 mod semaphore;
+mod semaphore_acquire;
 mod semaphore_permit;
 mod timeout;
 
