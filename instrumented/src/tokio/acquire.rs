@@ -62,6 +62,11 @@ pub(crate) fn blocking(
     n: u32,
 ) -> Result<Token, AcquireError> {
     assert_blocking_allowed();
+    block(sem, prim, acq, n)
+}
+
+/// [`blocking`] once the caller has checked that it may block this thread.
+pub(crate) fn block(sem: &Semaphore, prim: &Prim, acq: Acq, n: u32) -> Result<Token, AcquireError> {
     let (permit, token) = probe::blocking(
         prim,
         acq,

@@ -227,7 +227,8 @@ impl<T: ?Sized> Mutex<T> {
             ///
             /// # Errors
             ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held (counted in `lockscope_try_failures_total`).
+            /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held (counted in
+            /// `lockscope_try_failures_total`).
             ///
             /// ```
             /// let m = lockscope::tokio::Mutex::new(1);

@@ -286,7 +286,8 @@ impl<T: ?Sized> RwLock<T> {
             ///
             /// # Errors
             ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is queued.
+            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
+            /// queued.
             ///
             /// ```
             /// let lock = lockscope::tokio::RwLock::new(1);
@@ -298,7 +299,8 @@ impl<T: ?Sized> RwLock<T> {
             ///
             /// # Errors
             ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is queued.
+            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
+            /// queued.
             ///
             /// ```
             /// use std::sync::Arc;

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::prim::Prim;
 
-use super::acquire::{blocking, queue, take, timed, try_take};
+use super::acquire::{block, queue, take, timed, try_take};
 use super::guard::SemOwner;
 use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
-use super::{AcquireError, Semaphore, TimeoutError, TryAcquireError};
+use super::{AcquireError, Semaphore, TimeoutError, TryAcquireError, assert_blocking_allowed};
 use crate::probe::{self, Token};
 
 /// A borrowed permit's acquisition.
@@ -78,28 +79,17 @@ impl Semaphore {
         Ok(permit(this, n, token))
     }
 
-    /// `n` permits if they are free now.
-    fn try_n<O: SemOwner, P>(
+    /// `n` permits now: if they are free (`take` is `try_take`), or after blocking this
+    /// thread (`block`, once the caller has checked that it may).
+    fn now_n<O: SemOwner, P, E>(
         this: O,
         site: Site,
         n: u32,
         acq: impl Fn(Site, u32) -> Acq,
         permit: impl FnOnce(O, u32, Token) -> P,
-    ) -> Result<P, TryAcquireError> {
-        let token = try_take(this.sem(), SemOwner::prim(&this), acq(site, n), n)?;
-        Ok(permit(this, n, token))
-    }
-
-    /// `n` permits, blocking this thread.
-    #[track_caller]
-    fn blocking_n<O: SemOwner, P>(
-        this: O,
-        site: Site,
-        n: u32,
-        acq: impl Fn(Site, u32) -> Acq,
-        permit: impl FnOnce(O, u32, Token) -> P,
-    ) -> Result<P, AcquireError> {
-        let token = blocking(this.sem(), SemOwner::prim(&this), acq(site, n), n)?;
+        take: impl FnOnce(&tokio::sync::Semaphore, &Prim, Acq, u32) -> Result<Token, E>,
+    ) -> Result<P, E> {
+        let token = take(this.sem(), SemOwner::prim(&this), acq(site, n), n)?;
         Ok(permit(this, n, token))
     }
 }
@@ -129,10 +119,13 @@ macro_rules! permit_forms {
             { let $site = Location::caller(); $timed });
         permit_forms!(@pair ($($recv)*) $n, $try_one { $(#[$d5])* } $try_many { $(#[$d6])* } ()
             [Result<$p, TryAcquireError>]
-            Self::try_n($this, Location::caller(), $n, $acq, $permit));
+            Self::now_n($this, Location::caller(), $n, $acq, $permit, try_take));
         permit_forms!(@pair ($($recv)*) $n, $blocking { $(#[$d7])* } $blocking_many { $(#[$d8])* }
             () [Result<$p, AcquireError>]
-            Self::blocking_n($this, Location::caller(), $n, $acq, $permit));
+            {
+                assert_blocking_allowed();
+                Self::now_n($this, Location::caller(), $n, $acq, $permit, block)
+            });
     };
     // One method for a permit and one for `n` (its `_many` form), over one body of `$n`.
     (
