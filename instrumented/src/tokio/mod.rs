@@ -12,6 +12,8 @@
 //! (`lock_timeout`, `read_timeout`, `write_timeout`, `acquire_timeout`, and owned variants)
 //! whose [`TimeoutError`] says who holds the primitive, and `name()`.
 
+mod acquire;
+mod guard;
 mod mutex;
 mod mutex_guard;
 mod rwlock;
@@ -19,6 +21,7 @@ mod rwlock_owned_write_guard;
 mod rwlock_read_guard;
 mod rwlock_write_guard;
 mod semaphore;
+mod semaphore_acquire;
 mod semaphore_permit;
 mod timeout;
 

@@ -1,17 +1,13 @@
 //! [`Mutex`]: a drop-in `tokio::sync::Mutex`.
 
 use std::cell::UnsafeCell;
-use std::fmt;
-use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
-use std::time::Duration;
 
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 
+use super::acquire::{blocking, lock_forms, lock_traits, never_closed};
 use super::mutex_guard::{MutexGuard, OwnedMutexGuard};
-use super::{TimeoutError, TryLockError, assert_blocking_allowed, block_on, try_lock_error};
-use crate::probe::{self, Timed, TimedError};
 
 /// Wrapper for [`tokio::sync::Mutex`]: an asynchronous mutual-exclusion lock whose every
 /// acquisition is visible to lockscope.
@@ -123,104 +119,138 @@ impl<T: ?Sized> Mutex<T> {
         self.cell.get().name()
     }
 
-    /// Wrapper for [`tokio::sync::Mutex::lock`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As tokio's: FIFO order; dropping the future gives up its place in the queue (and
-    /// lockscope records a `cancelled` event and removes the waiter from its books).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let m = lockscope::tokio::Mutex::new(1);
-    /// *m.lock().await += 1;
-    /// assert_eq!(*m.lock().await, 2);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn lock(&self) -> impl Future<Output = MutexGuard<'_, T>> + '_ {
-        let site = Location::caller();
-        async move {
-            let prim = self.cell.get();
-            match probe::acquire!(prim, acq(site), self.take(), self.queue()) {
-                Ok(token) => MutexGuard::new(self, token),
-                Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-            }
+    lock_forms! {
+        [
+            lock, lock_timeout, blocking_lock, lock_owned,
+            lock_owned_timeout, try_lock, try_lock_owned,
+        ]
+        |lock, token| Mode::Exclusive, 1,
+        MutexGuard::new(lock, token) => MutexGuard<'_, T>,
+        OwnedMutexGuard::new(lock, token) => OwnedMutexGuard<T>;
+        {
+            /// Wrapper for [`tokio::sync::Mutex::lock`].
+            ///
+            /// # Cancel safety
+            ///
+            /// As tokio's: FIFO order; dropping the future gives up its place in the queue (and
+            /// lockscope records a `cancelled` event and removes the waiter from its books).
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// let m = lockscope::tokio::Mutex::new(1);
+            /// *m.lock().await += 1;
+            /// assert_eq!(*m.lock().await, 2);
+            /// # }
+            /// ```
         }
-    }
-
-    /// Like [`lock`](Mutex::lock), but gives up after `timeout` (lockscope addition). The
-    /// error names the mutex, how long it waited and who holds it. Counted in
-    /// `lockscope_timeouts_total`.
-    ///
-    /// # Errors
-    ///
-    /// [`TimeoutError`] when the deadline passes first.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with time enabled, like `tokio::time::timeout`.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`lock`](Mutex::lock).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// let m = lockscope::tokio::Mutex::new(());
-    /// assert!(m.lock_timeout(Duration::from_millis(5)).await.is_ok());
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn lock_timeout(
-        &self,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<MutexGuard<'_, T>, TimeoutError>> + '_ {
-        let site = Location::caller();
-        let prim = self.cell.get();
-        let timed = Timed::new(prim, acq(site), timeout, self.sem.acquire());
-        async move {
-            match timed.await {
-                Ok((permit, token)) => {
-                    permit.forget();
-                    Ok(MutexGuard::new(self, token))
-                }
-                Err(TimedError::Elapsed(waited)) => Err(TimeoutError::elapsed(prim, waited)),
-                Err(TimedError::Inner(_)) => unreachable!("a Mutex's semaphore is never closed"),
-            }
+        {
+            /// Like [`lock`](Mutex::lock), but gives up after `timeout` (lockscope addition). The
+            /// error names the mutex, how long it waited and who holds it. Counted in
+            /// `lockscope_timeouts_total`.
+            ///
+            /// # Errors
+            ///
+            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+            ///
+            /// # Panics
+            ///
+            /// Outside a tokio runtime with time enabled, like `tokio::time::timeout`.
+            ///
+            /// # Cancel safety
+            ///
+            /// As [`lock`](Mutex::lock).
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            /// let m = lockscope::tokio::Mutex::new(());
+            /// assert!(m.lock_timeout(Duration::from_millis(5)).await.is_ok());
+            /// # }
+            /// ```
         }
-    }
-
-    /// Wrapper for [`tokio::sync::Mutex::blocking_lock`].
-    ///
-    /// # Panics
-    ///
-    /// When called within an asynchronous execution context, exactly as tokio's.
-    ///
-    /// ```
-    /// let m = lockscope::tokio::Mutex::new(1);
-    /// *m.blocking_lock() += 1;
-    /// assert_eq!(*m.blocking_lock(), 2);
-    /// ```
-    #[track_caller]
-    pub fn blocking_lock(&self) -> MutexGuard<'_, T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        let r = probe::blocking(
-            self.cell.get(),
-            acq(site),
-            || self.sem.try_acquire().ok(),
-            || block_on(self.sem.acquire()),
-        );
-        match r {
-            Ok((permit, token)) => {
-                permit.forget();
-                MutexGuard::new(self, token)
-            }
-            Err(_) => unreachable!("a Mutex's semaphore is never closed"),
+        {
+            /// Wrapper for [`tokio::sync::Mutex::blocking_lock`].
+            ///
+            /// # Panics
+            ///
+            /// When called within an asynchronous execution context, exactly as tokio's.
+            ///
+            /// ```
+            /// let m = lockscope::tokio::Mutex::new(1);
+            /// *m.blocking_lock() += 1;
+            /// assert_eq!(*m.blocking_lock(), 2);
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::Mutex::lock_owned`].
+            ///
+            /// # Cancel safety
+            ///
+            /// As [`lock`](Mutex::lock).
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::sync::Arc;
+            /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+            /// let mut g = m.clone().lock_owned().await;
+            /// tokio::spawn(async move { *g += 1 }).await.unwrap();
+            /// assert_eq!(*m.lock().await, 2);
+            /// # }
+            /// ```
+        }
+        {
+            /// Like [`lock_owned`](Mutex::lock_owned), but gives up after `timeout` (lockscope
+            /// addition; see [`lock_timeout`](Mutex::lock_timeout)).
+            ///
+            /// # Errors
+            ///
+            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+            ///
+            /// # Panics
+            ///
+            /// Outside a tokio runtime with time enabled.
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::{sync::Arc, time::Duration};
+            /// let m = Arc::new(lockscope::tokio::Mutex::new(()));
+            /// let _g = m.clone().lock_owned_timeout(Duration::from_millis(5)).await.unwrap();
+            /// # }
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::Mutex::try_lock`].
+            ///
+            /// # Errors
+            ///
+            /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held (counted in
+            /// `lockscope_try_failures_total`).
+            ///
+            /// ```
+            /// let m = lockscope::tokio::Mutex::new(1);
+            /// let g = m.try_lock().unwrap();
+            /// assert!(m.try_lock().is_err());
+            /// drop(g);
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::Mutex::try_lock_owned`].
+            ///
+            /// # Errors
+            ///
+            /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held.
+            ///
+            /// ```
+            /// use std::sync::Arc;
+            /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+            /// let g = m.clone().try_lock_owned().unwrap();
+            /// assert!(m.clone().try_lock_owned().is_err());
+            /// drop(g);
+            /// ```
         }
     }
 
@@ -238,232 +268,30 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn blocking_lock_owned(self: Arc<Self>) -> OwnedMutexGuard<T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        let token = match probe::blocking(
-            self.cell.get(),
-            acq(site).with_flags(hooks::MOVABLE),
-            || self.sem.try_acquire().ok(),
-            || block_on(self.sem.acquire()),
-        ) {
-            Ok((permit, token)) => {
-                permit.forget();
-                token
-            }
-            Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-        };
+        let acq = acq(Location::caller()).with_flags(hooks::MOVABLE);
+        let token = never_closed(blocking(&self.sem, self.prim(), acq, 1));
         OwnedMutexGuard::new(self, token)
     }
+}
 
-    /// Wrapper for [`tokio::sync::Mutex::lock_owned`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`lock`](Mutex::lock).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
-    /// let mut g = m.clone().lock_owned().await;
-    /// tokio::spawn(async move { *g += 1 }).await.unwrap();
-    /// assert_eq!(*m.lock().await, 2);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn lock_owned(self: Arc<Self>) -> impl Future<Output = OwnedMutexGuard<T>> {
-        let site = Location::caller();
-        async move {
-            let prim = self.cell.get();
-            let token = match probe::acquire!(
-                prim,
-                acq(site).with_flags(hooks::MOVABLE),
-                self.take(),
-                self.queue()
-            ) {
-                Ok(token) => token,
-                Err(_) => unreachable!("a Mutex's semaphore is never closed"),
-            };
-            OwnedMutexGuard::new(self, token)
-        }
-    }
-
-    /// Like [`lock_owned`](Mutex::lock_owned), but gives up after `timeout` (lockscope
-    /// addition; see [`lock_timeout`](Mutex::lock_timeout)).
-    ///
-    /// # Errors
-    ///
-    /// [`TimeoutError`] when the deadline passes first.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with time enabled.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::{sync::Arc, time::Duration};
-    /// let m = Arc::new(lockscope::tokio::Mutex::new(()));
-    /// let _g = m.clone().lock_owned_timeout(Duration::from_millis(5)).await.unwrap();
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn lock_owned_timeout(
-        self: Arc<Self>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<OwnedMutexGuard<T>, TimeoutError>> {
-        let site = Location::caller();
-        async move {
-            let prim = self.cell.get();
-            let acq = acq(site).with_flags(hooks::MOVABLE);
-            let token = match Timed::new(prim, acq, timeout, self.sem.acquire()).await {
-                Ok((permit, token)) => {
-                    permit.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(waited)) => {
-                    return Err(TimeoutError::elapsed(prim, waited));
-                }
-                Err(TimedError::Inner(_)) => unreachable!("a Mutex's semaphore is never closed"),
-            };
-            Ok(OwnedMutexGuard::new(self, token))
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::Mutex::try_lock`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryLockError`] if the lock is held (counted in `lockscope_try_failures_total`).
-    ///
-    /// ```
-    /// let m = lockscope::tokio::Mutex::new(1);
-    /// let g = m.try_lock().unwrap();
-    /// assert!(m.try_lock().is_err());
-    /// drop(g);
-    /// ```
-    #[track_caller]
-    pub fn try_lock(&self) -> Result<MutexGuard<'_, T>, TryLockError> {
-        let site = Location::caller();
-        match self.sem.try_acquire() {
-            Ok(permit) => {
-                permit.forget();
-                Ok(MutexGuard::new(
-                    self,
-                    probe::try_acquired(self.cell.get(), acq(site)),
-                ))
-            }
-            Err(_) => {
-                probe::try_failed(self.cell.get(), acq(site));
-                Err(try_lock_error())
-            }
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::Mutex::get_mut`].
-    ///
-    /// ```
-    /// let mut m = lockscope::tokio::Mutex::new(1);
-    /// *m.get_mut() = 2;
-    /// assert_eq!(*m.blocking_lock(), 2);
-    /// ```
-    pub fn get_mut(&mut self) -> &mut T {
-        self.c.get_mut()
-    }
-
-    /// Wrapper for [`tokio::sync::Mutex::try_lock_owned`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryLockError`] if the lock is held.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
-    /// let g = m.clone().try_lock_owned().unwrap();
-    /// assert!(m.clone().try_lock_owned().is_err());
-    /// drop(g);
-    /// ```
-    #[track_caller]
-    pub fn try_lock_owned(self: Arc<Self>) -> Result<OwnedMutexGuard<T>, TryLockError> {
-        let site = Location::caller();
-        let acq = acq(site).with_flags(hooks::MOVABLE);
-        let granted = self.sem.try_acquire().map(|permit| permit.forget()).is_ok();
-        if granted {
-            let token = probe::try_acquired(self.cell.get(), acq);
-            Ok(OwnedMutexGuard::new(self, token))
-        } else {
-            probe::try_failed(self.cell.get(), acq);
-            Err(try_lock_error())
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::Mutex::into_inner`].
-    ///
-    /// ```
-    /// let m = lockscope::tokio::Mutex::new(1);
-    /// assert_eq!(m.into_inner(), 1);
-    /// ```
-    pub fn into_inner(self) -> T
-    where
-        T: Sized,
+lock_traits! {
+    Mutex;
     {
-        self.c.into_inner()
+        /// Wrapper for [`tokio::sync::Mutex::get_mut`].
+        ///
+        /// ```
+        /// let mut m = lockscope::tokio::Mutex::new(1);
+        /// *m.get_mut() = 2;
+        /// assert_eq!(*m.blocking_lock(), 2);
+        /// ```
     }
-
-    /// Takes the permit if it is free (forgotten: the guard gives it back).
-    #[inline]
-    fn take(&self) -> bool {
-        self.sem
-            .try_acquire()
-            .map(tokio::sync::SemaphorePermit::forget)
-            .is_ok()
-    }
-
-    /// Queues for the permit (forgotten: the guard gives it back).
-    async fn queue(&self) -> Result<(), tokio::sync::AcquireError> {
-        self.sem
-            .acquire()
-            .await
-            .map(tokio::sync::SemaphorePermit::forget)
-    }
-
-    /// Locks without any bookkeeping (Debug).
-    pub(crate) fn raw_try_lock(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
-        self.sem.try_acquire().ok()
-    }
-}
-
-impl<T> From<T> for Mutex<T> {
-    #[track_caller]
-    fn from(s: T) -> Self {
-        Self::new(s)
-    }
-}
-
-impl<T> Default for Mutex<T>
-where
-    T: Default,
-{
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<T: ?Sized> fmt::Debug for Mutex<T>
-where
-    T: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("Mutex");
-        match self.raw_try_lock() {
-            // SAFETY: the permit excludes every other holder while we read.
-            Some(_permit) => d.field("data", &unsafe { &*self.c.get() }),
-            None => d.field("data", &format_args!("<locked>")),
-        };
-        d.finish()
+    {
+        /// Wrapper for [`tokio::sync::Mutex::into_inner`].
+        ///
+        /// ```
+        /// let m = lockscope::tokio::Mutex::new(1);
+        /// assert_eq!(m.into_inner(), 1);
+        /// ```
     }
 }
 

@@ -1,22 +1,18 @@
 //! [`RwLock`]: a drop-in `tokio::sync::RwLock`.
 
 use std::cell::UnsafeCell;
-use std::fmt;
-use std::future::Future;
 use std::panic::Location;
-use std::sync::Arc;
-use std::time::Duration;
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::hooks::{Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
+use super::MAX_READS;
+use super::acquire::{lock_forms, lock_traits};
+use super::guard::SemRef;
 use super::rwlock_owned_write_guard::OwnedRwLockWriteGuard;
 use super::rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
 use super::rwlock_write_guard::RwLockWriteGuard;
-use super::{
-    MAX_READS, TimeoutError, TryLockError, assert_blocking_allowed, block_on, try_lock_error,
-};
-use crate::probe::{self, Timed, TimedError, Token};
+use crate::probe::Token;
 
 /// Wrapper for [`tokio::sync::RwLock`]: an asynchronous reader-writer lock whose every
 /// acquisition is visible to lockscope.
@@ -42,7 +38,7 @@ use crate::probe::{self, Timed, TimedError, Token};
 pub struct RwLock<T: ?Sized> {
     pub(crate) cell: PrimCell,
     pub(crate) mr: u32,
-    pub(crate) s: tokio::sync::Semaphore,
+    pub(crate) sem: tokio::sync::Semaphore,
     pub(crate) c: UnsafeCell<T>,
 }
 
@@ -52,16 +48,6 @@ unsafe impl<T> Send for RwLock<T> where T: ?Sized + Send {}
 unsafe impl<T> Sync for RwLock<T> where T: ?Sized + Send + Sync {}
 
 impl<T: ?Sized> RwLock<T> {
-    #[inline]
-    fn read_acq(site: &'static Location<'static>) -> Acq {
-        Acq::new(site, 1, Mode::Shared)
-    }
-
-    #[inline]
-    fn write_acq(&self, site: &'static Location<'static>) -> Acq {
-        Acq::new(site, self.mr, Mode::Exclusive)
-    }
-
     #[inline]
     pub(crate) fn prim(&self) -> &Prim {
         self.cell.get()
@@ -108,7 +94,7 @@ impl<T: ?Sized> RwLock<T> {
                 u64::from(max_reads),
             ),
             mr: max_reads,
-            s: super::untraced(|| tokio::sync::Semaphore::new(max_reads as usize)),
+            sem: super::untraced(|| tokio::sync::Semaphore::new(max_reads as usize)),
             c: UnsafeCell::new(value),
         }
     }
@@ -172,7 +158,7 @@ impl<T: ?Sized> RwLock<T> {
         RwLock {
             cell: PrimCell::lazy(PrimKind::RwLock, Location::caller(), max_reads as u64),
             mr: max_reads,
-            s: tokio::sync::Semaphore::const_new(max_reads as usize),
+            sem: tokio::sync::Semaphore::const_new(max_reads as usize),
             c: UnsafeCell::new(value),
         }
     }
@@ -182,540 +168,295 @@ impl<T: ?Sized> RwLock<T> {
         self.prim().name()
     }
 
-    /// Takes `n` permits if free (forgotten: the guard gives them back).
+    /// The semaphore and the primitive: a borrowed guard's owner.
     #[inline]
-    fn take(&self, n: u32) -> bool {
-        self.s
-            .try_acquire_many(n)
-            .map(tokio::sync::SemaphorePermit::forget)
-            .is_ok()
-    }
-
-    /// Queues for `n` permits (forgotten: the guard gives them back).
-    async fn queue(&self, n: u32) -> Result<(), tokio::sync::AcquireError> {
-        self.s
-            .acquire_many(n)
-            .await
-            .map(tokio::sync::SemaphorePermit::forget)
+    fn sem_ref(&self) -> SemRef<'_> {
+        SemRef {
+            sem: &self.sem,
+            prim: self.prim(),
+        }
     }
 
     fn read_guard(&self, token: Token) -> RwLockReadGuard<'_, T> {
-        RwLockReadGuard::new(&self.s, self.prim(), self.c.get(), token)
+        RwLockReadGuard::new(self.sem_ref(), self.c.get(), token)
     }
 
     fn write_guard(&self, token: Token) -> RwLockWriteGuard<'_, T> {
-        RwLockWriteGuard::new(self.mr, &self.s, self.prim(), self.c.get(), token)
+        RwLockWriteGuard::new(self.sem_ref(), self.mr, self.c.get(), token)
     }
 
-    /// Wrapper for [`tokio::sync::RwLock::read`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As tokio's: FIFO order; a dropped future gives up its place (lockscope records
-    /// `cancelled`).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// assert_eq!(*lock.read().await, 1);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn read(&self) -> impl Future<Output = RwLockReadGuard<'_, T>> + '_ {
-        let site = Location::caller();
-        async move {
-            match probe::acquire!(
-                self.prim(),
-                Self::read_acq(site),
-                self.take(1),
-                self.queue(1)
-            ) {
-                Ok(token) => self.read_guard(token),
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            }
+    lock_forms! {
+        [
+            read, read_timeout, blocking_read, read_owned,
+            read_owned_timeout, try_read, try_read_owned,
+        ]
+        |lock, token| Mode::Shared, 1,
+        lock.read_guard(token) => RwLockReadGuard<'_, T>,
+        OwnedRwLockReadGuard::new(lock, token) => OwnedRwLockReadGuard<T>;
+        {
+            /// Wrapper for [`tokio::sync::RwLock::read`].
+            ///
+            /// # Cancel safety
+            ///
+            /// As tokio's: FIFO order; a dropped future gives up its place (lockscope records
+            /// `cancelled`).
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// assert_eq!(*lock.read().await, 1);
+            /// # }
+            /// ```
+        }
+        {
+            /// Like [`read`](RwLock::read), but gives up after `timeout` (lockscope addition).
+            ///
+            /// # Errors
+            ///
+            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+            ///
+            /// # Panics
+            ///
+            /// Outside a tokio runtime with time enabled.
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// let _w = lock.write().await;
+            /// assert!(lock.read_timeout(Duration::from_millis(5)).await.is_err());
+            /// # }
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::blocking_read`].
+            ///
+            /// # Panics
+            ///
+            /// When called within an asynchronous execution context, as tokio's.
+            ///
+            /// ```
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// assert_eq!(*lock.blocking_read(), 1);
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::read_owned`].
+            ///
+            /// # Cancel safety
+            ///
+            /// As [`read`](RwLock::read).
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::sync::Arc;
+            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+            /// let g = lock.clone().read_owned().await;
+            /// tokio::spawn(async move { assert_eq!(*g, 1) }).await.unwrap();
+            /// # }
+            /// ```
+        }
+        {
+            /// Like [`read_owned`](RwLock::read_owned), but gives up after `timeout` (lockscope
+            /// addition).
+            ///
+            /// # Errors
+            ///
+            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+            ///
+            /// # Panics
+            ///
+            /// Outside a tokio runtime with time enabled.
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::{sync::Arc, time::Duration};
+            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+            /// let g = lock.clone().read_owned_timeout(Duration::from_millis(5)).await.unwrap();
+            /// assert_eq!(*g, 1);
+            /// # }
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::try_read`].
+            ///
+            /// # Errors
+            ///
+            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
+            /// queued.
+            ///
+            /// ```
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// assert_eq!(*lock.try_read().unwrap(), 1);
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::try_read_owned`].
+            ///
+            /// # Errors
+            ///
+            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
+            /// queued.
+            ///
+            /// ```
+            /// use std::sync::Arc;
+            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+            /// assert_eq!(*lock.try_read_owned().unwrap(), 1);
+            /// ```
         }
     }
 
-    /// Like [`read`](RwLock::read), but gives up after `timeout` (lockscope addition).
-    ///
-    /// # Errors
-    ///
-    /// [`TimeoutError`] when the deadline passes first.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with time enabled.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// let _w = lock.write().await;
-    /// assert!(lock.read_timeout(Duration::from_millis(5)).await.is_err());
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn read_timeout(
-        &self,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<RwLockReadGuard<'_, T>, TimeoutError>> + '_ {
-        let site = Location::caller();
-        let timed = Timed::new(self.prim(), Self::read_acq(site), timeout, self.s.acquire());
-        async move {
-            match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    Ok(self.read_guard(token))
-                }
-                Err(TimedError::Elapsed(w)) => Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            }
+    lock_forms! {
+        [
+            write, write_timeout, blocking_write, write_owned,
+            write_owned_timeout, try_write, try_write_owned,
+        ]
+        |lock, token| Mode::Exclusive, lock.mr,
+        lock.write_guard(token) => RwLockWriteGuard<'_, T>,
+        OwnedRwLockWriteGuard::new(lock, token) => OwnedRwLockWriteGuard<T>;
+        {
+            /// Wrapper for [`tokio::sync::RwLock::write`].
+            ///
+            /// # Cancel safety
+            ///
+            /// As tokio's: FIFO order; a dropped future gives up its place.
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// *lock.write().await += 1;
+            /// assert_eq!(*lock.read().await, 2);
+            /// # }
+            /// ```
+        }
+        {
+            /// Like [`write`](RwLock::write), but gives up after `timeout` (lockscope addition).
+            ///
+            /// # Errors
+            ///
+            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+            ///
+            /// # Panics
+            ///
+            /// Outside a tokio runtime with time enabled.
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// let _r = lock.read().await;
+            /// let err = lock.write_timeout(Duration::from_millis(5)).await.unwrap_err();
+            /// assert!(err.to_string().contains("held by"));
+            /// # }
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::blocking_write`].
+            ///
+            /// # Panics
+            ///
+            /// When called within an asynchronous execution context, as tokio's.
+            ///
+            /// ```
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// *lock.blocking_write() = 2;
+            /// assert_eq!(*lock.blocking_read(), 2);
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::write_owned`].
+            ///
+            /// # Cancel safety
+            ///
+            /// As [`write`](RwLock::write).
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::sync::Arc;
+            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+            /// let mut g = lock.clone().write_owned().await;
+            /// *g = 2;
+            /// # }
+            /// ```
+        }
+        {
+            /// Like [`write_owned`](RwLock::write_owned), but gives up after `timeout` (lockscope
+            /// addition).
+            ///
+            /// # Errors
+            ///
+            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+            ///
+            /// # Panics
+            ///
+            /// Outside a tokio runtime with time enabled.
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::{sync::Arc, time::Duration};
+            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+            /// let g = lock.clone().write_owned_timeout(Duration::from_millis(5)).await.unwrap();
+            /// assert_eq!(*g, 1);
+            /// # }
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::try_write`].
+            ///
+            /// # Errors
+            ///
+            /// [`TryLockError`](crate::tokio::TryLockError) if anyone holds the lock.
+            ///
+            /// ```
+            /// let lock = lockscope::tokio::RwLock::new(1);
+            /// let r = lock.try_read().unwrap();
+            /// assert!(lock.try_write().is_err());
+            /// drop(r);
+            /// ```
+        }
+        {
+            /// Wrapper for [`tokio::sync::RwLock::try_write_owned`].
+            ///
+            /// # Errors
+            ///
+            /// [`TryLockError`](crate::tokio::TryLockError) if anyone holds the lock.
+            ///
+            /// ```
+            /// use std::sync::Arc;
+            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+            /// let g = lock.clone().try_write_owned().unwrap();
+            /// assert!(lock.try_write_owned().is_err());
+            /// drop(g);
+            /// ```
         }
     }
+}
 
-    /// Wrapper for [`tokio::sync::RwLock::blocking_read`].
-    ///
-    /// # Panics
-    ///
-    /// When called within an asynchronous execution context, as tokio's.
-    ///
-    /// ```
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// assert_eq!(*lock.blocking_read(), 1);
-    /// ```
-    #[track_caller]
-    pub fn blocking_read(&self) -> RwLockReadGuard<'_, T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        match probe::blocking(
-            self.prim(),
-            Self::read_acq(site),
-            || self.s.try_acquire().ok(),
-            || block_on(self.s.acquire()),
-        ) {
-            Ok((p, token)) => {
-                p.forget();
-                self.read_guard(token)
-            }
-            Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::read_owned`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`read`](RwLock::read).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-    /// let g = lock.clone().read_owned().await;
-    /// tokio::spawn(async move { assert_eq!(*g, 1) }).await.unwrap();
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn read_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockReadGuard<T>> {
-        let site = Location::caller();
-        async move {
-            let token = match probe::acquire!(
-                self.prim(),
-                Self::read_acq(site).with_flags(hooks::MOVABLE),
-                self.take(1),
-                self.queue(1)
-            ) {
-                Ok(token) => token,
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let data = self.c.get().cast_const();
-            OwnedRwLockReadGuard::new(self, data, token)
-        }
-    }
-
-    /// Like [`read_owned`](RwLock::read_owned), but gives up after `timeout` (lockscope
-    /// addition).
-    ///
-    /// # Errors
-    ///
-    /// [`TimeoutError`] when the deadline passes first.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with time enabled.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::{sync::Arc, time::Duration};
-    /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-    /// let g = lock.clone().read_owned_timeout(Duration::from_millis(5)).await.unwrap();
-    /// assert_eq!(*g, 1);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn read_owned_timeout(
-        self: Arc<Self>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<OwnedRwLockReadGuard<T>, TimeoutError>> {
-        let site = Location::caller();
-        async move {
-            let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-            let token = match Timed::new(self.prim(), acq, timeout, self.s.acquire()).await {
-                Ok((p, token)) => {
-                    p.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(w)) => return Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let data = self.c.get().cast_const();
-            Ok(OwnedRwLockReadGuard::new(self, data, token))
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::try_read`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryLockError`] if a writer holds the lock or is queued.
-    ///
-    /// ```
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// assert_eq!(*lock.try_read().unwrap(), 1);
-    /// ```
-    #[track_caller]
-    pub fn try_read(&self) -> Result<RwLockReadGuard<'_, T>, TryLockError> {
-        let site = Location::caller();
-        match self.s.try_acquire() {
-            Ok(p) => {
-                p.forget();
-                Ok(self.read_guard(probe::try_acquired(self.prim(), Self::read_acq(site))))
-            }
-            Err(_) => {
-                probe::try_failed(self.prim(), Self::read_acq(site));
-                Err(try_lock_error())
-            }
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::try_read_owned`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryLockError`] if a writer holds the lock or is queued.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-    /// assert_eq!(*lock.try_read_owned().unwrap(), 1);
-    /// ```
-    #[track_caller]
-    pub fn try_read_owned(self: Arc<Self>) -> Result<OwnedRwLockReadGuard<T>, TryLockError> {
-        let site = Location::caller();
-        let acq = Self::read_acq(site).with_flags(hooks::MOVABLE);
-        let granted = self.s.try_acquire().map(|p| p.forget()).is_ok();
-        if granted {
-            let token = probe::try_acquired(self.prim(), acq);
-            let data = self.c.get().cast_const();
-            Ok(OwnedRwLockReadGuard::new(self, data, token))
-        } else {
-            probe::try_failed(self.prim(), acq);
-            Err(try_lock_error())
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::write`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As tokio's: FIFO order; a dropped future gives up its place.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// *lock.write().await += 1;
-    /// assert_eq!(*lock.read().await, 2);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn write(&self) -> impl Future<Output = RwLockWriteGuard<'_, T>> + '_ {
-        let site = Location::caller();
-        async move {
-            let mr = self.mr;
-            match probe::acquire!(
-                self.prim(),
-                self.write_acq(site),
-                self.take(mr),
-                self.queue(mr)
-            ) {
-                Ok(token) => self.write_guard(token),
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            }
-        }
-    }
-
-    /// Like [`write`](RwLock::write), but gives up after `timeout` (lockscope addition).
-    ///
-    /// # Errors
-    ///
-    /// [`TimeoutError`] when the deadline passes first.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with time enabled.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// let _r = lock.read().await;
-    /// let err = lock.write_timeout(Duration::from_millis(5)).await.unwrap_err();
-    /// assert!(err.to_string().contains("held by"));
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn write_timeout(
-        &self,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<RwLockWriteGuard<'_, T>, TimeoutError>> + '_ {
-        let site = Location::caller();
-        let timed = Timed::new(
-            self.prim(),
-            self.write_acq(site),
-            timeout,
-            self.s.acquire_many(self.mr),
-        );
-        async move {
-            match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    Ok(self.write_guard(token))
-                }
-                Err(TimedError::Elapsed(w)) => Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            }
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::blocking_write`].
-    ///
-    /// # Panics
-    ///
-    /// When called within an asynchronous execution context, as tokio's.
-    ///
-    /// ```
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// *lock.blocking_write() = 2;
-    /// assert_eq!(*lock.blocking_read(), 2);
-    /// ```
-    #[track_caller]
-    pub fn blocking_write(&self) -> RwLockWriteGuard<'_, T> {
-        let site = Location::caller();
-        assert_blocking_allowed();
-        match probe::blocking(
-            self.prim(),
-            self.write_acq(site),
-            || self.s.try_acquire_many(self.mr).ok(),
-            || block_on(self.s.acquire_many(self.mr)),
-        ) {
-            Ok((p, token)) => {
-                p.forget();
-                self.write_guard(token)
-            }
-            Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::write_owned`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`write`](RwLock::write).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-    /// let mut g = lock.clone().write_owned().await;
-    /// *g = 2;
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn write_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockWriteGuard<T>> {
-        let site = Location::caller();
-        async move {
-            let mr = self.mr;
-            let token = match probe::acquire!(
-                self.prim(),
-                self.write_acq(site).with_flags(hooks::MOVABLE),
-                self.take(mr),
-                self.queue(mr)
-            ) {
-                Ok(token) => token,
-                Err(_) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let (mr, data) = (self.mr, self.c.get());
-            OwnedRwLockWriteGuard::new(mr, self, data, token)
-        }
-    }
-
-    /// Like [`write_owned`](RwLock::write_owned), but gives up after `timeout` (lockscope
-    /// addition).
-    ///
-    /// # Errors
-    ///
-    /// [`TimeoutError`] when the deadline passes first.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with time enabled.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::{sync::Arc, time::Duration};
-    /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-    /// let g = lock.clone().write_owned_timeout(Duration::from_millis(5)).await.unwrap();
-    /// assert_eq!(*g, 1);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn write_owned_timeout(
-        self: Arc<Self>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<OwnedRwLockWriteGuard<T>, TimeoutError>> {
-        let site = Location::caller();
-        async move {
-            let acq = self.write_acq(site).with_flags(hooks::MOVABLE);
-            let timed = Timed::new(self.prim(), acq, timeout, self.s.acquire_many(self.mr));
-            let token = match timed.await {
-                Ok((p, token)) => {
-                    p.forget();
-                    token
-                }
-                Err(TimedError::Elapsed(w)) => return Err(TimeoutError::elapsed(self.prim(), w)),
-                Err(TimedError::Inner(_)) => unreachable!("an RwLock's semaphore is never closed"),
-            };
-            let (mr, data) = (self.mr, self.c.get());
-            Ok(OwnedRwLockWriteGuard::new(mr, self, data, token))
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::try_write`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryLockError`] if anyone holds the lock.
-    ///
-    /// ```
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// let r = lock.try_read().unwrap();
-    /// assert!(lock.try_write().is_err());
-    /// drop(r);
-    /// ```
-    #[track_caller]
-    pub fn try_write(&self) -> Result<RwLockWriteGuard<'_, T>, TryLockError> {
-        let site = Location::caller();
-        match self.s.try_acquire_many(self.mr) {
-            Ok(p) => {
-                p.forget();
-                Ok(self.write_guard(probe::try_acquired(self.prim(), self.write_acq(site))))
-            }
-            Err(_) => {
-                probe::try_failed(self.prim(), self.write_acq(site));
-                Err(try_lock_error())
-            }
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::try_write_owned`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryLockError`] if anyone holds the lock.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-    /// let g = lock.clone().try_write_owned().unwrap();
-    /// assert!(lock.try_write_owned().is_err());
-    /// drop(g);
-    /// ```
-    #[track_caller]
-    pub fn try_write_owned(self: Arc<Self>) -> Result<OwnedRwLockWriteGuard<T>, TryLockError> {
-        let site = Location::caller();
-        let acq = self.write_acq(site).with_flags(hooks::MOVABLE);
-        let granted = self.s.try_acquire_many(self.mr).map(|p| p.forget()).is_ok();
-        if granted {
-            let token = probe::try_acquired(self.prim(), acq);
-            let (mr, data) = (self.mr, self.c.get());
-            Ok(OwnedRwLockWriteGuard::new(mr, self, data, token))
-        } else {
-            probe::try_failed(self.prim(), acq);
-            Err(try_lock_error())
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::get_mut`].
-    ///
-    /// ```
-    /// let mut lock = lockscope::tokio::RwLock::new(1);
-    /// *lock.get_mut() = 2;
-    /// assert_eq!(lock.into_inner(), 2);
-    /// ```
-    pub fn get_mut(&mut self) -> &mut T {
-        self.c.get_mut()
-    }
-
-    /// Wrapper for [`tokio::sync::RwLock::into_inner`].
-    ///
-    /// ```
-    /// let lock = lockscope::tokio::RwLock::new(1);
-    /// assert_eq!(lock.into_inner(), 1);
-    /// ```
-    pub fn into_inner(self) -> T
-    where
-        T: Sized,
+lock_traits! {
+    RwLock;
     {
-        self.c.into_inner()
+        /// Wrapper for [`tokio::sync::RwLock::get_mut`].
+        ///
+        /// ```
+        /// let mut lock = lockscope::tokio::RwLock::new(1);
+        /// *lock.get_mut() = 2;
+        /// assert_eq!(lock.into_inner(), 2);
+        /// ```
     }
-}
-
-impl<T> From<T> for RwLock<T> {
-    #[track_caller]
-    fn from(s: T) -> Self {
-        Self::new(s)
-    }
-}
-
-impl<T> Default for RwLock<T>
-where
-    T: Default,
-{
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<T: ?Sized> fmt::Debug for RwLock<T>
-where
-    T: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("RwLock");
-        match self.s.try_acquire() {
-            // SAFETY: a read permit keeps writers out while we read.
-            Ok(_permit) => d.field("data", &unsafe { &*self.c.get() }),
-            Err(_) => d.field("data", &format_args!("<locked>")),
-        };
-        d.finish()
+    {
+        /// Wrapper for [`tokio::sync::RwLock::into_inner`].
+        ///
+        /// ```
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// assert_eq!(lock.into_inner(), 1);
+        /// ```
     }
 }

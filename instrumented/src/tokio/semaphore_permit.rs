@@ -6,7 +6,9 @@ use std::sync::Arc;
 use lockscope_detector::hooks::Mode;
 
 use super::Semaphore;
+use super::guard::{Permits, SemOwner};
 use crate::probe::Token;
+use crate::shell::{Guard, Owner};
 
 /// A permit count as the detector's hold tables keep it (`u32`, saturating): only permits
 /// merged past `u32::MAX` (tokio counts in `usize`) lose precision there, never here.
@@ -30,10 +32,7 @@ fn book(permits: usize) -> u32 {
 #[clippy::has_significant_drop]
 #[must_use]
 pub struct SemaphorePermit<'a> {
-    sem: &'a Semaphore,
-    /// As tokio's, in `usize`: merged permits may exceed `u32::MAX`.
-    permits: usize,
-    token: Token,
+    shell: Guard<&'a Semaphore, Permits>,
 }
 
 /// Wrapper for [`tokio::sync::OwnedSemaphorePermit`]: keeps an `Arc` of the semaphore, so it
@@ -52,232 +51,213 @@ pub struct SemaphorePermit<'a> {
 #[clippy::has_significant_drop]
 #[must_use]
 pub struct OwnedSemaphorePermit {
-    sem: Arc<Semaphore>,
-    /// As tokio's, in `usize` (see [`SemaphorePermit`]).
-    permits: usize,
-    token: Token,
+    shell: Guard<Arc<Semaphore>, Permits>,
 }
 
-impl<'a> SemaphorePermit<'a> {
-    pub(crate) fn new(sem: &'a Semaphore, permits: u32, token: Token) -> Self {
-        SemaphorePermit {
-            sem,
-            permits: permits as usize,
-            token,
+/// The permits are forgotten: they leave the books as held, counted as forgotten, and never
+/// go back to the semaphore.
+fn forget<O: SemOwner + Owner<Permits>>(shell: Guard<O, Permits>) {
+    let (owner, mut token, Permits(n)) = shell.into_parts();
+    token.forget(SemOwner::prim(&owner), n as u64);
+}
+
+/// `other`'s permits join `shell`'s: one hold in the books, `other`'s released.
+#[track_caller]
+fn merge<O: SemOwner + Owner<Permits>>(shell: &mut Guard<O, Permits>, other: Guard<O, Permits>) {
+    assert!(
+        std::ptr::eq(shell.owner().sem(), other.owner().sem()),
+        "merging permits from different semaphore instances"
+    );
+    let (owner, permits, token) = shell.parts_mut();
+    let prim = SemOwner::prim(owner);
+    let (_, mut other_token, Permits(n)) = other.into_parts();
+    permits.0 += n;
+    token.update(prim, book(permits.0), Mode::Permits);
+    other_token.release(prim);
+}
+
+/// `n` of `shell`'s permits, split off into a hold of their own.
+fn split<O>(shell: &mut Guard<O, Permits>, n: usize) -> Option<Guard<O, Permits>>
+where
+    O: SemOwner + Owner<Permits> + Clone,
+{
+    let (owner, permits, token) = shell.parts_mut();
+    if n > permits.0 {
+        return None;
+    }
+    permits.0 -= n;
+    let prim = SemOwner::prim(owner);
+    token.update(prim, book(permits.0), Mode::Permits);
+    let split = token.split(prim, book(n));
+    Some(Guard::new(owner.clone(), Permits(n), split))
+}
+
+/// The methods of a permit type, over the helpers above. The blocks give the docs of
+/// `forget`, `merge`, `split`, `semaphore` and `num_permits`, in that order.
+macro_rules! permit {
+    (
+        $name:ident $(<$lt:lifetime>)?, $owner:ty, $sem:ty;
+        { $(#[$forget:meta])* } { $(#[$merge:meta])* } { $(#[$split:meta])* }
+        { $(#[$semaphore:meta])* } { $(#[$num:meta])* }
+    ) => {
+        impl$(<$lt>)? $name$(<$lt>)? {
+            pub(crate) fn new(sem: $owner, permits: u32, token: Token) -> Self {
+                $name {
+                    shell: Guard::new(sem, Permits(permits as usize), token),
+                }
+            }
+
+            $(#[$forget])*
+            pub fn forget(self) {
+                forget(self.shell);
+            }
+
+            $(#[$merge])*
+            #[track_caller]
+            pub fn merge(&mut self, other: Self) {
+                merge(&mut self.shell, other.shell);
+            }
+
+            $(#[$split])*
+            pub fn split(&mut self, n: usize) -> Option<Self> {
+                split(&mut self.shell, n).map(|shell| $name { shell })
+            }
+
+            $(#[$semaphore])*
+            pub fn semaphore(&self) -> $sem {
+                self.shell.owner()
+            }
+
+            $(#[$num])*
+            pub fn num_permits(&self) -> usize {
+                self.shell.0
+            }
         }
-    }
 
-    /// Wrapper for [`tokio::sync::SemaphorePermit::forget`]: the permits never come back.
-    /// lockscope counts them as forgotten; a later `add_permits` pays them back, otherwise
-    /// the end of a test (or the leak threshold) reports `leaked-permit`.
-    ///
-    /// ```
-    /// let s = lockscope::tokio::Semaphore::new(2);
-    /// s.try_acquire().unwrap().forget();
-    /// assert_eq!(s.available_permits(), 1);
-    /// s.add_permits(1); // paid back
-    /// ```
-    pub fn forget(mut self) {
-        let n = self.permits as u64;
-        self.token.forget(self.sem.prim(), n);
-        self.permits = 0;
-    }
-
-    /// Wrapper for [`tokio::sync::SemaphorePermit::merge`].
-    ///
-    /// # Panics
-    ///
-    /// If the permits come from different semaphores, as tokio's.
-    ///
-    /// ```
-    /// let s = lockscope::tokio::Semaphore::new(2);
-    /// let mut a = s.try_acquire().unwrap();
-    /// a.merge(s.try_acquire().unwrap());
-    /// assert_eq!(a.num_permits(), 2);
-    /// ```
-    #[track_caller]
-    pub fn merge(&mut self, mut other: Self) {
-        assert!(
-            std::ptr::eq(self.sem, other.sem),
-            "merging permits from different semaphore instances"
-        );
-        self.permits += other.permits;
-        other.permits = 0;
-        let prim = self.sem.prim();
-        self.token.update(prim, book(self.permits), Mode::Permits);
-        other.token.release(prim);
-    }
-
-    /// Wrapper for [`tokio::sync::SemaphorePermit::split`].
-    ///
-    /// ```
-    /// let s = lockscope::tokio::Semaphore::new(3);
-    /// let mut a = s.try_acquire_many(3).unwrap();
-    /// assert!(a.split(4).is_none());
-    /// assert_eq!(a.split(2).unwrap().num_permits(), 2);
-    /// ```
-    pub fn split(&mut self, n: usize) -> Option<Self> {
-        if n > self.permits {
-            return None;
+        impl$(<$lt>)? fmt::Debug for $name$(<$lt>)? {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("sem", self.shell.owner())
+                    .field("permits", &self.shell.0)
+                    .finish()
+            }
         }
-        self.permits -= n;
-        let prim = self.sem.prim();
-        self.token.update(prim, book(self.permits), Mode::Permits);
-        Some(SemaphorePermit {
-            sem: self.sem,
-            permits: n,
-            token: self.token.split(prim, book(n)),
-        })
-    }
+    };
+}
 
-    /// Wrapper for [`tokio::sync::SemaphorePermit::semaphore`].
-    ///
-    /// ```
-    /// let s = lockscope::tokio::Semaphore::new(1);
-    /// let p = s.try_acquire().unwrap();
-    /// assert!(std::ptr::eq(p.semaphore(), &s));
-    /// ```
-    pub fn semaphore(&self) -> &Semaphore {
-        self.sem
+permit! {
+    SemaphorePermit<'a>, &'a Semaphore, &Semaphore;
+    {
+        /// Wrapper for [`tokio::sync::SemaphorePermit::forget`]: the permits never come back.
+        /// lockscope counts them as forgotten; a later `add_permits` pays them back, otherwise
+        /// the end of a test (or the leak threshold) reports `leaked-permit`.
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(2);
+        /// s.try_acquire().unwrap().forget();
+        /// assert_eq!(s.available_permits(), 1);
+        /// s.add_permits(1); // paid back
+        /// ```
     }
-
-    /// Wrapper for [`tokio::sync::SemaphorePermit::num_permits`].
-    ///
-    /// ```
-    /// let s = lockscope::tokio::Semaphore::new(2);
-    /// assert_eq!(s.try_acquire_many(2).unwrap().num_permits(), 2);
-    /// ```
-    pub fn num_permits(&self) -> usize {
-        self.permits
+    {
+        /// Wrapper for [`tokio::sync::SemaphorePermit::merge`].
+        ///
+        /// # Panics
+        ///
+        /// If the permits come from different semaphores, as tokio's.
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(2);
+        /// let mut a = s.try_acquire().unwrap();
+        /// a.merge(s.try_acquire().unwrap());
+        /// assert_eq!(a.num_permits(), 2);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::SemaphorePermit::split`].
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(3);
+        /// let mut a = s.try_acquire_many(3).unwrap();
+        /// assert!(a.split(4).is_none());
+        /// assert_eq!(a.split(2).unwrap().num_permits(), 2);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::SemaphorePermit::semaphore`].
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(1);
+        /// let p = s.try_acquire().unwrap();
+        /// assert!(std::ptr::eq(p.semaphore(), &s));
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::SemaphorePermit::num_permits`].
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(2);
+        /// assert_eq!(s.try_acquire_many(2).unwrap().num_permits(), 2);
+        /// ```
     }
 }
 
-impl Drop for SemaphorePermit<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        self.token.release(self.sem.prim());
-        self.sem.ll.add_permits(self.permits);
+permit! {
+    OwnedSemaphorePermit, Arc<Semaphore>, &Arc<Semaphore>;
+    {
+        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::forget`] (see
+        /// [`SemaphorePermit::forget`] for what lockscope records).
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// s.clone().try_acquire_owned().unwrap().forget();
+        /// assert_eq!(s.available_permits(), 0);
+        /// s.add_permits(1);
+        /// ```
     }
-}
-
-impl fmt::Debug for SemaphorePermit<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SemaphorePermit")
-            .field("sem", &self.sem)
-            .field("permits", &self.permits)
-            .finish()
+    {
+        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::merge`].
+        ///
+        /// # Panics
+        ///
+        /// If the permits come from different semaphores, as tokio's.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
+        /// let mut a = s.clone().try_acquire_owned().unwrap();
+        /// a.merge(s.clone().try_acquire_owned().unwrap());
+        /// assert_eq!(a.num_permits(), 2);
+        /// ```
     }
-}
-
-impl OwnedSemaphorePermit {
-    pub(crate) fn new(sem: Arc<Semaphore>, permits: u32, token: Token) -> Self {
-        OwnedSemaphorePermit {
-            sem,
-            permits: permits as usize,
-            token,
-        }
+    {
+        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::split`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
+        /// let mut a = s.try_acquire_many_owned(2).unwrap();
+        /// assert_eq!(a.split(1).unwrap().num_permits(), 1);
+        /// ```
     }
-
-    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::forget`] (see
-    /// [`SemaphorePermit::forget`] for what lockscope records).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
-    /// s.clone().try_acquire_owned().unwrap().forget();
-    /// assert_eq!(s.available_permits(), 0);
-    /// s.add_permits(1);
-    /// ```
-    pub fn forget(mut self) {
-        let n = self.permits as u64;
-        self.token.forget(self.sem.prim(), n);
-        self.permits = 0;
+    {
+        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::semaphore`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// let p = s.clone().try_acquire_owned().unwrap();
+        /// assert!(Arc::ptr_eq(p.semaphore(), &s));
+        /// ```
     }
-
-    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::merge`].
-    ///
-    /// # Panics
-    ///
-    /// If the permits come from different semaphores, as tokio's.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
-    /// let mut a = s.clone().try_acquire_owned().unwrap();
-    /// a.merge(s.clone().try_acquire_owned().unwrap());
-    /// assert_eq!(a.num_permits(), 2);
-    /// ```
-    #[track_caller]
-    pub fn merge(&mut self, mut other: Self) {
-        assert!(
-            Arc::ptr_eq(&self.sem, &other.sem),
-            "merging permits from different semaphore instances"
-        );
-        self.permits += other.permits;
-        other.permits = 0;
-        let prim = self.sem.prim();
-        self.token.update(prim, book(self.permits), Mode::Permits);
-        other.token.release(prim);
-    }
-
-    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::split`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
-    /// let mut a = s.try_acquire_many_owned(2).unwrap();
-    /// assert_eq!(a.split(1).unwrap().num_permits(), 1);
-    /// ```
-    pub fn split(&mut self, n: usize) -> Option<Self> {
-        if n > self.permits {
-            return None;
-        }
-        self.permits -= n;
-        let prim = self.sem.prim();
-        self.token.update(prim, book(self.permits), Mode::Permits);
-        Some(OwnedSemaphorePermit {
-            sem: self.sem.clone(),
-            permits: n,
-            token: self.token.split(prim, book(n)),
-        })
-    }
-
-    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::semaphore`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
-    /// let p = s.clone().try_acquire_owned().unwrap();
-    /// assert!(Arc::ptr_eq(p.semaphore(), &s));
-    /// ```
-    pub fn semaphore(&self) -> &Arc<Semaphore> {
-        &self.sem
-    }
-
-    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::num_permits`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
-    /// assert_eq!(s.try_acquire_owned().unwrap().num_permits(), 1);
-    /// ```
-    pub fn num_permits(&self) -> usize {
-        self.permits
-    }
-}
-
-impl Drop for OwnedSemaphorePermit {
-    fn drop(&mut self) {
-        self.token.release(self.sem.prim());
-        self.sem.ll.add_permits(self.permits);
-    }
-}
-
-impl fmt::Debug for OwnedSemaphorePermit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedSemaphorePermit")
-            .field("sem", &self.sem)
-            .field("permits", &self.permits)
-            .finish()
+    {
+        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::num_permits`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// assert_eq!(s.try_acquire_owned().unwrap().num_permits(), 1);
+        /// ```
     }
 }

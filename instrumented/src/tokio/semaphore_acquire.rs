@@ -1,0 +1,466 @@
+//! The acquisition forms of [`Semaphore`], borrowed and owned, written once
+//! ([`permit_forms!`] over generic bodies: `acquire`, `acquire_many`, their timed,
+//! `try_` and blocking forms).
+
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::prim::Prim;
+
+use super::acquire::{block, queue, take, timed, try_take};
+use super::guard::SemOwner;
+use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
+use super::{AcquireError, Semaphore, TimeoutError, TryAcquireError, assert_blocking_allowed};
+use crate::probe::{self, Token};
+
+/// A borrowed permit's acquisition.
+#[inline]
+fn acq(site: &'static Location<'static>, n: u32) -> Acq {
+    Acq::new(site, n, Mode::Permits)
+}
+
+/// An owned permit's acquisition: it may move to another task.
+#[inline]
+fn owned_acq(site: &'static Location<'static>, n: u32) -> Acq {
+    acq(site, n).with_flags(hooks::MOVABLE)
+}
+
+/// Where an acquisition is made. The generic bodies below also take how to describe it
+/// (`acq`) and how to make the permit from `this` (the semaphore, or its `Arc`), the count and
+/// the token.
+type Site = &'static Location<'static>;
+
+impl Semaphore {
+    /// `n` permits, async: the fast path of `probe::acquire!`, else tokio's queue.
+    async fn acquire_n<O, P>(
+        this: O,
+        site: Site,
+        n: u32,
+        acq: impl Fn(Site, u32) -> Acq,
+        permit: impl FnOnce(O, u32, Token) -> P,
+    ) -> Result<P, AcquireError>
+    where
+        O: SemOwner,
+    {
+        let token = probe::acquire!(
+            SemOwner::prim(&this),
+            acq(site, n),
+            take(this.sem(), n),
+            queue(this.sem(), n)
+        )?;
+        Ok(permit(this, n, token))
+    }
+
+    /// `n` permits or a timeout, the deadline set now (the borrowed forms).
+    #[track_caller]
+    fn timed_now<'a, P>(
+        &'a self,
+        site: Site,
+        n: u32,
+        timeout: Duration,
+        permit: impl FnOnce(&'a Self, u32, Token) -> P + 'a,
+    ) -> impl Future<Output = Result<P, TimeoutError>> + 'a {
+        let timed = timed(&self.ll, self.prim(), acq(site, n), n, timeout);
+        async move { Ok(permit(self, n, timed.await?)) }
+    }
+
+    /// `n` permits or a timeout, the deadline set at the first poll (the owned forms).
+    async fn timed_later<P>(
+        this: Arc<Self>,
+        site: Site,
+        n: u32,
+        timeout: Duration,
+        permit: impl FnOnce(Arc<Self>, u32, Token) -> P,
+    ) -> Result<P, TimeoutError> {
+        let token = timed(&this.ll, this.prim(), owned_acq(site, n), n, timeout).await?;
+        Ok(permit(this, n, token))
+    }
+
+    /// `n` permits now: if they are free (`take` is `try_take`), or after blocking this
+    /// thread (`block`, once the caller has checked that it may).
+    fn now_n<O: SemOwner, P, E>(
+        this: O,
+        site: Site,
+        n: u32,
+        acq: impl Fn(Site, u32) -> Acq,
+        permit: impl FnOnce(O, u32, Token) -> P,
+        take: impl FnOnce(&tokio::sync::Semaphore, &Prim, Acq, u32) -> Result<Token, E>,
+    ) -> Result<P, E> {
+        let token = take(this.sem(), SemOwner::prim(&this), acq(site, n), n)?;
+        Ok(permit(this, n, token))
+    }
+}
+
+/// The eight acquisition methods of one permit type: `acquire`, `acquire_many`, their timed
+/// forms, `try_` forms and blocking forms (the list names them, the blocks give their docs,
+/// both in that order). `($($recv)*) $this` is the receiver (`&self` or `self: Arc<Self>`),
+/// `[$($bound)*]` the futures' lifetime bound, `$p` the permit type and `$permit` its
+/// constructor, `$acq` the acquisition's description and `$timed` the timed body (of the
+/// call site, the count and the timeout).
+macro_rules! permit_forms {
+    (
+        [
+            $acquire:ident, $many:ident, $timeout:ident, $many_timeout:ident,
+            $try_one:ident, $try_many:ident, $blocking:ident, $blocking_many:ident $(,)?
+        ]
+        ($($recv:tt)*) $this:ident [$($bound:tt)*] -> $p:ty, $permit:expr, $acq:expr,
+        |$site:ident, $n:ident, $t:ident| $timed:expr;
+        { $(#[$d1:meta])* } { $(#[$d2:meta])* } { $(#[$d3:meta])* } { $(#[$d4:meta])* }
+        { $(#[$d5:meta])* } { $(#[$d6:meta])* } { $(#[$d7:meta])* } { $(#[$d8:meta])* }
+    ) => {
+        permit_forms!(@pair ($($recv)*) $n, $acquire { $(#[$d1])* } $many { $(#[$d2])* } ()
+            [impl Future<Output = Result<$p, AcquireError>> $($bound)*]
+            Self::acquire_n($this, Location::caller(), $n, $acq, $permit));
+        permit_forms!(@pair ($($recv)*) $n, $timeout { $(#[$d3])* } $many_timeout { $(#[$d4])* }
+            ($t: Duration) [impl Future<Output = Result<$p, TimeoutError>> $($bound)*]
+            { let $site = Location::caller(); $timed });
+        permit_forms!(@pair ($($recv)*) $n, $try_one { $(#[$d5])* } $try_many { $(#[$d6])* } ()
+            [Result<$p, TryAcquireError>]
+            Self::now_n($this, Location::caller(), $n, $acq, $permit, try_take));
+        permit_forms!(@pair ($($recv)*) $n, $blocking { $(#[$d7])* } $blocking_many { $(#[$d8])* }
+            () [Result<$p, AcquireError>]
+            {
+                assert_blocking_allowed();
+                Self::now_n($this, Location::caller(), $n, $acq, $permit, block)
+            });
+    };
+    // One method for a permit and one for `n` (its `_many` form), over one body of `$n`.
+    (
+        @pair ($($recv:tt)*) $n:ident,
+        $one:ident { $(#[$d_one:meta])* } $many:ident { $(#[$d_many:meta])* }
+        ($($arg:ident: $arg_ty:ty)?) [$($ret:tt)*] $body:expr
+    ) => {
+        $(#[$d_one])*
+        #[track_caller]
+        pub fn $one($($recv)*, $($arg: $arg_ty)?) -> $($ret)* {
+            let $n = 1;
+            $body
+        }
+
+        $(#[$d_many])*
+        #[track_caller]
+        pub fn $many($($recv)*, $n: u32, $($arg: $arg_ty)?) -> $($ret)* {
+            $body
+        }
+    };
+}
+
+impl Semaphore {
+    permit_forms! {
+        [
+            acquire, acquire_many, acquire_timeout, acquire_many_timeout,
+            try_acquire, try_acquire_many, blocking_acquire, blocking_acquire_many,
+        ]
+        (&self) self [+ '_] -> SemaphorePermit<'_>, SemaphorePermit::new, acq,
+        |site, n, timeout| self.timed_now(site, n, timeout, SemaphorePermit::new);
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::acquire`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Cancel safety
+        ///
+        /// As tokio's: FIFO; a dropped future gives up its place (recorded as `cancelled`).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// let s = lockscope::tokio::Semaphore::new(1);
+        /// let p = s.acquire().await.unwrap();
+        /// assert_eq!(p.num_permits(), 1);
+        /// # }
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::acquire_many`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Cancel safety
+        ///
+        /// As tokio's: FIFO, and a large request at the head blocks smaller ones behind it.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// let s = lockscope::tokio::Semaphore::new(5);
+        /// let p = s.acquire_many(3).await.unwrap();
+        /// assert_eq!(s.available_permits(), 2);
+        /// # drop(p);
+        /// # }
+        /// ```
+    }
+    {
+        /// Like [`acquire`](Semaphore::acquire), but gives up after `timeout` (lockscope
+        /// addition). The error names the semaphore, how long it waited and who holds permits.
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`] when the deadline passes first or the semaphore is closed
+        /// ([`TimeoutError::is_closed`]).
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::time::Duration;
+        /// let s = lockscope::tokio::Semaphore::named("pool", 1);
+        /// let _p = s.acquire().await.unwrap();
+        /// let err = s.acquire_timeout(Duration::from_millis(5)).await.unwrap_err();
+        /// assert!(err.to_string().contains("semaphore \"pool\""));
+        /// # }
+        /// ```
+    }
+    {
+        /// Like [`acquire_many`](Semaphore::acquire_many) with a deadline (lockscope addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`] when the deadline passes first or the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::time::Duration;
+        /// let s = lockscope::tokio::Semaphore::new(1);
+        /// assert!(s.acquire_many_timeout(2, Duration::from_millis(5)).await.is_err());
+        /// # }
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::try_acquire`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryAcquireError::NoPermits`] or [`TryAcquireError::Closed`] (counted in
+        /// `lockscope_try_failures_total`).
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(1);
+        /// let p = s.try_acquire().unwrap();
+        /// assert!(s.try_acquire().is_err());
+        /// drop(p);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::try_acquire_many`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryAcquireError::NoPermits`] or [`TryAcquireError::Closed`].
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(2);
+        /// assert!(s.try_acquire_many(3).is_err());
+        /// assert!(s.try_acquire_many(2).is_ok());
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, as tokio's.
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(1);
+        /// let p = s.blocking_acquire().unwrap();
+        /// assert_eq!(p.num_permits(), 1);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire_many`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, as tokio's.
+        ///
+        /// ```
+        /// let s = lockscope::tokio::Semaphore::new(3);
+        /// let p = s.blocking_acquire_many(2).unwrap();
+        /// assert_eq!(p.num_permits(), 2);
+        /// ```
+    }
+    }
+}
+
+impl Semaphore {
+    permit_forms! {
+        [
+            acquire_owned, acquire_many_owned, acquire_owned_timeout, acquire_many_owned_timeout,
+            try_acquire_owned, try_acquire_many_owned, blocking_acquire_owned,
+            blocking_acquire_many_owned,
+        ]
+        (self: Arc<Self>) self [] -> OwnedSemaphorePermit, OwnedSemaphorePermit::new, owned_acq,
+        |site, n, timeout| Self::timed_later(self, site, n, timeout, OwnedSemaphorePermit::new);
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::acquire_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`acquire`](Semaphore::acquire).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// let p = s.clone().acquire_owned().await.unwrap();
+        /// tokio::spawn(async move { drop(p) }).await.unwrap();
+        /// assert_eq!(s.available_permits(), 1);
+        /// # }
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::acquire_many_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`acquire_many`](Semaphore::acquire_many).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(4));
+        /// let p = s.clone().acquire_many_owned(3).await.unwrap();
+        /// assert_eq!(p.num_permits(), 3);
+        /// # }
+        /// ```
+    }
+    {
+        /// Like [`acquire_owned`](Semaphore::acquire_owned) with a deadline (lockscope addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`] when the deadline passes first or the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::{sync::Arc, time::Duration};
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// let p = s.clone().acquire_owned_timeout(Duration::from_millis(5)).await.unwrap();
+        /// assert_eq!(p.num_permits(), 1);
+        /// # }
+        /// ```
+    }
+    {
+        /// Like [`acquire_many_owned`](Semaphore::acquire_many_owned) with a deadline
+        /// (lockscope addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`] when the deadline passes first or the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::{sync::Arc, time::Duration};
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// assert!(s.acquire_many_owned_timeout(2, Duration::from_millis(5)).await.is_err());
+        /// # }
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::try_acquire_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryAcquireError::NoPermits`] or [`TryAcquireError::Closed`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// let p = s.clone().try_acquire_owned().unwrap();
+        /// assert!(s.clone().try_acquire_owned().is_err());
+        /// drop(p);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::try_acquire_many_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryAcquireError::NoPermits`] or [`TryAcquireError::Closed`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
+        /// assert_eq!(s.try_acquire_many_owned(2).unwrap().num_permits(), 2);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, as tokio's.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+        /// assert_eq!(s.blocking_acquire_owned().unwrap().num_permits(), 1);
+        /// ```
+    }
+    {
+        /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire_many_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`AcquireError`] if the semaphore is closed.
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, as tokio's.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let s = Arc::new(lockscope::tokio::Semaphore::new(3));
+        /// assert_eq!(s.blocking_acquire_many_owned(3).unwrap().num_permits(), 3);
+        /// ```
+    }
+    }
+}
