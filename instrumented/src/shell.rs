@@ -126,7 +126,8 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
         // SAFETY: `inner` is taken once, here, and never used again.
         let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
         self.owner.unlock(inner);
-        probe::release_stats(self.owner.prim(), released);
+        // The primitive outlives the unlock (the owner keeps it), so `prim` is still good.
+        probe::release_stats(prim, released);
     }
 }
 
