@@ -16,6 +16,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::guard::token_of;
 use super::{
     Mutex, MutexGuard, RawMutex, RawRwLock, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard,
     RwLockWriteGuard,
@@ -146,9 +147,7 @@ impl<T: ?Sized> Access<Mutex<T>> for Excl {
     }
 
     fn take_back(guard: MutexGuard<'_, T>) -> Token {
-        let (_, token, inner) = MutexGuard::into_parts(guard);
-        std::mem::forget(inner);
-        token
+        token_of(guard.shell)
     }
 }
 
@@ -167,9 +166,7 @@ macro_rules! rwlock_access {
             }
 
             fn take_back(guard: $guard<'_, T>) -> Token {
-                let (_, token, inner) = $guard::into_parts(guard);
-                std::mem::forget(inner);
-                token
+                token_of(guard.shell)
             }
         }
     };

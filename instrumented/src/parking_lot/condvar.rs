@@ -100,10 +100,10 @@ impl Condvar {
     #[track_caller]
     pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
         let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
+        let (lock, inner, token) = guard.shell.parts_mut();
+        let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
         books.release();
-        self.inner.wait(&mut guard.inner);
+        self.inner.wait(inner);
         books.regrant();
     }
 
@@ -127,10 +127,10 @@ impl Condvar {
         timeout: Instant,
     ) -> WaitTimeoutResult {
         let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
+        let (lock, inner, token) = guard.shell.parts_mut();
+        let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
         books.release();
-        let r = self.inner.wait_until(&mut guard.inner, timeout);
+        let r = self.inner.wait_until(inner, timeout);
         books.regrant();
         r
     }
@@ -155,10 +155,10 @@ impl Condvar {
         timeout: Duration,
     ) -> WaitTimeoutResult {
         let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
+        let (lock, inner, token) = guard.shell.parts_mut();
+        let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
         books.release();
-        let r = self.inner.wait_for(&mut guard.inner, timeout);
+        let r = self.inner.wait_for(inner, timeout);
         books.regrant();
         r
     }
@@ -190,10 +190,10 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
+        let (lock, inner, token) = guard.shell.parts_mut();
+        let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
         self.inner
-            .wait_while(&mut guard.inner, |t| books.condition(&mut condition, t));
+            .wait_while(inner, |t| books.condition(&mut condition, t));
         books.regrant();
     }
 
@@ -224,13 +224,11 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        let r = self.inner.wait_while_until(
-            &mut guard.inner,
-            |t| books.condition(&mut condition, t),
-            timeout,
-        );
+        let (lock, inner, token) = guard.shell.parts_mut();
+        let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
+        let r = self
+            .inner
+            .wait_while_until(inner, |t| books.condition(&mut condition, t), timeout);
         books.regrant();
         r
     }
@@ -261,13 +259,11 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        let r = self.inner.wait_while_for(
-            &mut guard.inner,
-            |t| books.condition(&mut condition, t),
-            timeout,
-        );
+        let (lock, inner, token) = guard.shell.parts_mut();
+        let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
+        let r = self
+            .inner
+            .wait_while_for(inner, |t| books.condition(&mut condition, t), timeout);
         books.regrant();
         r
     }

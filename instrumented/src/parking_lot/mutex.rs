@@ -172,7 +172,12 @@ impl<T: ?Sized> Mutex<T> {
     #[inline]
     #[track_caller]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        let site = Location::caller();
+        self.lock_at(Location::caller())
+    }
+
+    /// [`lock`](Mutex::lock), recorded at `site` (also the re-lock of `unlocked`).
+    #[inline(always)]
+    pub(super) fn lock_at(&self, site: &'static Location<'static>) -> MutexGuard<'_, T> {
         let (inner, token) = blocking(
             || self.prim(),
             excl(site),

@@ -182,7 +182,12 @@ impl<T: ?Sized> ReentrantMutex<T> {
     #[inline]
     #[track_caller]
     pub fn lock(&self) -> ReentrantMutexGuard<'_, T> {
-        let site = Location::caller();
+        self.lock_at(Location::caller())
+    }
+
+    /// [`lock`](ReentrantMutex::lock), recorded at `site` (also the re-lock of `unlocked`).
+    #[inline(always)]
+    pub(super) fn lock_at(&self, site: &'static Location<'static>) -> ReentrantMutexGuard<'_, T> {
         let (inner, token) = blocking(
             || self.prim(),
             self.acq(site),

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
+use super::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeFair};
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
@@ -182,7 +183,12 @@ impl<T: ?Sized> RwLock<T> {
     #[inline]
     #[track_caller]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        let site = Location::caller();
+        self.read_at(Location::caller())
+    }
+
+    /// [`read`](RwLock::read), recorded at `site` (also the re-lock of `unlocked`).
+    #[inline(always)]
+    pub(super) fn read_at(&self, site: &'static Location<'static>) -> RwLockReadGuard<'_, T> {
         let (inner, token) = blocking(
             || self.prim(),
             self.read_acq(site, Mode::Shared),
@@ -262,7 +268,12 @@ impl<T: ?Sized> RwLock<T> {
     #[inline]
     #[track_caller]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        let site = Location::caller();
+        self.write_at(Location::caller())
+    }
+
+    /// [`write`](RwLock::write), recorded at `site` (also the re-lock of `unlocked`).
+    #[inline(always)]
+    pub(super) fn write_at(&self, site: &'static Location<'static>) -> RwLockWriteGuard<'_, T> {
         let (inner, token) = blocking(
             || self.prim(),
             exclusive(site),
@@ -447,7 +458,15 @@ impl<T: ?Sized> RwLock<T> {
     #[inline]
     #[track_caller]
     pub fn upgradable_read(&self) -> RwLockUpgradableReadGuard<'_, T> {
-        let site = Location::caller();
+        self.upgradable_read_at(Location::caller())
+    }
+
+    /// [`upgradable_read`](RwLock::upgradable_read), recorded at `site` (also the re-lock of `unlocked`).
+    #[inline(always)]
+    pub(super) fn upgradable_read_at(
+        &self,
+        site: &'static Location<'static>,
+    ) -> RwLockUpgradableReadGuard<'_, T> {
         let (inner, token) = blocking(
             || self.prim(),
             upgradable(site),
@@ -634,6 +653,28 @@ impl<T: ?Sized> RwLock<T> {
     pub unsafe fn force_unlock_write_fair(&self) {
         // SAFETY: the caller's contract is parking_lot's.
         unsafe { self.inner.force_unlock_write_fair() }
+    }
+
+    /// Unlocks an upgradable read (`unlocked` of its guard).
+    ///
+    /// # Safety
+    ///
+    /// As [`force_unlock_read`](RwLock::force_unlock_read), for an upgradable read.
+    #[inline]
+    pub(super) unsafe fn force_unlock_upgradable(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { self.inner.raw().unlock_upgradable() }
+    }
+
+    /// As [`force_unlock_upgradable`](RwLock::force_unlock_upgradable), fair.
+    ///
+    /// # Safety
+    ///
+    /// As [`force_unlock_upgradable`](RwLock::force_unlock_upgradable).
+    #[inline]
+    pub(super) unsafe fn force_unlock_upgradable_fair(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { self.inner.raw().unlock_upgradable_fair() }
     }
 
     /// Wrapper for [`parking_lot::RwLock::make_read_guard_unchecked`]; lockscope records a
