@@ -50,6 +50,8 @@ mod guard;
 
 #[cfg(feature = "arc_lock")]
 mod arc_guard;
+#[cfg(feature = "arc_lock")]
+mod arc_lock;
 mod condvar;
 mod mutex;
 mod mutex_guard;
