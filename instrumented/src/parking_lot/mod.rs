@@ -44,9 +44,11 @@
 //! - The waits inside `bump` and inside a [`Condvar`]'s re-lock are not recorded as waits
 //!   (the re-taken hold is).
 
-// First: the guard macros, for the modules below.
+// First: the guard and lock macros, for the modules below.
 #[macro_use]
 mod guard;
+#[macro_use]
+mod lock;
 
 #[cfg(feature = "arc_lock")]
 mod arc_guard;

@@ -8,8 +8,7 @@ use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::prim::Prim;
 
 use super::remutex_guard::ReentrantMutexGuard;
-use super::{RawMutex, RawThreadId, acq, blocking, tried};
-use crate::probe;
+use super::{RawMutex, RawThreadId, acq};
 
 /// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
 /// again, whose every acquisition is visible to lockscope.
@@ -159,233 +158,151 @@ impl<T: ?Sized> ReentrantMutex<T> {
         self.cell.get()
     }
 
-    /// The acquisition at `site`: a re-entry when this thread owns the mutex already.
+    /// The acquisition at `site` (in `mode`: `Exclusive`): a re-entry when this thread owns
+    /// the mutex already.
     #[inline]
-    pub(super) fn acq(&self, site: &'static Location<'static>) -> Acq {
-        let a = acq(site, Mode::Exclusive);
+    pub(super) fn acq(&self, site: &'static Location<'static>, mode: Mode) -> Acq {
+        let a = acq(site, mode);
         if hooks::enabled() && self.inner.is_owned_by_current_thread() {
             a.with_flags(hooks::REENTRY)
         } else {
             a
         }
     }
+}
 
-    /// Wrapper for [`parking_lot::ReentrantMutex::lock`]. A re-entry by the owner thread is
-    /// recorded as one and never reported; see the type docs.
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(1);
-    /// let a = m.lock();
-    /// let b = m.lock();
-    /// assert_eq!(*a + *b, 2);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn lock(&self) -> ReentrantMutexGuard<'_, T> {
-        self.lock_at(Location::caller())
-    }
-
-    /// [`lock`](ReentrantMutex::lock), recorded at `site` (also the re-lock of `unlocked`).
-    #[inline(always)]
-    pub(super) fn lock_at(&self, site: &'static Location<'static>) -> ReentrantMutexGuard<'_, T> {
-        let (inner, token) = blocking(
-            || self.prim(),
-            self.acq(site),
-            || self.inner.try_lock(),
-            || self.inner.lock(),
-        );
-        ReentrantMutexGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::try_lock`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// let _a = m.lock();
-    /// assert!(m.try_lock().is_some()); // re-entry
-    /// assert!(std::thread::scope(|s| s.spawn(|| m.try_lock().is_none()).join().unwrap()));
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock(&self) -> Option<ReentrantMutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(self.prim(), self.acq(site), self.inner.try_lock())?;
-        Some(ReentrantMutexGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_for`]; see
-    /// [`Mutex::try_lock_for`](super::Mutex::try_lock_for).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock_for(&self, timeout: Duration) -> Option<ReentrantMutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.acq(site),
-            || self.inner.try_lock(),
-            || self.inner.try_lock_for(timeout),
-        )?;
-        Some(ReentrantMutexGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock_until(&self, timeout: Instant) -> Option<ReentrantMutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.acq(site),
-            || self.inner.try_lock(),
-            || self.inner.try_lock_until(timeout),
-        )?;
-        Some(ReentrantMutexGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::get_mut`].
-    ///
-    /// ```
-    /// let mut m = lockscope::parking_lot::ReentrantMutex::new(1);
-    /// *m.get_mut() = 3;
-    /// assert_eq!(*m.lock(), 3);
-    /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut T {
-        self.inner.get_mut()
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::is_locked`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// assert!(!m.is_locked());
-    /// ```
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::is_owned_by_current_thread`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// let g = m.lock();
-    /// assert!(m.is_owned_by_current_thread());
-    /// drop(g);
-    /// assert!(!m.is_owned_by_current_thread());
-    /// ```
-    #[inline]
-    pub fn is_owned_by_current_thread(&self) -> bool {
-        self.inner.is_owned_by_current_thread()
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock`]; see
-    /// [`Mutex::force_unlock`](super::Mutex::force_unlock).
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically owns a guard that was
-    /// discarded (use [`ReentrantMutexGuard`]s' drop, or keep the guard).
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// let g = m.lock();
-    /// std::mem::forget(g); // the hold stays in lockscope's books
-    /// // SAFETY: the guard was forgotten just above.
-    /// unsafe { m.force_unlock() };
-    /// assert!(!m.is_locked());
-    /// ```
-    #[inline]
-    pub unsafe fn force_unlock(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock() }
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock_fair`].
-    ///
-    /// # Safety
-    ///
-    /// As [`force_unlock`](ReentrantMutex::force_unlock).
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// std::mem::forget(m.lock());
-    /// // SAFETY: the guard was forgotten just above.
-    /// unsafe { m.force_unlock_fair() };
-    /// assert!(!m.is_locked());
-    /// ```
-    #[inline]
-    pub unsafe fn force_unlock_fair(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_fair() }
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::make_guard_unchecked`]; lockscope records
-    /// a hold as for a `try_` form.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically holds the lock.
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(5);
-    /// let g = m.lock();
-    /// std::mem::forget(g);
-    /// // SAFETY: this thread holds the lock (its guard was forgotten above).
-    /// let g = unsafe { m.make_guard_unchecked() };
-    /// assert_eq!(*g, 5);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub unsafe fn make_guard_unchecked(&self) -> ReentrantMutexGuard<'_, T> {
-        let site = Location::caller();
-        // SAFETY: the caller's contract is parking_lot's.
-        let inner = unsafe { self.inner.make_guard_unchecked() };
-        let token = probe::try_acquired(self.prim(), self.acq(site));
-        ReentrantMutexGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::raw`]; the raw mutex bypasses lockscope.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's.
-    ///
-    /// ```
-    /// use parking_lot::lock_api::RawMutex as _;
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// // SAFETY: only reads the state.
-    /// assert!(!unsafe { m.raw() }.is_locked());
-    /// ```
-    #[inline]
-    pub unsafe fn raw(&self) -> &RawMutex {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.raw() }
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::data_ptr`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(3);
-    /// let _g = m.lock();
-    /// // SAFETY: the guard keeps other threads out while we read.
-    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
-    /// ```
-    #[inline]
-    pub fn data_ptr(&self) -> *mut T {
-        self.inner.data_ptr()
+lock_methods! {
+    impl ReentrantMutex {
+        /// Wrapper for [`parking_lot::ReentrantMutex::lock`]. A re-entry by the owner thread is
+        /// recorded as one and never reported; see the type docs.
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(1);
+        /// let a = m.lock();
+        /// let b = m.lock();
+        /// assert_eq!(*a + *b, 2);
+        /// ```
+        fn lock / lock_at = blocking(ReentrantMutexGuard: acq(Exclusive); try_lock, lock);
+        /// Wrapper for [`parking_lot::ReentrantMutex::try_lock`].
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// let _a = m.lock();
+        /// assert!(m.try_lock().is_some()); // re-entry
+        /// assert!(std::thread::scope(|s| s.spawn(|| m.try_lock().is_none()).join().unwrap()));
+        /// ```
+        fn try_lock = tried(ReentrantMutexGuard: acq(Exclusive); try_lock);
+        /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_for`]; see
+        /// [`Mutex::try_lock_for`](super::Mutex::try_lock_for).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
+        /// ```
+        fn try_lock_for = timed(ReentrantMutexGuard: acq(Exclusive); try_lock, try_lock_for; timeout: Duration);
+        /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
+        /// ```
+        fn try_lock_until = timed(ReentrantMutexGuard: acq(Exclusive); try_lock, try_lock_until; timeout: Instant);
+        /// Wrapper for [`parking_lot::ReentrantMutex::get_mut`].
+        ///
+        /// ```
+        /// let mut m = lockscope::parking_lot::ReentrantMutex::new(1);
+        /// *m.get_mut() = 3;
+        /// assert_eq!(*m.lock(), 3);
+        /// ```
+        fn get_mut = get(&mut self) -> &mut T;
+        /// Wrapper for [`parking_lot::ReentrantMutex::is_locked`].
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// assert!(!m.is_locked());
+        /// ```
+        fn is_locked = get(&self) -> bool;
+        /// Wrapper for [`parking_lot::ReentrantMutex::is_owned_by_current_thread`].
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// let g = m.lock();
+        /// assert!(m.is_owned_by_current_thread());
+        /// drop(g);
+        /// assert!(!m.is_owned_by_current_thread());
+        /// ```
+        fn is_owned_by_current_thread = get(&self) -> bool;
+        /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock`]; see
+        /// [`Mutex::force_unlock`](super::Mutex::force_unlock).
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically owns a guard that was
+        /// discarded (use [`ReentrantMutexGuard`]s' drop, or keep the guard).
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// let g = m.lock();
+        /// std::mem::forget(g); // the hold stays in lockscope's books
+        /// // SAFETY: the guard was forgotten just above.
+        /// unsafe { m.force_unlock() };
+        /// assert!(!m.is_locked());
+        /// ```
+        fn force_unlock = unsafe get(&self);
+        /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock_fair`].
+        ///
+        /// # Safety
+        ///
+        /// As [`force_unlock`](ReentrantMutex::force_unlock).
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// std::mem::forget(m.lock());
+        /// // SAFETY: the guard was forgotten just above.
+        /// unsafe { m.force_unlock_fair() };
+        /// assert!(!m.is_locked());
+        /// ```
+        fn force_unlock_fair = unsafe get(&self);
+        /// Wrapper for [`parking_lot::ReentrantMutex::make_guard_unchecked`]; lockscope records
+        /// a hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds the lock.
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(5);
+        /// let g = m.lock();
+        /// std::mem::forget(g);
+        /// // SAFETY: this thread holds the lock (its guard was forgotten above).
+        /// let g = unsafe { m.make_guard_unchecked() };
+        /// assert_eq!(*g, 5);
+        /// ```
+        fn make_guard_unchecked = unchecked(ReentrantMutexGuard: acq(Exclusive));
+        /// Wrapper for [`parking_lot::ReentrantMutex::raw`]; the raw mutex bypasses lockscope.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's.
+        ///
+        /// ```
+        /// use parking_lot::lock_api::RawMutex as _;
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// // SAFETY: only reads the state.
+        /// assert!(!unsafe { m.raw() }.is_locked());
+        /// ```
+        fn raw = unsafe get(&self) -> &RawMutex;
+        /// Wrapper for [`parking_lot::ReentrantMutex::data_ptr`].
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(3);
+        /// let _g = m.lock();
+        /// // SAFETY: the guard keeps other threads out while we read.
+        /// assert_eq!(unsafe { *m.data_ptr() }, 3);
+        /// ```
+        fn data_ptr = get(&self) -> *mut T;
     }
 }
 
