@@ -167,6 +167,13 @@ pub(super) fn bump_reentrant(prim: &Prim, site: &'static Location<'static>) -> A
 /// `Display` (the guarded value's, as parking_lot's). The struct's docs and attributes are
 /// the caller's; explicit `Send`/`Sync` impls stay next to the invocation.
 macro_rules! guard_struct {
+    // A mapped guard: `DerefMut` when its `map` gives `&mut`.
+    ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) [& mut];) => {
+        guard_struct!($(#[$attr])* pub struct $guard($owner, $inner) + DerefMut;);
+    };
+    ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) [&];) => {
+        guard_struct!($(#[$attr])* pub struct $guard($owner, $inner););
+    };
     ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) + DerefMut;) => {
         guard_struct!($(#[$attr])* pub struct $guard($owner, $inner););
 
@@ -218,6 +225,82 @@ macro_rules! guard_struct {
                 ::std::fmt::Display::fmt(&**self, f)
             }
         }
+    };
+}
+
+/// A guard family: a lock's guard and its methods, and with `mapped` its `map`s, its mapped
+/// guard and theirs, from a spec and the docs, in brackets, in this order: the guard, its
+/// accessor, `unlocked`, `unlock_fair`, `unlocked_fair`, `bump`; with `mapped`, then its
+/// `map`, `try_map`, `try_map_or_err`, the mapped guard, and the mapped guard's `map`,
+/// `try_map`, `try_map_or_err` and `unlock_fair`. Each doc opens with the parking_lot item it
+/// wraps. `impl { .. }` adds more methods of the guard, as in [`guard_methods!`]. The guard is
+/// `Sync` when `T` is, as parking_lot's (its borrow of the lock alone would ask `T: Send`
+/// too); the mapped guard's auto traits are its fields'.
+macro_rules! guard_family {
+    (
+        pub struct $guard:ident($lock:ident) $(+ $mutable:ident)?, $must_use:literal;
+        $(mapped $mapped:ident($($r:tt)+), $try_map_or_err:ident;)?
+        fn $accessor:ident, unlocked($force:ident, $force_fair:ident, $relock:ident), bump($regrant:path);
+        [$(#[$doc:meta])*] [$(#[$owner_doc:meta])*] [$(#[$unlocked_doc:meta])*]
+        [$(#[$unlock_fair_doc:meta])*] [$(#[$unlocked_fair_doc:meta])*] [$(#[$bump_doc:meta])*]
+        $([$(#[$map_doc:meta])*] [$(#[$try_map_doc:meta])*] [$(#[$try_map_or_err_doc:meta])*]
+        [$(#[$mapped_doc:meta])*] [$(#[$mapped_map_doc:meta])*] [$(#[$mapped_try_map_doc:meta])*]
+        [$(#[$mapped_try_map_or_err_doc:meta])*] [$(#[$mapped_unlock_fair_doc:meta])*])?
+        $(impl { $($more:tt)* })?
+    ) => {
+        guard_struct! {
+            $(#[$doc])*
+            #[clippy::has_significant_drop]
+            #[must_use = $must_use]
+            pub struct $guard(&'a $lock<T>, $guard) $(+ $mutable)?;
+        }
+
+        // SAFETY: as parking_lot's guard, which is `Sync` when `T: Sync`: a shared guard gives
+        // `&T`, and reaches the lock only while the guard holds it. The token is `Sync`.
+        unsafe impl<T: ?Sized + Sync> Sync for $guard<'_, T> {}
+
+        guard_methods! {
+            impl $guard($guard) {
+                $(#[$owner_doc])* fn $accessor = owner($lock);
+                $(#[$unlocked_doc])* fn unlocked = unlocked($force, $relock);
+                $(#[$unlock_fair_doc])* fn unlock_fair = unlock_fair();
+                $(#[$unlocked_fair_doc])* fn unlocked_fair = unlocked($force_fair, $relock);
+                $(#[$bump_doc])* fn bump = bump($regrant);
+            }
+        }
+
+        $(
+            guard_methods! {
+                impl $guard($guard) {
+                    $(#[$map_doc])* fn map = map($mapped, $($r)+);
+                    $(#[$try_map_doc])* fn try_map = try_map($mapped, $($r)+);
+                    $(#[$try_map_or_err_doc])* fn try_map_or_err = try_map_or_err($mapped, $($r)+);
+                }
+            }
+
+            guard_struct! {
+                $(#[$mapped_doc])*
+                #[clippy::has_significant_drop]
+                #[must_use = $must_use]
+                pub struct $mapped(&'a ::lockscope_detector::prim::Prim, $mapped) [$($r)+];
+            }
+
+            guard_methods! {
+                impl $mapped($mapped) {
+                    $(#[$mapped_map_doc])* fn map = map($mapped, $($r)+);
+                    $(#[$mapped_try_map_doc])* fn try_map = try_map($mapped, $($r)+);
+                    $(#[$mapped_try_map_or_err_doc])*
+                    fn $try_map_or_err = try_map_or_err($mapped, $($r)+);
+                    $(#[$mapped_unlock_fair_doc])* fn unlock_fair = unlock_fair();
+                }
+            }
+        )?
+
+        $(guard_methods! {
+            impl $guard($guard) {
+                $($more)*
+            }
+        })?
     };
 }
 

@@ -21,7 +21,10 @@ use super::rwlock_write_guard::RwLockWriteGuard;
 use super::{RawRwLock, acq, blocking, tried};
 use crate::probe::{self, Token};
 
-guard_struct! {
+guard_family! {
+    pub struct RwLockUpgradableReadGuard(RwLock), "if unused the RwLock will immediately unlock";
+    fn rwlock, unlocked(force_unlock_upgradable, force_unlock_upgradable_fair, upgradable_read_at), bump(bump_upgradable);
+    [
     /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard`]: shared access that may become
     /// exclusive; it excludes writers and other upgradable readers, not plain readers.
     ///
@@ -34,14 +37,70 @@ guard_struct! {
     /// }
     /// assert_eq!(*r.read(), [1, 2]);
     /// ```
-    #[clippy::has_significant_drop]
-    #[must_use = "if unused the RwLock will immediately unlock"]
-    pub struct RwLockUpgradableReadGuard(&'a RwLock<T>, RwLockUpgradableReadGuard);
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::rwlock`].
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(());
+    /// let u = r.upgradable_read();
+    /// assert!(std::ptr::eq(RwLockUpgradableReadGuard::rwlock(&u), &r));
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked`]. lockscope records
+    /// the release and the re-lock (an upgradable read) at this call's site.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(0);
+    /// let mut u = r.upgradable_read();
+    /// RwLockUpgradableReadGuard::unlocked(&mut u, || *r.write() += 1);
+    /// assert_eq!(*u, 1);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlock_fair`].
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(());
+    /// RwLockUpgradableReadGuard::unlock_fair(r.upgradable_read());
+    /// assert!(!r.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked_fair`]; see
+    /// [`unlocked`](RwLockUpgradableReadGuard::unlocked).
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(0);
+    /// let mut u = r.upgradable_read();
+    /// RwLockUpgradableReadGuard::unlocked_fair(&mut u, || assert!(!r.is_locked()));
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::bump`]; lockscope records a
+    /// release and a new upgradable hold at this call's site.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(());
+    /// let mut u = r.upgradable_read();
+    /// RwLockUpgradableReadGuard::bump(&mut u);
+    /// ```
+    ]
+    impl {
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::downgrade`]: lockscope rewrites
+        /// the hold as a plain read (before parking_lot lets an upgradable reader in).
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(());
+        /// let g = RwLockUpgradableReadGuard::downgrade(r.upgradable_read());
+        /// assert!(r.try_upgradable_read().is_some());
+        /// drop(g);
+        /// ```
+        fn downgrade = downgrade(RwLockReadGuard, Shared);
+    }
 }
-
-// SAFETY: as parking_lot's `RwLockUpgradableReadGuard`, which is `Sync` when `T: Sync`: a
-// shared guard gives `&T`, and reaches the lock only while the guard keeps writers out.
-unsafe impl<T: ?Sized + Sync> Sync for RwLockUpgradableReadGuard<'_, T> {}
 
 type InnerUpgradable<'a, T> = parking_lot::RwLockUpgradableReadGuard<'a, T>;
 type InnerWrite<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
@@ -80,71 +139,6 @@ impl Drop for Downgrade<'_> {
         self.token.release(self.prim);
         // SAFETY: `with_upgraded` upgraded the lock this guard holds; it is downgraded once.
         unsafe { self.raw.downgrade_to_upgradable() }
-    }
-}
-
-guard_methods! {
-    impl RwLockUpgradableReadGuard(RwLockUpgradableReadGuard) {
-        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::rwlock`].
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-        /// let r = RwLock::new(());
-        /// let u = r.upgradable_read();
-        /// assert!(std::ptr::eq(RwLockUpgradableReadGuard::rwlock(&u), &r));
-        /// ```
-        fn rwlock = owner(RwLock);
-        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked`]. lockscope records
-        /// the release and the re-lock (an upgradable read) at this call's site.
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-        /// let r = RwLock::new(0);
-        /// let mut u = r.upgradable_read();
-        /// RwLockUpgradableReadGuard::unlocked(&mut u, || *r.write() += 1);
-        /// assert_eq!(*u, 1);
-        /// ```
-        fn unlocked = unlocked(force_unlock_upgradable, upgradable_read_at);
-        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlock_fair`].
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-        /// let r = RwLock::new(());
-        /// RwLockUpgradableReadGuard::unlock_fair(r.upgradable_read());
-        /// assert!(!r.is_locked());
-        /// ```
-        fn unlock_fair = unlock_fair();
-        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked_fair`]; see
-        /// [`unlocked`](RwLockUpgradableReadGuard::unlocked).
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-        /// let r = RwLock::new(0);
-        /// let mut u = r.upgradable_read();
-        /// RwLockUpgradableReadGuard::unlocked_fair(&mut u, || assert!(!r.is_locked()));
-        /// ```
-        fn unlocked_fair = unlocked(force_unlock_upgradable_fair, upgradable_read_at);
-        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::bump`]; lockscope records a
-        /// release and a new upgradable hold at this call's site.
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-        /// let r = RwLock::new(());
-        /// let mut u = r.upgradable_read();
-        /// RwLockUpgradableReadGuard::bump(&mut u);
-        /// ```
-        fn bump = bump(bump_upgradable);
-        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::downgrade`]: lockscope rewrites
-        /// the hold as a plain read (before parking_lot lets an upgradable reader in).
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-        /// let r = RwLock::new(());
-        /// let g = RwLockUpgradableReadGuard::downgrade(r.upgradable_read());
-        /// assert!(r.try_upgradable_read().is_some());
-        /// drop(g);
-        /// ```
-        fn downgrade = downgrade(RwLockReadGuard, Shared);
     }
 }
 
