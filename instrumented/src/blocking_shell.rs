@@ -12,6 +12,8 @@ use std::panic::Location;
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 
+use lockscope_detector::hooks::{PrimCell, PrimKind};
+
 use crate::probe::{self, Token};
 use crate::shell::Guard;
 
@@ -51,6 +53,44 @@ fn blocking_recorded<P>(
         Err(never) => match never {},
     }
 }
+
+/// The cell of a lock named `name` in spans, metrics and reports, created at the caller's
+/// location and registered at once (the `named` constructors).
+#[track_caller]
+pub(crate) fn named_cell(name: &str, kind: PrimKind, capacity: u64) -> PrimCell {
+    PrimCell::new(Some(name.into()), kind, Location::caller(), capacity)
+}
+
+/// `Default`, `From<T>` and `Debug` of a blocking lock wrapper `$lock` (a struct with `new` and
+/// `inner`) of the crate path `$krate` (`"std::sync"`, `"parking_lot"`), as the wrapped lock's:
+/// the two constructors name the lock after the caller's location; `Debug`'s docs are given.
+macro_rules! lock_traits {
+    ($krate:literal, $lock:ident, $(#[$debug_doc:meta])*) => {
+        impl<T: Default> Default for $lock<T> {
+            #[doc = concat!("Wrapper for `", $krate, "::", stringify!($lock), "::default`, named after the caller's location.")]
+            #[track_caller]
+            fn default() -> $lock<T> {
+                $lock::new(T::default())
+            }
+        }
+
+        impl<T> From<T> for $lock<T> {
+            #[doc = concat!("Wrapper for `", $krate, "::", stringify!($lock), "::from`, named after the caller's location.")]
+            #[track_caller]
+            fn from(t: T) -> $lock<T> {
+                $lock::new(t)
+            }
+        }
+
+        impl<T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $lock<T> {
+            $(#[$debug_doc])*
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(&self.inner, f)
+            }
+        }
+    };
+}
+pub(crate) use lock_traits;
 
 /// A `try_` form: records the hold, or the give-up.
 #[inline]

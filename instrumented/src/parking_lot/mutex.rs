@@ -1,14 +1,12 @@
 //! [`Mutex`]: a drop-in `parking_lot::Mutex`.
 
-use std::fmt;
 use std::panic::Location;
-use std::time::{Duration, Instant};
 
 use lockscope_detector::hooks::{PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
 
 use super::RawMutex;
 use super::mutex_guard::MutexGuard;
+use crate::blocking_shell::{lock_traits, named_cell};
 
 /// Wrapper for [`parking_lot::Mutex`]: a mutual-exclusion lock that blocks the thread, whose
 /// every acquisition is visible to lockscope.
@@ -83,12 +81,7 @@ impl<T> Mutex<T> {
     #[track_caller]
     pub fn named(name: impl AsRef<str>, val: T) -> Mutex<T> {
         Mutex {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingMutex,
-                Location::caller(),
-                1,
-            ),
+            cell: named_cell(name.as_ref(), PrimKind::BlockingMutex, 1),
             inner: parking_lot::Mutex::new(val),
         }
     }
@@ -135,186 +128,158 @@ impl<T> Mutex<T> {
     }
 }
 
-impl<T: ?Sized> Mutex<T> {
+mutex_methods! {
+    impl Mutex -> MutexGuard: plain;
+    [
     /// The name used in spans, metrics and reports (lockscope addition).
     ///
     /// ```
     /// let m = lockscope::parking_lot::Mutex::named("db", ());
     /// assert_eq!(m.name(), "db");
     /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// The detector's record of this mutex.
-    #[inline]
-    pub(super) fn prim(&self) -> &Prim {
-        self.cell.get()
-    }
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::lock`].
+    ///
+    /// lockscope records the wait (when the mutex is contended) and the hold; waiting on an
+    /// async runtime's worker thread is reported as `blocking-in-async`, and a wait by a
+    /// thread that already holds this mutex as `nested-acquire` before it deadlocks.
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(1);
+    /// *m.lock() += 1;
+    /// assert_eq!(*m.lock(), 2);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::try_lock`]. A failure is counted in
+    /// `lockscope_try_failures_total`; `try_` forms add no lock-order edges.
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(());
+    /// let g = m.try_lock().unwrap();
+    /// assert!(m.try_lock().is_none());
+    /// drop(g);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::try_lock_for`]. A timeout is counted in
+    /// `lockscope_timeouts_total`; while it waits, the waiter is in the books (a timed wait
+    /// is never part of a deadlock: it gives up by itself).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let m = lockscope::parking_lot::Mutex::new(());
+    /// let g = m.lock();
+    /// assert!(m.try_lock_for(Duration::from_millis(1)).is_none());
+    /// drop(g);
+    /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::try_lock_until`]; see
+    /// [`try_lock_for`](Mutex::try_lock_for).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let m = lockscope::parking_lot::Mutex::new(());
+    /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::make_guard_unchecked`]. lockscope records a hold (as
+    /// for a `try_` form: no lock-order edge), released when the guard drops.
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: only when the current thread logically holds the lock (say, after
+    /// [`MutexGuard::leak`]), and no other guard for that hold exists.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, MutexGuard};
+    /// let m = Mutex::new(5);
+    /// MutexGuard::leak(m.lock());
+    /// // SAFETY: this thread holds the lock (leaked above) and no guard exists for it.
+    /// let g = unsafe { m.make_guard_unchecked() };
+    /// assert_eq!(*g, 5);
+    /// drop(g);
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::get_mut`]: no locking, nothing recorded.
+    ///
+    /// ```
+    /// let mut m = lockscope::parking_lot::Mutex::new(1);
+    /// *m.get_mut() = 2;
+    /// assert_eq!(*m.lock(), 2);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::is_locked`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(());
+    /// let g = m.lock();
+    /// assert!(m.is_locked());
+    /// drop(g);
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::data_ptr`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(3);
+    /// let g = m.lock();
+    /// // SAFETY: the guard keeps every other access out while we read.
+    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
+    /// drop(g);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::force_unlock`].
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: only when the current thread logically owns a guard that was
+    /// discarded. Discard it with [`MutexGuard::leak`], which releases lockscope's record of
+    /// the hold too; a guard given to `std::mem::forget` stays held in lockscope's books.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, MutexGuard};
+    /// let m = Mutex::new(1);
+    /// *MutexGuard::leak(m.lock()) += 1;
+    /// // SAFETY: the guard was leaked just above.
+    /// unsafe { m.force_unlock() };
+    /// assert_eq!(*m.lock(), 2);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::force_unlock_fair`]; see
+    /// [`force_unlock`](Mutex::force_unlock).
+    ///
+    /// # Safety
+    ///
+    /// As [`force_unlock`](Mutex::force_unlock).
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, MutexGuard};
+    /// let m = Mutex::new(());
+    /// MutexGuard::leak(m.lock());
+    /// // SAFETY: the guard was leaked just above.
+    /// unsafe { m.force_unlock_fair() };
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::raw`]. Locking or unlocking through the raw mutex
+    /// bypasses lockscope: nothing is recorded.
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: unlocking through it while a guard exists is undefined behaviour.
+    ///
+    /// ```
+    /// use parking_lot::lock_api::RawMutex as _;
+    /// let m = lockscope::parking_lot::Mutex::new(());
+    /// // SAFETY: only reads the state.
+    /// assert!(!unsafe { m.raw() }.is_locked());
+    /// ```
+    ]
 }
 
-lock_methods! {
-    impl Mutex {
-        /// Wrapper for [`parking_lot::Mutex::lock`].
-        ///
-        /// lockscope records the wait (when the mutex is contended) and the hold; waiting on an
-        /// async runtime's worker thread is reported as `blocking-in-async`, and a wait by a
-        /// thread that already holds this mutex as `nested-acquire` before it deadlocks.
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::Mutex::new(1);
-        /// *m.lock() += 1;
-        /// assert_eq!(*m.lock(), 2);
-        /// ```
-        fn lock / lock_at = blocking(MutexGuard: plain(Exclusive); try_lock, lock);
-        /// Wrapper for [`parking_lot::Mutex::try_lock`]. A failure is counted in
-        /// `lockscope_try_failures_total`; `try_` forms add no lock-order edges.
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::Mutex::new(());
-        /// let g = m.try_lock().unwrap();
-        /// assert!(m.try_lock().is_none());
-        /// drop(g);
-        /// ```
-        fn try_lock = tried(MutexGuard: plain(Exclusive); try_lock);
-        /// Wrapper for [`parking_lot::Mutex::try_lock_for`]. A timeout is counted in
-        /// `lockscope_timeouts_total`; while it waits, the waiter is in the books (a timed wait
-        /// is never part of a deadlock: it gives up by itself).
-        ///
-        /// ```
-        /// use std::time::Duration;
-        /// let m = lockscope::parking_lot::Mutex::new(());
-        /// let g = m.lock();
-        /// assert!(m.try_lock_for(Duration::from_millis(1)).is_none());
-        /// drop(g);
-        /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
-        /// ```
-        fn try_lock_for = timed(MutexGuard: plain(Exclusive); try_lock, try_lock_for; timeout: Duration);
-        /// Wrapper for [`parking_lot::Mutex::try_lock_until`]; see
-        /// [`try_lock_for`](Mutex::try_lock_for).
-        ///
-        /// ```
-        /// use std::time::{Duration, Instant};
-        /// let m = lockscope::parking_lot::Mutex::new(());
-        /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
-        /// ```
-        fn try_lock_until = timed(MutexGuard: plain(Exclusive); try_lock, try_lock_until; timeout: Instant);
-        /// Wrapper for [`parking_lot::Mutex::get_mut`]: no locking, nothing recorded.
-        ///
-        /// ```
-        /// let mut m = lockscope::parking_lot::Mutex::new(1);
-        /// *m.get_mut() = 2;
-        /// assert_eq!(*m.lock(), 2);
-        /// ```
-        fn get_mut = get(&mut self) -> &mut T;
-        /// Wrapper for [`parking_lot::Mutex::is_locked`].
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::Mutex::new(());
-        /// let g = m.lock();
-        /// assert!(m.is_locked());
-        /// drop(g);
-        /// assert!(!m.is_locked());
-        /// ```
-        fn is_locked = get(&self) -> bool;
-        /// Wrapper for [`parking_lot::Mutex::force_unlock`].
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically owns a guard that was
-        /// discarded. Discard it with [`MutexGuard::leak`], which releases lockscope's record of
-        /// the hold too; a guard given to `std::mem::forget` stays held in lockscope's books.
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{Mutex, MutexGuard};
-        /// let m = Mutex::new(1);
-        /// *MutexGuard::leak(m.lock()) += 1;
-        /// // SAFETY: the guard was leaked just above.
-        /// unsafe { m.force_unlock() };
-        /// assert_eq!(*m.lock(), 2);
-        /// ```
-        fn force_unlock = unsafe get(&self);
-        /// Wrapper for [`parking_lot::Mutex::force_unlock_fair`]; see
-        /// [`force_unlock`](Mutex::force_unlock).
-        ///
-        /// # Safety
-        ///
-        /// As [`force_unlock`](Mutex::force_unlock).
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{Mutex, MutexGuard};
-        /// let m = Mutex::new(());
-        /// MutexGuard::leak(m.lock());
-        /// // SAFETY: the guard was leaked just above.
-        /// unsafe { m.force_unlock_fair() };
-        /// assert!(!m.is_locked());
-        /// ```
-        fn force_unlock_fair = unsafe get(&self);
-        /// Wrapper for [`parking_lot::Mutex::make_guard_unchecked`]. lockscope records a hold (as
-        /// for a `try_` form: no lock-order edge), released when the guard drops.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically holds the lock (say, after
-        /// [`MutexGuard::leak`]), and no other guard for that hold exists.
-        ///
-        /// ```
-        /// use lockscope::parking_lot::{Mutex, MutexGuard};
-        /// let m = Mutex::new(5);
-        /// MutexGuard::leak(m.lock());
-        /// // SAFETY: this thread holds the lock (leaked above) and no guard exists for it.
-        /// let g = unsafe { m.make_guard_unchecked() };
-        /// assert_eq!(*g, 5);
-        /// drop(g);
-        /// assert!(!m.is_locked());
-        /// ```
-        fn make_guard_unchecked = unchecked(MutexGuard: plain(Exclusive));
-        /// Wrapper for [`parking_lot::Mutex::raw`]. Locking or unlocking through the raw mutex
-        /// bypasses lockscope: nothing is recorded.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: unlocking through it while a guard exists is undefined behaviour.
-        ///
-        /// ```
-        /// use parking_lot::lock_api::RawMutex as _;
-        /// let m = lockscope::parking_lot::Mutex::new(());
-        /// // SAFETY: only reads the state.
-        /// assert!(!unsafe { m.raw() }.is_locked());
-        /// ```
-        fn raw = unsafe get(&self) -> &RawMutex;
-        /// Wrapper for [`parking_lot::Mutex::data_ptr`].
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::Mutex::new(3);
-        /// let g = m.lock();
-        /// // SAFETY: the guard keeps every other access out while we read.
-        /// assert_eq!(unsafe { *m.data_ptr() }, 3);
-        /// drop(g);
-        /// ```
-        fn data_ptr = get(&self) -> *mut T;
-    }
-}
-
-impl<T: Default> Default for Mutex<T> {
-    /// Wrapper for `parking_lot::Mutex::default`, named after the caller's location.
-    #[track_caller]
-    fn default() -> Mutex<T> {
-        Mutex::new(T::default())
-    }
-}
-
-impl<T> From<T> for Mutex<T> {
-    /// Wrapper for `parking_lot::Mutex::from`, named after the caller's location.
-    #[track_caller]
-    fn from(val: T) -> Mutex<T> {
-        Mutex::new(val)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
+lock_traits!(
+    "parking_lot",
+    Mutex,
     /// As parking_lot's: `Mutex { data: .. }`, or `<locked>`. Not recorded as an acquisition.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+);

@@ -1,14 +1,12 @@
 //! [`ReentrantMutex`]: a drop-in `parking_lot::ReentrantMutex`.
 
-use std::fmt;
 use std::panic::Location;
-use std::time::{Duration, Instant};
 
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
 
 use super::remutex_guard::ReentrantMutexGuard;
 use super::{RawMutex, RawThreadId, acq};
+use crate::blocking_shell::{lock_traits, named_cell};
 
 /// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
 /// again, whose every acquisition is visible to lockscope.
@@ -80,12 +78,7 @@ impl<T> ReentrantMutex<T> {
     #[track_caller]
     pub fn named(name: impl AsRef<str>, val: T) -> ReentrantMutex<T> {
         ReentrantMutex {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingReentrantMutex,
-                Location::caller(),
-                1,
-            ),
+            cell: named_cell(name.as_ref(), PrimKind::BlockingReentrantMutex, 1),
             inner: parking_lot::ReentrantMutex::new(val),
         }
     }
@@ -142,22 +135,6 @@ impl<T> ReentrantMutex<T> {
 }
 
 impl<T: ?Sized> ReentrantMutex<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::named("tree", ());
-    /// assert_eq!(m.name(), "tree");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// The detector's record of this mutex.
-    #[inline]
-    pub(super) fn prim(&self) -> &Prim {
-        self.cell.get()
-    }
-
     /// The acquisition at `site` (in `mode`: `Exclusive`): a re-entry when this thread owns
     /// the mutex already.
     #[inline]
@@ -171,59 +148,142 @@ impl<T: ?Sized> ReentrantMutex<T> {
     }
 }
 
+mutex_methods! {
+    impl ReentrantMutex -> ReentrantMutexGuard: acq;
+    [
+    /// The name used in spans, metrics and reports (lockscope addition).
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::named("tree", ());
+    /// assert_eq!(m.name(), "tree");
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::lock`]. A re-entry by the owner thread is
+    /// recorded as one and never reported; see the type docs.
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(1);
+    /// let a = m.lock();
+    /// let b = m.lock();
+    /// assert_eq!(*a + *b, 2);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::try_lock`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// let _a = m.lock();
+    /// assert!(m.try_lock().is_some()); // re-entry
+    /// assert!(std::thread::scope(|s| s.spawn(|| m.try_lock().is_none()).join().unwrap()));
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_for`]; see
+    /// [`Mutex::try_lock_for`](super::Mutex::try_lock_for).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_until`].
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::make_guard_unchecked`]; lockscope records
+    /// a hold as for a `try_` form.
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: only when the current thread logically holds the lock.
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(5);
+    /// let g = m.lock();
+    /// std::mem::forget(g);
+    /// // SAFETY: this thread holds the lock (its guard was forgotten above).
+    /// let g = unsafe { m.make_guard_unchecked() };
+    /// assert_eq!(*g, 5);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::get_mut`].
+    ///
+    /// ```
+    /// let mut m = lockscope::parking_lot::ReentrantMutex::new(1);
+    /// *m.get_mut() = 3;
+    /// assert_eq!(*m.lock(), 3);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::is_locked`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::data_ptr`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(3);
+    /// let _g = m.lock();
+    /// // SAFETY: the guard keeps other threads out while we read.
+    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock`]; see
+    /// [`Mutex::force_unlock`](super::Mutex::force_unlock).
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: only when the current thread logically owns a guard that was
+    /// discarded (use [`ReentrantMutexGuard`]s' drop, or keep the guard).
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// let g = m.lock();
+    /// std::mem::forget(g); // the hold stays in lockscope's books
+    /// // SAFETY: the guard was forgotten just above.
+    /// unsafe { m.force_unlock() };
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock_fair`].
+    ///
+    /// # Safety
+    ///
+    /// As [`force_unlock`](ReentrantMutex::force_unlock).
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// std::mem::forget(m.lock());
+    /// // SAFETY: the guard was forgotten just above.
+    /// unsafe { m.force_unlock_fair() };
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::raw`]; the raw mutex bypasses lockscope.
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's.
+    ///
+    /// ```
+    /// use parking_lot::lock_api::RawMutex as _;
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+    /// // SAFETY: only reads the state.
+    /// assert!(!unsafe { m.raw() }.is_locked());
+    /// ```
+    ]
+}
+
 lock_methods! {
     impl ReentrantMutex {
-        /// Wrapper for [`parking_lot::ReentrantMutex::lock`]. A re-entry by the owner thread is
-        /// recorded as one and never reported; see the type docs.
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(1);
-        /// let a = m.lock();
-        /// let b = m.lock();
-        /// assert_eq!(*a + *b, 2);
-        /// ```
-        fn lock / lock_at = blocking(ReentrantMutexGuard: acq(Exclusive); try_lock, lock);
-        /// Wrapper for [`parking_lot::ReentrantMutex::try_lock`].
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// let _a = m.lock();
-        /// assert!(m.try_lock().is_some()); // re-entry
-        /// assert!(std::thread::scope(|s| s.spawn(|| m.try_lock().is_none()).join().unwrap()));
-        /// ```
-        fn try_lock = tried(ReentrantMutexGuard: acq(Exclusive); try_lock);
-        /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_for`]; see
-        /// [`Mutex::try_lock_for`](super::Mutex::try_lock_for).
-        ///
-        /// ```
-        /// use std::time::Duration;
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
-        /// ```
-        fn try_lock_for = timed(ReentrantMutexGuard: acq(Exclusive); try_lock, try_lock_for; timeout: Duration);
-        /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_until`].
-        ///
-        /// ```
-        /// use std::time::{Duration, Instant};
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
-        /// ```
-        fn try_lock_until = timed(ReentrantMutexGuard: acq(Exclusive); try_lock, try_lock_until; timeout: Instant);
-        /// Wrapper for [`parking_lot::ReentrantMutex::get_mut`].
-        ///
-        /// ```
-        /// let mut m = lockscope::parking_lot::ReentrantMutex::new(1);
-        /// *m.get_mut() = 3;
-        /// assert_eq!(*m.lock(), 3);
-        /// ```
-        fn get_mut = get(&mut self) -> &mut T;
-        /// Wrapper for [`parking_lot::ReentrantMutex::is_locked`].
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// assert!(!m.is_locked());
-        /// ```
-        fn is_locked = get(&self) -> bool;
+        get(&self) is_owned_by_current_thread -> bool
+        [
         /// Wrapper for [`parking_lot::ReentrantMutex::is_owned_by_current_thread`].
         ///
         /// ```
@@ -233,98 +293,12 @@ lock_methods! {
         /// drop(g);
         /// assert!(!m.is_owned_by_current_thread());
         /// ```
-        fn is_owned_by_current_thread = get(&self) -> bool;
-        /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock`]; see
-        /// [`Mutex::force_unlock`](super::Mutex::force_unlock).
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically owns a guard that was
-        /// discarded (use [`ReentrantMutexGuard`]s' drop, or keep the guard).
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// let g = m.lock();
-        /// std::mem::forget(g); // the hold stays in lockscope's books
-        /// // SAFETY: the guard was forgotten just above.
-        /// unsafe { m.force_unlock() };
-        /// assert!(!m.is_locked());
-        /// ```
-        fn force_unlock = unsafe get(&self);
-        /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock_fair`].
-        ///
-        /// # Safety
-        ///
-        /// As [`force_unlock`](ReentrantMutex::force_unlock).
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// std::mem::forget(m.lock());
-        /// // SAFETY: the guard was forgotten just above.
-        /// unsafe { m.force_unlock_fair() };
-        /// assert!(!m.is_locked());
-        /// ```
-        fn force_unlock_fair = unsafe get(&self);
-        /// Wrapper for [`parking_lot::ReentrantMutex::make_guard_unchecked`]; lockscope records
-        /// a hold as for a `try_` form.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically holds the lock.
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(5);
-        /// let g = m.lock();
-        /// std::mem::forget(g);
-        /// // SAFETY: this thread holds the lock (its guard was forgotten above).
-        /// let g = unsafe { m.make_guard_unchecked() };
-        /// assert_eq!(*g, 5);
-        /// ```
-        fn make_guard_unchecked = unchecked(ReentrantMutexGuard: acq(Exclusive));
-        /// Wrapper for [`parking_lot::ReentrantMutex::raw`]; the raw mutex bypasses lockscope.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's.
-        ///
-        /// ```
-        /// use parking_lot::lock_api::RawMutex as _;
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-        /// // SAFETY: only reads the state.
-        /// assert!(!unsafe { m.raw() }.is_locked());
-        /// ```
-        fn raw = unsafe get(&self) -> &RawMutex;
-        /// Wrapper for [`parking_lot::ReentrantMutex::data_ptr`].
-        ///
-        /// ```
-        /// let m = lockscope::parking_lot::ReentrantMutex::new(3);
-        /// let _g = m.lock();
-        /// // SAFETY: the guard keeps other threads out while we read.
-        /// assert_eq!(unsafe { *m.data_ptr() }, 3);
-        /// ```
-        fn data_ptr = get(&self) -> *mut T;
+        ];
     }
 }
 
-impl<T: Default> Default for ReentrantMutex<T> {
-    /// Wrapper for `parking_lot::ReentrantMutex::default`, named after the caller's location.
-    #[track_caller]
-    fn default() -> ReentrantMutex<T> {
-        ReentrantMutex::new(T::default())
-    }
-}
-
-impl<T> From<T> for ReentrantMutex<T> {
-    /// Wrapper for `parking_lot::ReentrantMutex::from`, named after the caller's location.
-    #[track_caller]
-    fn from(val: T) -> ReentrantMutex<T> {
-        ReentrantMutex::new(val)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for ReentrantMutex<T> {
+lock_traits!(
+    "parking_lot",
+    ReentrantMutex,
     /// As parking_lot's. Not recorded as an acquisition.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+);

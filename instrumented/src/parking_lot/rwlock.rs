@@ -1,17 +1,15 @@
 //! [`RwLock`]: a drop-in `parking_lot::RwLock`.
 
-use std::fmt;
 use std::panic::Location;
-use std::time::{Duration, Instant};
 
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
 
 use super::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeFair};
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
 use super::{MAX_READERS, RawRwLock, acq, holds_here};
+use crate::blocking_shell::{lock_traits, named_cell};
 
 /// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
 /// every acquisition is visible to lockscope.
@@ -85,12 +83,7 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub fn named(name: impl AsRef<str>, val: T) -> RwLock<T> {
         RwLock {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingRwLock,
-                Location::caller(),
-                MAX_READERS,
-            ),
+            cell: named_cell(name.as_ref(), PrimKind::BlockingRwLock, MAX_READERS),
             inner: parking_lot::RwLock::new(val),
         }
     }
@@ -137,22 +130,6 @@ impl<T> RwLock<T> {
 }
 
 impl<T: ?Sized> RwLock<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::named("routes", ());
-    /// assert_eq!(r.name(), "routes");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// The detector's record of this rwlock.
-    #[inline]
-    pub(super) fn prim(&self) -> &Prim {
-        self.cell.get()
-    }
-
     /// The acquisition of a read (`mode`: `Shared` or `SharedRecursive`) at `site`. It is a
     /// re-entry (it cannot wait, so it is neither a nested acquisition nor a lock-order edge)
     /// when this thread already holds the lock in a way that lets it through: an upgradable
@@ -198,6 +175,17 @@ impl<T: ?Sized> RwLock<T> {
 
 lock_methods! {
     impl RwLock {
+        name [
+        /// The name used in spans, metrics and reports (lockscope addition).
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::named("routes", ());
+        /// assert_eq!(r.name(), "routes");
+        /// ```
+        ];
+        acquire read / read_at, try_read, try_read_for, try_read_until
+            -> RwLockReadGuard: read_acq(Shared), plain(Shared)
+        [
         /// Wrapper for [`parking_lot::RwLock::read`]. A `read` by a thread that already holds a
         /// read of this lock is reported as `nested-acquire`: with parking_lot's task-fair policy
         /// it deadlocks as soon as a writer queues in between (use
@@ -209,7 +197,7 @@ lock_methods! {
         /// let (a, b) = (r.read(), std::thread::scope(|s| s.spawn(|| *r.read()).join().unwrap()));
         /// assert_eq!(*a, b);
         /// ```
-        fn read / read_at = blocking(RwLockReadGuard: read_acq(Shared); try_read, read);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_read`].
         ///
         /// ```
@@ -219,7 +207,7 @@ lock_methods! {
         /// drop(w);
         /// assert!(r.try_read().is_some());
         /// ```
-        fn try_read = tried(RwLockReadGuard: plain(Shared); try_read);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_read_for`]; a timeout is counted in
         /// `lockscope_timeouts_total`.
         ///
@@ -229,7 +217,7 @@ lock_methods! {
         /// let w = r.write();
         /// assert!(r.try_read_for(Duration::from_millis(1)).is_none());
         /// ```
-        fn try_read_for = timed(RwLockReadGuard: read_acq(Shared); try_read, try_read_for; timeout: Duration);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_read_until`].
         ///
         /// ```
@@ -237,7 +225,10 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_read_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        fn try_read_until = timed(RwLockReadGuard: read_acq(Shared); try_read, try_read_until; timeout: Instant);
+        ];
+        acquire write / write_at, try_write, try_write_for, try_write_until
+            -> RwLockWriteGuard: plain(Exclusive), plain(Exclusive)
+        [
         /// Wrapper for [`parking_lot::RwLock::write`]. A write by a thread that holds any access
         /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
         ///
@@ -246,7 +237,7 @@ lock_methods! {
         /// *r.write() += 1;
         /// assert_eq!(*r.read(), 2);
         /// ```
-        fn write / write_at = blocking(RwLockWriteGuard: plain(Exclusive); try_write, write);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_write`].
         ///
         /// ```
@@ -256,7 +247,7 @@ lock_methods! {
         /// drop(g);
         /// assert!(r.try_write().is_some());
         /// ```
-        fn try_write = tried(RwLockWriteGuard: plain(Exclusive); try_write);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_write_for`].
         ///
         /// ```
@@ -265,7 +256,7 @@ lock_methods! {
         /// let g = r.read();
         /// assert!(r.try_write_for(Duration::from_millis(1)).is_none());
         /// ```
-        fn try_write_for = timed(RwLockWriteGuard: plain(Exclusive); try_write, try_write_for; timeout: Duration);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_write_until`].
         ///
         /// ```
@@ -273,7 +264,11 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_write_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        fn try_write_until = timed(RwLockWriteGuard: plain(Exclusive); try_write, try_write_until; timeout: Instant);
+        ];
+        acquire read_recursive, try_read_recursive,
+            try_read_recursive_for, try_read_recursive_until
+            -> RwLockReadGuard: read_acq(SharedRecursive), plain(SharedRecursive)
+        [
         /// Wrapper for [`parking_lot::RwLock::read_recursive`]. Recorded as a recursive read:
         /// inside a read of the same lock on the same thread it is legal and never reported;
         /// inside a write it is a self-deadlock and is reported.
@@ -284,7 +279,7 @@ lock_methods! {
         /// let b = r.read_recursive();
         /// assert_eq!(*a + *b, 2);
         /// ```
-        fn read_recursive = blocking(RwLockReadGuard: read_acq(SharedRecursive); try_read_recursive, read_recursive);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive`].
         ///
         /// ```
@@ -292,7 +287,7 @@ lock_methods! {
         /// let _a = r.read();
         /// assert!(r.try_read_recursive().is_some());
         /// ```
-        fn try_read_recursive = tried(RwLockReadGuard: plain(SharedRecursive); try_read_recursive);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive_for`].
         ///
         /// ```
@@ -301,7 +296,7 @@ lock_methods! {
         /// let _a = r.read();
         /// assert!(r.try_read_recursive_for(Duration::from_millis(1)).is_some());
         /// ```
-        fn try_read_recursive_for = timed(RwLockReadGuard: read_acq(SharedRecursive); try_read_recursive, try_read_recursive_for; timeout: Duration);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive_until`].
         ///
         /// ```
@@ -309,7 +304,11 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_read_recursive_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        fn try_read_recursive_until = timed(RwLockReadGuard: read_acq(SharedRecursive); try_read_recursive, try_read_recursive_until; timeout: Instant);
+        ];
+        acquire upgradable_read / upgradable_read_at, try_upgradable_read,
+            try_upgradable_read_for, try_upgradable_read_until
+            -> RwLockUpgradableReadGuard: plain(Upgradable), plain(Upgradable)
+        [
         /// Wrapper for [`parking_lot::RwLock::upgradable_read`]. Recorded as an upgradable read:
         /// it shares the lock with plain readers, excludes writers and other upgradable readers.
         ///
@@ -321,7 +320,7 @@ lock_methods! {
         /// let mut w = RwLockUpgradableReadGuard::upgrade(u);
         /// *w += 1;
         /// ```
-        fn upgradable_read / upgradable_read_at = blocking(RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read, upgradable_read);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read`].
         ///
         /// ```
@@ -329,7 +328,7 @@ lock_methods! {
         /// let _u = r.upgradable_read();
         /// assert!(r.try_upgradable_read().is_none());
         /// ```
-        fn try_upgradable_read = tried(RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_for`].
         ///
         /// ```
@@ -338,7 +337,7 @@ lock_methods! {
         /// let _u = r.upgradable_read();
         /// assert!(r.try_upgradable_read_for(Duration::from_millis(1)).is_none());
         /// ```
-        fn try_upgradable_read_for = timed(RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read, try_upgradable_read_for; timeout: Duration);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_until`].
         ///
         /// ```
@@ -346,7 +345,61 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_upgradable_read_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        fn try_upgradable_read_until = timed(RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read, try_upgradable_read_until; timeout: Instant);
+        ];
+        unchecked make_read_guard_unchecked -> RwLockReadGuard: plain(Shared)
+        [
+        /// Wrapper for [`parking_lot::RwLock::make_read_guard_unchecked`]; lockscope records a
+        /// read hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds a read lock.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// std::mem::forget(r.read());
+        /// // SAFETY: this thread holds a read lock (its guard was forgotten above).
+        /// let g = unsafe { r.make_read_guard_unchecked() };
+        /// assert_eq!(*g, 1);
+        /// ```
+        ];
+        unchecked make_write_guard_unchecked -> RwLockWriteGuard: plain(Exclusive)
+        [
+        /// Wrapper for [`parking_lot::RwLock::make_write_guard_unchecked`]; lockscope records a
+        /// write hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds the write lock.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// std::mem::forget(r.write());
+        /// // SAFETY: this thread holds the write lock (its guard was forgotten above).
+        /// let mut g = unsafe { r.make_write_guard_unchecked() };
+        /// *g = 2;
+        /// ```
+        ];
+        unchecked make_upgradable_guard_unchecked
+            -> RwLockUpgradableReadGuard: plain(Upgradable)
+        [
+        /// Wrapper for [`parking_lot::RwLock::make_upgradable_guard_unchecked`]; lockscope
+        /// records an upgradable hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds an upgradable lock.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// std::mem::forget(r.upgradable_read());
+        /// // SAFETY: this thread holds the upgradable lock (its guard was forgotten above).
+        /// let g = unsafe { r.make_upgradable_guard_unchecked() };
+        /// assert_eq!(*g, 1);
+        /// ```
+        ];
+        get(&mut self) get_mut -> &mut T
+        [
         /// Wrapper for [`parking_lot::RwLock::get_mut`].
         ///
         /// ```
@@ -354,7 +407,9 @@ lock_methods! {
         /// *r.get_mut() = 2;
         /// assert_eq!(*r.read(), 2);
         /// ```
-        fn get_mut = get(&mut self) -> &mut T;
+        ];
+        get(&self) is_locked -> bool, is_locked_exclusive -> bool, data_ptr -> *mut T
+        [
         /// Wrapper for [`parking_lot::RwLock::is_locked`].
         ///
         /// ```
@@ -362,7 +417,7 @@ lock_methods! {
         /// let g = r.read();
         /// assert!(r.is_locked());
         /// ```
-        fn is_locked = get(&self) -> bool;
+        ] [
         /// Wrapper for [`parking_lot::RwLock::is_locked_exclusive`].
         ///
         /// ```
@@ -370,7 +425,19 @@ lock_methods! {
         /// let g = r.read();
         /// assert!(!r.is_locked_exclusive());
         /// ```
-        fn is_locked_exclusive = get(&self) -> bool;
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::data_ptr`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(3);
+        /// let _g = r.read();
+        /// // SAFETY: the read guard keeps writers out while we read.
+        /// assert_eq!(unsafe { *r.data_ptr() }, 3);
+        /// ```
+        ];
+        unsafe get(&self) force_unlock_read, force_unlock_write, force_unlock_read_fair,
+            force_unlock_write_fair, raw -> &RawRwLock
+        [
         /// Wrapper for [`parking_lot::RwLock::force_unlock_read`]; see
         /// [`Mutex::force_unlock`](super::Mutex::force_unlock) for lockscope's books.
         ///
@@ -386,7 +453,7 @@ lock_methods! {
         /// unsafe { r.force_unlock_read() };
         /// assert!(!r.is_locked());
         /// ```
-        fn force_unlock_read = unsafe get(&self);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::force_unlock_write`].
         ///
         /// # Safety
@@ -401,7 +468,7 @@ lock_methods! {
         /// unsafe { r.force_unlock_write() };
         /// assert!(!r.is_locked());
         /// ```
-        fn force_unlock_write = unsafe get(&self);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::force_unlock_read_fair`].
         ///
         /// # Safety
@@ -414,7 +481,7 @@ lock_methods! {
         /// // SAFETY: the guard was forgotten just above.
         /// unsafe { r.force_unlock_read_fair() };
         /// ```
-        fn force_unlock_read_fair = unsafe get(&self);
+        ] [
         /// Wrapper for [`parking_lot::RwLock::force_unlock_write_fair`].
         ///
         /// # Safety
@@ -427,52 +494,7 @@ lock_methods! {
         /// // SAFETY: the guard was forgotten just above.
         /// unsafe { r.force_unlock_write_fair() };
         /// ```
-        fn force_unlock_write_fair = unsafe get(&self);
-        /// Wrapper for [`parking_lot::RwLock::make_read_guard_unchecked`]; lockscope records a
-        /// read hold as for a `try_` form.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically holds a read lock.
-        ///
-        /// ```
-        /// let r = lockscope::parking_lot::RwLock::new(1);
-        /// std::mem::forget(r.read());
-        /// // SAFETY: this thread holds a read lock (its guard was forgotten above).
-        /// let g = unsafe { r.make_read_guard_unchecked() };
-        /// assert_eq!(*g, 1);
-        /// ```
-        fn make_read_guard_unchecked = unchecked(RwLockReadGuard: plain(Shared));
-        /// Wrapper for [`parking_lot::RwLock::make_write_guard_unchecked`]; lockscope records a
-        /// write hold as for a `try_` form.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically holds the write lock.
-        ///
-        /// ```
-        /// let r = lockscope::parking_lot::RwLock::new(1);
-        /// std::mem::forget(r.write());
-        /// // SAFETY: this thread holds the write lock (its guard was forgotten above).
-        /// let mut g = unsafe { r.make_write_guard_unchecked() };
-        /// *g = 2;
-        /// ```
-        fn make_write_guard_unchecked = unchecked(RwLockWriteGuard: plain(Exclusive));
-        /// Wrapper for [`parking_lot::RwLock::make_upgradable_guard_unchecked`]; lockscope
-        /// records an upgradable hold as for a `try_` form.
-        ///
-        /// # Safety
-        ///
-        /// As parking_lot's: only when the current thread logically holds an upgradable lock.
-        ///
-        /// ```
-        /// let r = lockscope::parking_lot::RwLock::new(1);
-        /// std::mem::forget(r.upgradable_read());
-        /// // SAFETY: this thread holds the upgradable lock (its guard was forgotten above).
-        /// let g = unsafe { r.make_upgradable_guard_unchecked() };
-        /// assert_eq!(*g, 1);
-        /// ```
-        fn make_upgradable_guard_unchecked = unchecked(RwLockUpgradableReadGuard: plain(Upgradable));
+        ] [
         /// Wrapper for [`parking_lot::RwLock::raw`]; the raw lock bypasses lockscope.
         ///
         /// # Safety
@@ -485,38 +507,12 @@ lock_methods! {
         /// // SAFETY: only reads the state.
         /// assert!(!unsafe { r.raw() }.is_locked());
         /// ```
-        fn raw = unsafe get(&self) -> &RawRwLock;
-        /// Wrapper for [`parking_lot::RwLock::data_ptr`].
-        ///
-        /// ```
-        /// let r = lockscope::parking_lot::RwLock::new(3);
-        /// let _g = r.read();
-        /// // SAFETY: the read guard keeps writers out while we read.
-        /// assert_eq!(unsafe { *r.data_ptr() }, 3);
-        /// ```
-        fn data_ptr = get(&self) -> *mut T;
+        ];
     }
 }
 
-impl<T: Default> Default for RwLock<T> {
-    /// Wrapper for `parking_lot::RwLock::default`, named after the caller's location.
-    #[track_caller]
-    fn default() -> RwLock<T> {
-        RwLock::new(T::default())
-    }
-}
-
-impl<T> From<T> for RwLock<T> {
-    /// Wrapper for `parking_lot::RwLock::from`, named after the caller's location.
-    #[track_caller]
-    fn from(val: T) -> RwLock<T> {
-        RwLock::new(val)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
+lock_traits!(
+    "parking_lot",
+    RwLock,
     /// As parking_lot's. Not recorded as an acquisition.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+);

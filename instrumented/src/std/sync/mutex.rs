@@ -2,11 +2,11 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::hooks::{PrimCell, PrimKind};
 
+use super::LockResult;
 use super::guard::MutexGuard;
-use super::{LockResult, TryLockResult, locked, tried};
-use crate::blocking_shell::acq;
+use crate::blocking_shell::{lock_traits, named_cell};
 
 /// Wrapper for [`std::sync::Mutex`]: a mutual-exclusion lock with poisoning, whose every
 /// acquisition is visible to lockscope.
@@ -32,11 +32,6 @@ use crate::blocking_shell::acq;
 pub struct Mutex<T: ?Sized> {
     cell: PrimCell,
     inner: std::sync::Mutex<T>,
-}
-
-#[inline]
-fn excl(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Exclusive)
 }
 
 impl<T> Mutex<T> {
@@ -71,12 +66,7 @@ impl<T> Mutex<T> {
     #[track_caller]
     pub fn named(name: impl AsRef<str>, t: T) -> Mutex<T> {
         Mutex {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingMutex,
-                Location::caller(),
-                1,
-            ),
+            cell: named_cell(name.as_ref(), PrimKind::BlockingMutex, 1),
             inner: std::sync::Mutex::new(t),
         }
     }
@@ -107,67 +97,6 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     pub fn name(&self) -> &str {
         self.cell.get().name()
-    }
-
-    /// Wrapper for [`std::sync::Mutex::lock`].
-    ///
-    /// lockscope records the wait (when the mutex is contended) and the hold; waiting on an
-    /// async runtime's worker thread is reported as `blocking-in-async`, and a wait by a
-    /// thread that already holds this mutex as `nested-acquire` before it deadlocks.
-    ///
-    /// # Errors
-    ///
-    /// As std's: if the mutex is poisoned, a [`PoisonError`](super::PoisonError) carrying
-    /// the guard (the mutex is held either way).
-    ///
-    /// # Panics
-    ///
-    /// As std's: it might panic if the current thread already holds the mutex.
-    ///
-    /// ```
-    /// let m = lockscope::std::sync::Mutex::new(1);
-    /// *m.lock().unwrap() += 1;
-    /// assert_eq!(*m.lock().unwrap(), 2);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-        let site = Location::caller();
-        locked(
-            &self.cell,
-            excl(site),
-            || self.inner.try_lock(),
-            || self.inner.lock(),
-            MutexGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::Mutex::try_lock`]. A failure is counted in
-    /// `lockscope_try_failures_total`; `try_` forms add no lock-order edges.
-    ///
-    /// # Errors
-    ///
-    /// As std's: [`TryLockError::WouldBlock`](super::TryLockError::WouldBlock) when the mutex
-    /// is held, [`TryLockError::Poisoned`](super::TryLockError::Poisoned) (with the guard)
-    /// when it was free but poisoned.
-    ///
-    /// ```
-    /// use lockscope::std::sync::{Mutex, TryLockError};
-    /// let m = Mutex::new(());
-    /// let g = m.try_lock().unwrap();
-    /// assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
-    /// drop(g);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-        let site = Location::caller();
-        tried(
-            &self.cell,
-            excl(site),
-            self.inner.try_lock(),
-            MutexGuard::new,
-        )
     }
 
     /// Wrapper for [`std::sync::Mutex::is_poisoned`].
@@ -229,4 +158,52 @@ impl<T: ?Sized> Mutex<T> {
     }
 }
 
-lock_traits!(Mutex);
+acquisitions! {
+    impl Mutex {
+        lock, try_lock -> MutexGuard: Exclusive
+        [
+        /// Wrapper for [`std::sync::Mutex::lock`].
+        ///
+        /// lockscope records the wait (when the mutex is contended) and the hold; waiting on an
+        /// async runtime's worker thread is reported as `blocking-in-async`, and a wait by a
+        /// thread that already holds this mutex as `nested-acquire` before it deadlocks.
+        ///
+        /// # Errors
+        ///
+        /// As std's: if the mutex is poisoned, a [`PoisonError`](super::PoisonError) carrying
+        /// the guard (the mutex is held either way).
+        ///
+        /// # Panics
+        ///
+        /// As std's: it might panic if the current thread already holds the mutex.
+        ///
+        /// ```
+        /// let m = lockscope::std::sync::Mutex::new(1);
+        /// *m.lock().unwrap() += 1;
+        /// assert_eq!(*m.lock().unwrap(), 2);
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::Mutex::try_lock`]. A failure is counted in
+        /// `lockscope_try_failures_total`; `try_` forms add no lock-order edges.
+        ///
+        /// # Errors
+        ///
+        /// As std's: [`TryLockError::WouldBlock`](super::TryLockError::WouldBlock) when the mutex
+        /// is held, [`TryLockError::Poisoned`](super::TryLockError::Poisoned) (with the guard)
+        /// when it was free but poisoned.
+        ///
+        /// ```
+        /// use lockscope::std::sync::{Mutex, TryLockError};
+        /// let m = Mutex::new(());
+        /// let g = m.try_lock().unwrap();
+        /// assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
+        /// drop(g);
+        /// ```
+        ];
+    }
+}
+
+lock_traits!("std::sync", Mutex,
+    /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
+    /// recorded as an acquisition.
+);

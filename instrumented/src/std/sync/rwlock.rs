@@ -2,11 +2,11 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::hooks::{PrimCell, PrimKind};
 
 use super::guard::{RwLockReadGuard, RwLockWriteGuard};
-use super::{LockResult, MAX_READERS, TryLockResult, locked, tried};
-use crate::blocking_shell::acq;
+use super::{LockResult, MAX_READERS};
+use crate::blocking_shell::{lock_traits, named_cell};
 
 /// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
 /// acquisition is visible to lockscope.
@@ -28,16 +28,6 @@ use crate::blocking_shell::acq;
 pub struct RwLock<T: ?Sized> {
     cell: PrimCell,
     inner: std::sync::RwLock<T>,
-}
-
-#[inline]
-fn shared(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Shared)
-}
-
-#[inline]
-fn exclusive(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Exclusive)
 }
 
 impl<T> RwLock<T> {
@@ -67,12 +57,7 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub fn named(name: impl AsRef<str>, t: T) -> RwLock<T> {
         RwLock {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingRwLock,
-                Location::caller(),
-                MAX_READERS,
-            ),
+            cell: named_cell(name.as_ref(), PrimKind::BlockingRwLock, MAX_READERS),
             inner: std::sync::RwLock::new(t),
         }
     }
@@ -103,121 +88,6 @@ impl<T: ?Sized> RwLock<T> {
     /// ```
     pub fn name(&self) -> &str {
         self.cell.get().name()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::read`]. A `read` by a thread that already holds a
-    /// read of this lock is reported as `nested-acquire`: it deadlocks as soon as a writer
-    /// queues in between.
-    ///
-    /// # Errors
-    ///
-    /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
-    /// poisoned.
-    ///
-    /// # Panics
-    ///
-    /// As std's: it might panic if the current thread already holds the lock.
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(1);
-    /// let a = r.read().unwrap();
-    /// let b = std::thread::scope(|s| s.spawn(|| *r.read().unwrap()).join().unwrap());
-    /// assert_eq!(*a, b);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        locked(
-            &self.cell,
-            shared(site),
-            || self.inner.try_read(),
-            || self.inner.read(),
-            RwLockReadGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::try_read`].
-    ///
-    /// # Errors
-    ///
-    /// As std's: [`TryLockError::WouldBlock`](super::TryLockError::WouldBlock) when a writer
-    /// holds the lock, [`TryLockError::Poisoned`](super::TryLockError::Poisoned) (with the
-    /// guard) when the lock was available but poisoned.
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(());
-    /// let w = r.write().unwrap();
-    /// assert!(r.try_read().is_err());
-    /// drop(w);
-    /// assert!(r.try_read().is_ok());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        tried(
-            &self.cell,
-            shared(site),
-            self.inner.try_read(),
-            RwLockReadGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::write`]. A write by a thread that holds any access
-    /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
-    ///
-    /// # Errors
-    ///
-    /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
-    /// poisoned.
-    ///
-    /// # Panics
-    ///
-    /// As std's: it might panic if the current thread already holds the lock.
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(1);
-    /// *r.write().unwrap() += 1;
-    /// assert_eq!(*r.read().unwrap(), 2);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        locked(
-            &self.cell,
-            exclusive(site),
-            || self.inner.try_write(),
-            || self.inner.write(),
-            RwLockWriteGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::try_write`].
-    ///
-    /// # Errors
-    ///
-    /// As [`try_read`](RwLock::try_read), when any guard holds the lock.
-    ///
-    /// ```
-    /// use lockscope::std::sync::{RwLock, TryLockError};
-    /// let r = RwLock::new(());
-    /// let g = r.read().unwrap();
-    /// assert!(matches!(r.try_write(), Err(TryLockError::WouldBlock)));
-    /// drop(g);
-    /// assert!(r.try_write().is_ok());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        tried(
-            &self.cell,
-            exclusive(site),
-            self.inner.try_write(),
-            RwLockWriteGuard::new,
-        )
     }
 
     /// Wrapper for [`std::sync::RwLock::is_poisoned`].
@@ -275,4 +145,85 @@ impl<T: ?Sized> RwLock<T> {
     }
 }
 
-lock_traits!(RwLock);
+acquisitions! {
+    impl RwLock {
+        read, try_read -> RwLockReadGuard: Shared
+        [
+        /// Wrapper for [`std::sync::RwLock::read`]. A `read` by a thread that already holds a
+        /// read of this lock is reported as `nested-acquire`: it deadlocks as soon as a writer
+        /// queues in between.
+        ///
+        /// # Errors
+        ///
+        /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
+        /// poisoned.
+        ///
+        /// # Panics
+        ///
+        /// As std's: it might panic if the current thread already holds the lock.
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(1);
+        /// let a = r.read().unwrap();
+        /// let b = std::thread::scope(|s| s.spawn(|| *r.read().unwrap()).join().unwrap());
+        /// assert_eq!(*a, b);
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::try_read`].
+        ///
+        /// # Errors
+        ///
+        /// As std's: [`TryLockError::WouldBlock`](super::TryLockError::WouldBlock) when a writer
+        /// holds the lock, [`TryLockError::Poisoned`](super::TryLockError::Poisoned) (with the
+        /// guard) when the lock was available but poisoned.
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(());
+        /// let w = r.write().unwrap();
+        /// assert!(r.try_read().is_err());
+        /// drop(w);
+        /// assert!(r.try_read().is_ok());
+        /// ```
+        ];
+        write, try_write -> RwLockWriteGuard: Exclusive
+        [
+        /// Wrapper for [`std::sync::RwLock::write`]. A write by a thread that holds any access
+        /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
+        ///
+        /// # Errors
+        ///
+        /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
+        /// poisoned.
+        ///
+        /// # Panics
+        ///
+        /// As std's: it might panic if the current thread already holds the lock.
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(1);
+        /// *r.write().unwrap() += 1;
+        /// assert_eq!(*r.read().unwrap(), 2);
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::try_write`].
+        ///
+        /// # Errors
+        ///
+        /// As [`try_read`](RwLock::try_read), when any guard holds the lock.
+        ///
+        /// ```
+        /// use lockscope::std::sync::{RwLock, TryLockError};
+        /// let r = RwLock::new(());
+        /// let g = r.read().unwrap();
+        /// assert!(matches!(r.try_write(), Err(TryLockError::WouldBlock)));
+        /// drop(g);
+        /// assert!(r.try_write().is_ok());
+        /// ```
+        ];
+    }
+}
+
+lock_traits!("std::sync", RwLock,
+    /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
+    /// recorded as an acquisition.
+);
