@@ -61,6 +61,40 @@ pub(crate) fn named_cell(name: &str, kind: PrimKind, capacity: u64) -> PrimCell 
     PrimCell::new(Some(name.into()), kind, Location::caller(), capacity)
 }
 
+/// The constructors every blocking lock wrapper `$lock` (a struct of a `cell` and its `inner`
+/// lock, of type `$inner`) has: `new` (`const`, named after the caller's location, registered
+/// on first use) and `named` (registered at once), with their docs; `$val` names the value.
+macro_rules! lock_new {
+    ($lock:ident($inner:ty, $kind:ident, $capacity:expr, $val:ident)
+        [$(#[$new_doc:meta])*] [$(#[$named_doc:meta])*]) => {
+        impl<T> $lock<T> {
+            $(#[$new_doc])*
+            #[track_caller]
+            pub const fn new($val: T) -> $lock<T> {
+                $lock {
+                    cell: ::lockscope_detector::hooks::PrimCell::lazy(
+                        ::lockscope_detector::hooks::PrimKind::$kind,
+                        ::std::panic::Location::caller(),
+                        $capacity,
+                    ),
+                    inner: <$inner>::new($val),
+                }
+            }
+
+            $(#[$named_doc])*
+            #[track_caller]
+            pub fn named(name: impl AsRef<str>, $val: T) -> $lock<T> {
+                let kind = ::lockscope_detector::hooks::PrimKind::$kind;
+                $lock {
+                    cell: $crate::blocking_shell::named_cell(name.as_ref(), kind, $capacity),
+                    inner: <$inner>::new($val),
+                }
+            }
+        }
+    };
+}
+pub(crate) use lock_new;
+
 /// `Default`, `From<T>` and `Debug` of a blocking lock wrapper `$lock` (a struct with `new` and
 /// `inner`) of the crate path `$krate` (`"std::sync"`, `"parking_lot"`), as the wrapped lock's:
 /// the two constructors name the lock after the caller's location; `Debug`'s docs are given.

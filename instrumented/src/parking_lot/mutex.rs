@@ -6,7 +6,7 @@ use lockscope_detector::hooks::{PrimCell, PrimKind};
 
 use super::RawMutex;
 use super::mutex_guard::MutexGuard;
-use crate::blocking_shell::{lock_traits, named_cell};
+use crate::blocking_shell::{lock_new, lock_traits};
 
 /// Wrapper for [`parking_lot::Mutex`]: a mutual-exclusion lock that blocks the thread, whose
 /// every acquisition is visible to lockscope.
@@ -49,7 +49,9 @@ pub const fn const_mutex<T>(val: T) -> Mutex<T> {
     }
 }
 
-impl<T> Mutex<T> {
+lock_new! {
+    Mutex(parking_lot::Mutex<T>, BlockingMutex, 1, val)
+    [
     /// Wrapper for [`parking_lot::Mutex::new`]: `const`, so usable in `static`s. The mutex is
     /// named after the caller's location (`path/to/file.rs:LINE`) and registers with the
     /// detector on first use.
@@ -60,14 +62,7 @@ impl<T> Mutex<T> {
     /// *COUNT.lock() += 1;
     /// assert!(COUNT.name().contains(".rs:"));
     /// ```
-    #[track_caller]
-    pub const fn new(val: T) -> Mutex<T> {
-        Mutex {
-            cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-            inner: parking_lot::Mutex::new(val),
-        }
-    }
-
+    ] [
     /// A mutex named `name` in spans, metrics and reports (lockscope addition). Registers with
     /// the detector at once.
     ///
@@ -78,14 +73,10 @@ impl<T> Mutex<T> {
     /// let m = lockscope::parking_lot::Mutex::named("sessions", ());
     /// assert_eq!(m.name(), "sessions");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, val: T) -> Mutex<T> {
-        Mutex {
-            cell: named_cell(name.as_ref(), PrimKind::BlockingMutex, 1),
-            inner: parking_lot::Mutex::new(val),
-        }
-    }
+    ]
+}
 
+impl<T> Mutex<T> {
     /// Wrapper for [`lock_api::Mutex::const_new`](parking_lot::lock_api::Mutex::const_new):
     /// a mutex over a given raw mutex, named after the caller's location.
     ///

@@ -6,7 +6,7 @@ use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 
 use super::remutex_guard::ReentrantMutexGuard;
 use super::{RawMutex, RawThreadId, acq};
-use crate::blocking_shell::{lock_traits, named_cell};
+use crate::blocking_shell::{lock_new, lock_traits};
 
 /// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
 /// again, whose every acquisition is visible to lockscope.
@@ -50,7 +50,9 @@ pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
     }
 }
 
-impl<T> ReentrantMutex<T> {
+lock_new! {
+    ReentrantMutex(parking_lot::ReentrantMutex<T>, BlockingReentrantMutex, 1, val)
+    [
     /// Wrapper for [`parking_lot::ReentrantMutex::new`]: `const`; named after the caller's
     /// location, registered with the detector on first use.
     ///
@@ -60,14 +62,7 @@ impl<T> ReentrantMutex<T> {
     /// let _g = R.lock();
     /// assert!(R.is_owned_by_current_thread());
     /// ```
-    #[track_caller]
-    pub const fn new(val: T) -> ReentrantMutex<T> {
-        ReentrantMutex {
-            cell: PrimCell::lazy(PrimKind::BlockingReentrantMutex, Location::caller(), 1),
-            inner: parking_lot::ReentrantMutex::new(val),
-        }
-    }
-
+    ] [
     /// A reentrant mutex named `name` in spans, metrics and reports (lockscope addition);
     /// see [`Mutex::named`](super::Mutex::named).
     ///
@@ -75,14 +70,10 @@ impl<T> ReentrantMutex<T> {
     /// let m = lockscope::parking_lot::ReentrantMutex::named("tree", ());
     /// assert_eq!(m.name(), "tree");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, val: T) -> ReentrantMutex<T> {
-        ReentrantMutex {
-            cell: named_cell(name.as_ref(), PrimKind::BlockingReentrantMutex, 1),
-            inner: parking_lot::ReentrantMutex::new(val),
-        }
-    }
+    ]
+}
 
+impl<T> ReentrantMutex<T> {
     /// Wrapper for
     /// [`lock_api::ReentrantMutex::const_new`](parking_lot::lock_api::ReentrantMutex::const_new).
     ///

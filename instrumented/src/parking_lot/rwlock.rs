@@ -9,7 +9,7 @@ use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
 use super::{MAX_READERS, RawRwLock, acq, holds_here};
-use crate::blocking_shell::{lock_traits, named_cell};
+use crate::blocking_shell::{lock_new, lock_traits};
 
 /// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
 /// every acquisition is visible to lockscope.
@@ -56,7 +56,9 @@ pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
     }
 }
 
-impl<T> RwLock<T> {
+lock_new! {
+    RwLock(parking_lot::RwLock<T>, BlockingRwLock, MAX_READERS, val)
+    [
     /// Wrapper for [`parking_lot::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
     ///
@@ -65,14 +67,7 @@ impl<T> RwLock<T> {
     /// static R: RwLock<u32> = RwLock::new(1);
     /// assert_eq!(*R.read(), 1);
     /// ```
-    #[track_caller]
-    pub const fn new(val: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-            inner: parking_lot::RwLock::new(val),
-        }
-    }
-
+    ] [
     /// An rwlock named `name` in spans, metrics and reports (lockscope addition); see
     /// [`Mutex::named`](super::Mutex::named).
     ///
@@ -80,14 +75,10 @@ impl<T> RwLock<T> {
     /// let r = lockscope::parking_lot::RwLock::named("routes", ());
     /// assert_eq!(r.name(), "routes");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, val: T) -> RwLock<T> {
-        RwLock {
-            cell: named_cell(name.as_ref(), PrimKind::BlockingRwLock, MAX_READERS),
-            inner: parking_lot::RwLock::new(val),
-        }
-    }
+    ]
+}
 
+impl<T> RwLock<T> {
     /// Wrapper for [`lock_api::RwLock::const_new`](parking_lot::lock_api::RwLock::const_new).
     ///
     /// ```

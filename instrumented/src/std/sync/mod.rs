@@ -47,14 +47,41 @@
 //! - std's unstable lock APIs (`MappedMutexGuard`, `Mutex::set`, ...) are not wrapped until
 //!   they are stable.
 
-/// A std lock's blocking acquisitions and their `try_` forms, from their names, the guard, the
-/// mode recorded, and their docs (in brackets: the blocking form's, then the `try_` form's).
-macro_rules! acquisitions {
+/// A std lock's methods, with their docs in brackets: `name`, `is_poisoned`, `clear_poison`
+/// and `get_mut` (pass-throughs, but for `name`, lockscope's), then each blocking acquisition
+/// and its `try_` form, from their names, the guard, and the mode recorded (the docs: the
+/// blocking form's, then the `try_` form's).
+macro_rules! lock_methods {
     (impl $lock:ident {
+        [$(#[$name_doc:meta])*] [$(#[$is_poisoned_doc:meta])*] [$(#[$clear_poison_doc:meta])*]
+        [$(#[$get_mut_doc:meta])*];
         $($name:ident, $try_name:ident -> $guard:ident: $mode:ident
             [$(#[$doc:meta])*] [$(#[$try_doc:meta])*];)*
     }) => {
         impl<T: ?Sized> $lock<T> {
+            $(#[$name_doc])*
+            pub fn name(&self) -> &str {
+                self.cell.get().name()
+            }
+
+            $(#[$is_poisoned_doc])*
+            #[inline]
+            pub fn is_poisoned(&self) -> bool {
+                self.inner.is_poisoned()
+            }
+
+            $(#[$clear_poison_doc])*
+            #[inline]
+            pub fn clear_poison(&self) {
+                self.inner.clear_poison()
+            }
+
+            $(#[$get_mut_doc])*
+            #[inline]
+            pub fn get_mut(&mut self) -> $crate::std::sync::LockResult<&mut T> {
+                self.inner.get_mut()
+            }
+
             $(
                 $(#[$doc])*
                 #[inline]

@@ -1,12 +1,10 @@
 //! [`Mutex`]: a drop-in `std::sync::Mutex`.
 
-use std::panic::Location;
-
-use lockscope_detector::hooks::{PrimCell, PrimKind};
+use lockscope_detector::hooks::PrimCell;
 
 use super::LockResult;
 use super::guard::MutexGuard;
-use crate::blocking_shell::{lock_traits, named_cell};
+use crate::blocking_shell::{lock_new, lock_traits};
 
 /// Wrapper for [`std::sync::Mutex`]: a mutual-exclusion lock with poisoning, whose every
 /// acquisition is visible to lockscope.
@@ -34,7 +32,9 @@ pub struct Mutex<T: ?Sized> {
     inner: std::sync::Mutex<T>,
 }
 
-impl<T> Mutex<T> {
+lock_new! {
+    Mutex(std::sync::Mutex<T>, BlockingMutex, 1, t)
+    [
     /// Wrapper for [`std::sync::Mutex::new`]: `const`, so usable in `static`s. The mutex is
     /// named after the caller's location (`path/to/file.rs:LINE`) and registers with the
     /// detector on first use.
@@ -45,14 +45,7 @@ impl<T> Mutex<T> {
     /// *COUNT.lock().unwrap() += 1;
     /// assert!(COUNT.name().contains(".rs:"));
     /// ```
-    #[track_caller]
-    pub const fn new(t: T) -> Mutex<T> {
-        Mutex {
-            cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-            inner: std::sync::Mutex::new(t),
-        }
-    }
-
+    ] [
     /// A mutex named `name` in spans, metrics and reports (lockscope addition). Registers with
     /// the detector at once.
     ///
@@ -63,14 +56,10 @@ impl<T> Mutex<T> {
     /// let m = lockscope::std::sync::Mutex::named("sessions", ());
     /// assert_eq!(m.name(), "sessions");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, t: T) -> Mutex<T> {
-        Mutex {
-            cell: named_cell(name.as_ref(), PrimKind::BlockingMutex, 1),
-            inner: std::sync::Mutex::new(t),
-        }
-    }
+    ]
+}
 
+impl<T> Mutex<T> {
     /// Wrapper for [`std::sync::Mutex::into_inner`].
     ///
     /// # Errors
@@ -88,78 +77,62 @@ impl<T> Mutex<T> {
     }
 }
 
-impl<T: ?Sized> Mutex<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let m = lockscope::std::sync::Mutex::named("db", ());
-    /// assert_eq!(m.name(), "db");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// Wrapper for [`std::sync::Mutex::is_poisoned`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let m = Arc::new(lockscope::std::sync::Mutex::new(0));
-    /// let m2 = m.clone();
-    /// let _ = std::thread::spawn(move || {
-    ///     let _g = m2.lock().unwrap();
-    ///     panic!("poisons the mutex");
-    /// })
-    /// .join();
-    /// assert!(m.is_poisoned());
-    /// ```
-    #[inline]
-    pub fn is_poisoned(&self) -> bool {
-        self.inner.is_poisoned()
-    }
-
-    /// Wrapper for [`std::sync::Mutex::clear_poison`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let m = Arc::new(lockscope::std::sync::Mutex::new(0));
-    /// let m2 = m.clone();
-    /// let _ = std::thread::spawn(move || {
-    ///     let _g = m2.lock().unwrap();
-    ///     panic!("poisons the mutex");
-    /// })
-    /// .join();
-    /// let mut g = m.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    /// *g = 1;
-    /// drop(g);
-    /// m.clear_poison();
-    /// assert!(!m.is_poisoned());
-    /// assert_eq!(*m.lock().unwrap(), 1);
-    /// ```
-    #[inline]
-    pub fn clear_poison(&self) {
-        self.inner.clear_poison()
-    }
-
-    /// Wrapper for [`std::sync::Mutex::get_mut`]: no locking, nothing recorded.
-    ///
-    /// # Errors
-    ///
-    /// As std's: the reference inside a [`PoisonError`](super::PoisonError) if the mutex
-    /// is poisoned.
-    ///
-    /// ```
-    /// let mut m = lockscope::std::sync::Mutex::new(1);
-    /// *m.get_mut().unwrap() = 2;
-    /// assert_eq!(*m.lock().unwrap(), 2);
-    /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        self.inner.get_mut()
-    }
-}
-
-acquisitions! {
+lock_methods! {
     impl Mutex {
+        [
+        /// The name used in spans, metrics and reports (lockscope addition).
+        ///
+        /// ```
+        /// let m = lockscope::std::sync::Mutex::named("db", ());
+        /// assert_eq!(m.name(), "db");
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::Mutex::is_poisoned`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let m = Arc::new(lockscope::std::sync::Mutex::new(0));
+        /// let m2 = m.clone();
+        /// let _ = std::thread::spawn(move || {
+        ///     let _g = m2.lock().unwrap();
+        ///     panic!("poisons the mutex");
+        /// })
+        /// .join();
+        /// assert!(m.is_poisoned());
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::Mutex::clear_poison`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let m = Arc::new(lockscope::std::sync::Mutex::new(0));
+        /// let m2 = m.clone();
+        /// let _ = std::thread::spawn(move || {
+        ///     let _g = m2.lock().unwrap();
+        ///     panic!("poisons the mutex");
+        /// })
+        /// .join();
+        /// let mut g = m.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        /// *g = 1;
+        /// drop(g);
+        /// m.clear_poison();
+        /// assert!(!m.is_poisoned());
+        /// assert_eq!(*m.lock().unwrap(), 1);
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::Mutex::get_mut`]: no locking, nothing recorded.
+        ///
+        /// # Errors
+        ///
+        /// As std's: the reference inside a [`PoisonError`](super::PoisonError) if the mutex
+        /// is poisoned.
+        ///
+        /// ```
+        /// let mut m = lockscope::std::sync::Mutex::new(1);
+        /// *m.get_mut().unwrap() = 2;
+        /// assert_eq!(*m.lock().unwrap(), 2);
+        /// ```
+        ];
         lock, try_lock -> MutexGuard: Exclusive
         [
         /// Wrapper for [`std::sync::Mutex::lock`].

@@ -1,12 +1,10 @@
 //! [`RwLock`]: a drop-in `std::sync::RwLock`.
 
-use std::panic::Location;
-
-use lockscope_detector::hooks::{PrimCell, PrimKind};
+use lockscope_detector::hooks::PrimCell;
 
 use super::guard::{RwLockReadGuard, RwLockWriteGuard};
 use super::{LockResult, MAX_READERS};
-use crate::blocking_shell::{lock_traits, named_cell};
+use crate::blocking_shell::{lock_new, lock_traits};
 
 /// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
 /// acquisition is visible to lockscope.
@@ -30,7 +28,9 @@ pub struct RwLock<T: ?Sized> {
     inner: std::sync::RwLock<T>,
 }
 
-impl<T> RwLock<T> {
+lock_new! {
+    RwLock(std::sync::RwLock<T>, BlockingRwLock, MAX_READERS, t)
+    [
     /// Wrapper for [`std::sync::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
     ///
@@ -39,14 +39,7 @@ impl<T> RwLock<T> {
     /// static R: RwLock<u32> = RwLock::new(1);
     /// assert_eq!(*R.read().unwrap(), 1);
     /// ```
-    #[track_caller]
-    pub const fn new(t: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-            inner: std::sync::RwLock::new(t),
-        }
-    }
-
+    ] [
     /// An rwlock named `name` in spans, metrics and reports (lockscope addition); see
     /// [`Mutex::named`](super::Mutex::named).
     ///
@@ -54,14 +47,10 @@ impl<T> RwLock<T> {
     /// let r = lockscope::std::sync::RwLock::named("routes", ());
     /// assert_eq!(r.name(), "routes");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, t: T) -> RwLock<T> {
-        RwLock {
-            cell: named_cell(name.as_ref(), PrimKind::BlockingRwLock, MAX_READERS),
-            inner: std::sync::RwLock::new(t),
-        }
-    }
+    ]
+}
 
+impl<T> RwLock<T> {
     /// Wrapper for [`std::sync::RwLock::into_inner`].
     ///
     /// # Errors
@@ -79,74 +68,58 @@ impl<T> RwLock<T> {
     }
 }
 
-impl<T: ?Sized> RwLock<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::named("routes", ());
-    /// assert_eq!(r.name(), "routes");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::is_poisoned`].
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(0);
-    /// let _ = std::thread::scope(|s| {
-    ///     s.spawn(|| {
-    ///         let _w = r.write().unwrap();
-    ///         panic!("poisons the lock");
-    ///     })
-    ///     .join()
-    /// });
-    /// assert!(r.is_poisoned());
-    /// ```
-    #[inline]
-    pub fn is_poisoned(&self) -> bool {
-        self.inner.is_poisoned()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::clear_poison`].
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(0);
-    /// let _ = std::thread::scope(|s| {
-    ///     s.spawn(|| {
-    ///         let _w = r.write().unwrap();
-    ///         panic!("poisons the lock");
-    ///     })
-    ///     .join()
-    /// });
-    /// r.clear_poison();
-    /// assert!(r.read().is_ok());
-    /// ```
-    #[inline]
-    pub fn clear_poison(&self) {
-        self.inner.clear_poison()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::get_mut`]: no locking, nothing recorded.
-    ///
-    /// # Errors
-    ///
-    /// As std's: the reference inside a [`PoisonError`](super::PoisonError) if the lock is
-    /// poisoned.
-    ///
-    /// ```
-    /// let mut r = lockscope::std::sync::RwLock::new(1);
-    /// *r.get_mut().unwrap() = 2;
-    /// assert_eq!(*r.read().unwrap(), 2);
-    /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        self.inner.get_mut()
-    }
-}
-
-acquisitions! {
+lock_methods! {
     impl RwLock {
+        [
+        /// The name used in spans, metrics and reports (lockscope addition).
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::named("routes", ());
+        /// assert_eq!(r.name(), "routes");
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::is_poisoned`].
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(0);
+        /// let _ = std::thread::scope(|s| {
+        ///     s.spawn(|| {
+        ///         let _w = r.write().unwrap();
+        ///         panic!("poisons the lock");
+        ///     })
+        ///     .join()
+        /// });
+        /// assert!(r.is_poisoned());
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::clear_poison`].
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(0);
+        /// let _ = std::thread::scope(|s| {
+        ///     s.spawn(|| {
+        ///         let _w = r.write().unwrap();
+        ///         panic!("poisons the lock");
+        ///     })
+        ///     .join()
+        /// });
+        /// r.clear_poison();
+        /// assert!(r.read().is_ok());
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::get_mut`]: no locking, nothing recorded.
+        ///
+        /// # Errors
+        ///
+        /// As std's: the reference inside a [`PoisonError`](super::PoisonError) if the lock is
+        /// poisoned.
+        ///
+        /// ```
+        /// let mut r = lockscope::std::sync::RwLock::new(1);
+        /// *r.get_mut().unwrap() = 2;
+        /// assert_eq!(*r.read().unwrap(), 2);
+        /// ```
+        ];
         read, try_read -> RwLockReadGuard: Shared
         [
         /// Wrapper for [`std::sync::RwLock::read`]. A `read` by a thread that already holds a
