@@ -61,22 +61,42 @@ pub(crate) fn named_cell(name: &str, kind: PrimKind, capacity: u64) -> PrimCell 
     PrimCell::new(Some(name.into()), kind, Location::caller(), capacity)
 }
 
-/// The constructors every blocking lock wrapper `$lock` (a struct of a `cell` and its `inner`
-/// lock, of type `$inner`) has: `new` (`const`, named after the caller's location, registered
-/// on first use) and `named` (registered at once), with their docs; `$val` names the value.
-macro_rules! lock_new {
-    ($lock:ident($inner:ty, $kind:ident, $capacity:expr, $val:ident)
-        [$(#[$new_doc:meta])*] [$(#[$named_doc:meta])*]) => {
+/// A blocking lock wrapper `$lock`: the struct (a `cell` for the detector's primitive and its
+/// `inner` lock, of type `$inner`), `new` (`const`, named after the caller's location,
+/// registered on first use), `named` (registered at once) and `into_inner`; with `const fn`, a
+/// free `const` constructor as parking_lot's `const_mutex`; with `const_new(raw..)`, lock_api's
+/// `const_new` and `from_raw` over the given raw parts. The docs follow in brackets, in that
+/// order (the struct's first); `$val` names the value.
+macro_rules! lock_struct {
+    (
+        [$(#[$doc:meta])*]
+        pub struct $lock:ident($vis:vis $inner:ty, $kind:ident, $capacity:expr, $val:ident);
+        [$(#[$new_doc:meta])*] [$(#[$named_doc:meta])*]
+        into_inner -> $into:ty [$(#[$into_doc:meta])*];
+        $(const fn $const_fn:ident [$(#[$const_fn_doc:meta])*];)?
+        $(const_new($($raw:ident: $raw_ty:ty),+)
+            [$(#[$const_new_doc:meta])*] [$(#[$from_raw_doc:meta])*];)?
+    ) => {
+        $(#[$doc])*
+        pub struct $lock<T: ?Sized> {
+            cell: ::lockscope_detector::hooks::PrimCell,
+            $vis inner: $inner,
+        }
+
+        $(
+            $(#[$const_fn_doc])*
+            #[track_caller]
+            pub const fn $const_fn<T>($val: T) -> $lock<T> {
+                $lock::new($val)
+            }
+        )?
+
         impl<T> $lock<T> {
             $(#[$new_doc])*
             #[track_caller]
             pub const fn new($val: T) -> $lock<T> {
                 $lock {
-                    cell: ::lockscope_detector::hooks::PrimCell::lazy(
-                        ::lockscope_detector::hooks::PrimKind::$kind,
-                        ::std::panic::Location::caller(),
-                        $capacity,
-                    ),
+                    cell: lock_struct!(@lazy $kind, $capacity),
                     inner: <$inner>::new($val),
                 }
             }
@@ -90,10 +110,40 @@ macro_rules! lock_new {
                     inner: <$inner>::new($val),
                 }
             }
+
+            $(
+                $(#[$const_new_doc])*
+                #[track_caller]
+                pub const fn const_new($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
+                    $lock {
+                        cell: lock_struct!(@lazy $kind, $capacity),
+                        inner: <$inner>::const_new($($raw,)+ $val),
+                    }
+                }
+
+                $(#[$from_raw_doc])*
+                #[track_caller]
+                pub const fn from_raw($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
+                    $lock::const_new($($raw,)+ $val)
+                }
+            )?
+
+            $(#[$into_doc])*
+            #[inline]
+            pub fn into_inner(self) -> $into {
+                self.inner.into_inner()
+            }
         }
     };
+    (@lazy $kind:ident, $capacity:expr) => {
+        ::lockscope_detector::hooks::PrimCell::lazy(
+            ::lockscope_detector::hooks::PrimKind::$kind,
+            ::std::panic::Location::caller(),
+            $capacity,
+        )
+    };
 }
-pub(crate) use lock_new;
+pub(crate) use lock_struct;
 
 /// `Default`, `From<T>` and `Debug` of a blocking lock wrapper `$lock` (a struct with `new` and
 /// `inner`) of the crate path `$krate` (`"std::sync"`, `"parking_lot"`), as the wrapped lock's:

@@ -1,56 +1,32 @@
 //! [`Mutex`]: a drop-in `parking_lot::Mutex`.
 
-use std::panic::Location;
-
-use lockscope_detector::hooks::{PrimCell, PrimKind};
-
 use super::RawMutex;
 use super::mutex_guard::MutexGuard;
-use crate::blocking_shell::{lock_new, lock_traits};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`parking_lot::Mutex`]: a mutual-exclusion lock that blocks the thread, whose
-/// every acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: the lock is parking_lot's own (eventually fair, with
-/// [`MutexGuard::unlock_fair`] for a direct hand-off), and `new` is a `const fn` usable in
-/// `static`s. lockscope adds a name ([`Mutex::named`], else the creation site), attribution of
-/// each acquisition to its thread or task and call site, and the detector's findings: a
-/// deadlock among threads (and tasks), a lock-order inversion, a wait on an async runtime's
-/// worker thread (`blocking-in-async`).
-///
-/// ```
-/// use std::sync::Arc;
-/// use lockscope::parking_lot::Mutex;
-///
-/// let counter = Arc::new(Mutex::named("counter", 0));
-/// let c = counter.clone();
-/// std::thread::spawn(move || *c.lock() += 1).join().unwrap();
-/// assert_eq!(*counter.lock(), 1);
-/// ```
-pub struct Mutex<T: ?Sized> {
-    cell: PrimCell,
-    pub(super) inner: parking_lot::Mutex<T>,
-}
-
-/// Wrapper for [`parking_lot::const_mutex`]: a mutex usable in `static`s, named after the
-/// caller's location; it registers with the detector on first use.
-///
-/// ```
-/// use lockscope::parking_lot::{Mutex, const_mutex};
-/// static LOG: Mutex<Vec<u32>> = const_mutex(Vec::new());
-/// LOG.lock().push(1);
-/// assert_eq!(LOG.lock().len(), 1);
-/// ```
-#[track_caller]
-pub const fn const_mutex<T>(val: T) -> Mutex<T> {
-    Mutex {
-        cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-        inner: parking_lot::const_mutex(val),
-    }
-}
-
-lock_new! {
-    Mutex(parking_lot::Mutex<T>, BlockingMutex, 1, val)
+lock_struct! {
+    [
+    /// Wrapper for [`parking_lot::Mutex`]: a mutual-exclusion lock that blocks the thread, whose
+    /// every acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: the lock is parking_lot's own (eventually fair, with
+    /// [`MutexGuard::unlock_fair`] for a direct hand-off), and `new` is a `const fn` usable in
+    /// `static`s. lockscope adds a name ([`Mutex::named`], else the creation site), attribution of
+    /// each acquisition to its thread or task and call site, and the detector's findings: a
+    /// deadlock among threads (and tasks), a lock-order inversion, a wait on an async runtime's
+    /// worker thread (`blocking-in-async`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lockscope::parking_lot::Mutex;
+    ///
+    /// let counter = Arc::new(Mutex::named("counter", 0));
+    /// let c = counter.clone();
+    /// std::thread::spawn(move || *c.lock() += 1).join().unwrap();
+    /// assert_eq!(*counter.lock(), 1);
+    /// ```
+    ]
+    pub struct Mutex(pub(super) parking_lot::Mutex<T>, BlockingMutex, 1, val);
     [
     /// Wrapper for [`parking_lot::Mutex::new`]: `const`, so usable in `static`s. The mutex is
     /// named after the caller's location (`path/to/file.rs:LINE`) and registers with the
@@ -74,9 +50,26 @@ lock_new! {
     /// assert_eq!(m.name(), "sessions");
     /// ```
     ]
-}
-
-impl<T> Mutex<T> {
+    into_inner -> T [
+    /// Wrapper for [`parking_lot::Mutex::into_inner`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(vec![1]);
+    /// assert_eq!(m.into_inner(), vec![1]);
+    /// ```
+    ];
+    const fn const_mutex [
+    /// Wrapper for [`parking_lot::const_mutex`]: a mutex usable in `static`s, named after the
+    /// caller's location; it registers with the detector on first use.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, const_mutex};
+    /// static LOG: Mutex<Vec<u32>> = const_mutex(Vec::new());
+    /// LOG.lock().push(1);
+    /// assert_eq!(LOG.lock().len(), 1);
+    /// ```
+    ];
+    const_new(raw_mutex: RawMutex) [
     /// Wrapper for [`lock_api::Mutex::const_new`](parking_lot::lock_api::Mutex::const_new):
     /// a mutex over a given raw mutex, named after the caller's location.
     ///
@@ -86,14 +79,7 @@ impl<T> Mutex<T> {
     /// static M: Mutex<u8> = Mutex::const_new(RawMutex::INIT, 7);
     /// assert_eq!(*M.lock(), 7);
     /// ```
-    #[track_caller]
-    pub const fn const_new(raw_mutex: RawMutex, val: T) -> Mutex<T> {
-        Mutex {
-            cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-            inner: parking_lot::Mutex::const_new(raw_mutex, val),
-        }
-    }
-
+    ] [
     /// Wrapper for [`lock_api::Mutex::from_raw`](parking_lot::lock_api::Mutex::from_raw).
     ///
     /// ```
@@ -102,21 +88,7 @@ impl<T> Mutex<T> {
     /// let m = Mutex::from_raw(RawMutex::INIT, 1);
     /// assert_eq!(m.into_inner(), 1);
     /// ```
-    #[track_caller]
-    pub const fn from_raw(raw_mutex: RawMutex, val: T) -> Mutex<T> {
-        Mutex::const_new(raw_mutex, val)
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::into_inner`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::Mutex::new(vec![1]);
-    /// assert_eq!(m.into_inner(), vec![1]);
-    /// ```
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 mutex_methods! {

@@ -2,56 +2,36 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::hooks::{self, Acq, Mode};
 
 use super::remutex_guard::ReentrantMutexGuard;
 use super::{RawMutex, RawThreadId, acq};
-use crate::blocking_shell::{lock_new, lock_traits};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
-/// again, whose every acquisition is visible to lockscope.
-///
-/// A re-entry by the owner thread is recorded as such (checked with
-/// [`is_owned_by_current_thread`](ReentrantMutex::is_owned_by_current_thread) before
-/// locking): it never waits, so it is never reported as a nested acquisition and adds no
-/// lock-order edge. Waits by other threads enter the detector's graphs as for a
-/// [`Mutex`](super::Mutex); the `kind` label is `blocking_mutex`.
-///
-/// ```
-/// use lockscope::parking_lot::ReentrantMutex;
-/// use std::cell::RefCell;
-///
-/// let m = ReentrantMutex::named("config", RefCell::new(1));
-/// let outer = m.lock();
-/// let inner = m.lock(); // same thread: fine, never reported
-/// *inner.borrow_mut() += 1;
-/// drop(inner);
-/// assert_eq!(*outer.borrow(), 2);
-/// ```
-pub struct ReentrantMutex<T: ?Sized> {
-    cell: PrimCell,
-    pub(super) inner: parking_lot::ReentrantMutex<T>,
-}
-
-/// Wrapper for [`parking_lot::const_reentrant_mutex`]: usable in `static`s, named after the
-/// caller's location; it registers with the detector on first use.
-///
-/// ```
-/// use lockscope::parking_lot::{ReentrantMutex, const_reentrant_mutex};
-/// static R: ReentrantMutex<u8> = const_reentrant_mutex(1);
-/// let _a = R.lock();
-/// assert_eq!(*R.lock(), 1);
-/// ```
-#[track_caller]
-pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
-    ReentrantMutex {
-        cell: PrimCell::lazy(PrimKind::BlockingReentrantMutex, Location::caller(), 1),
-        inner: parking_lot::const_reentrant_mutex(val),
-    }
-}
-
-lock_new! {
-    ReentrantMutex(parking_lot::ReentrantMutex<T>, BlockingReentrantMutex, 1, val)
+lock_struct! {
+    [
+    /// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
+    /// again, whose every acquisition is visible to lockscope.
+    ///
+    /// A re-entry by the owner thread is recorded as such (checked with
+    /// [`is_owned_by_current_thread`](ReentrantMutex::is_owned_by_current_thread) before
+    /// locking): it never waits, so it is never reported as a nested acquisition and adds no
+    /// lock-order edge. Waits by other threads enter the detector's graphs as for a
+    /// [`Mutex`](super::Mutex); the `kind` label is `blocking_mutex`.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::ReentrantMutex;
+    /// use std::cell::RefCell;
+    ///
+    /// let m = ReentrantMutex::named("config", RefCell::new(1));
+    /// let outer = m.lock();
+    /// let inner = m.lock(); // same thread: fine, never reported
+    /// *inner.borrow_mut() += 1;
+    /// drop(inner);
+    /// assert_eq!(*outer.borrow(), 2);
+    /// ```
+    ]
+    pub struct ReentrantMutex(pub(super) parking_lot::ReentrantMutex<T>, BlockingReentrantMutex, 1, val);
     [
     /// Wrapper for [`parking_lot::ReentrantMutex::new`]: `const`; named after the caller's
     /// location, registered with the detector on first use.
@@ -71,9 +51,26 @@ lock_new! {
     /// assert_eq!(m.name(), "tree");
     /// ```
     ]
-}
-
-impl<T> ReentrantMutex<T> {
+    into_inner -> T [
+    /// Wrapper for [`parking_lot::ReentrantMutex::into_inner`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(4);
+    /// assert_eq!(m.into_inner(), 4);
+    /// ```
+    ];
+    const fn const_reentrant_mutex [
+    /// Wrapper for [`parking_lot::const_reentrant_mutex`]: usable in `static`s, named after the
+    /// caller's location; it registers with the detector on first use.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{ReentrantMutex, const_reentrant_mutex};
+    /// static R: ReentrantMutex<u8> = const_reentrant_mutex(1);
+    /// let _a = R.lock();
+    /// assert_eq!(*R.lock(), 1);
+    /// ```
+    ];
+    const_new(raw_mutex: RawMutex, get_thread_id: RawThreadId) [
     /// Wrapper for
     /// [`lock_api::ReentrantMutex::const_new`](parking_lot::lock_api::ReentrantMutex::const_new).
     ///
@@ -83,18 +80,7 @@ impl<T> ReentrantMutex<T> {
     /// static R: ReentrantMutex<u8> = ReentrantMutex::const_new(RawMutex::INIT, RawThreadId::INIT, 2);
     /// assert_eq!(*R.lock(), 2);
     /// ```
-    #[track_caller]
-    pub const fn const_new(
-        raw_mutex: RawMutex,
-        get_thread_id: RawThreadId,
-        val: T,
-    ) -> ReentrantMutex<T> {
-        ReentrantMutex {
-            cell: PrimCell::lazy(PrimKind::BlockingReentrantMutex, Location::caller(), 1),
-            inner: parking_lot::ReentrantMutex::const_new(raw_mutex, get_thread_id, val),
-        }
-    }
-
+    ] [
     /// Wrapper for
     /// [`lock_api::ReentrantMutex::from_raw`](parking_lot::lock_api::ReentrantMutex::from_raw).
     ///
@@ -104,25 +90,7 @@ impl<T> ReentrantMutex<T> {
     /// let m = ReentrantMutex::from_raw(RawMutex::INIT, RawThreadId::INIT, 2);
     /// assert_eq!(m.into_inner(), 2);
     /// ```
-    #[track_caller]
-    pub const fn from_raw(
-        raw_mutex: RawMutex,
-        get_thread_id: RawThreadId,
-        val: T,
-    ) -> ReentrantMutex<T> {
-        ReentrantMutex::const_new(raw_mutex, get_thread_id, val)
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::into_inner`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(4);
-    /// assert_eq!(m.into_inner(), 4);
-    /// ```
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 impl<T: ?Sized> ReentrantMutex<T> {

@@ -2,62 +2,42 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::hooks::{self, Acq, Mode};
 
 use super::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeFair};
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
 use super::{MAX_READERS, RawRwLock, acq, holds_here};
-use crate::blocking_shell::{lock_new, lock_traits};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
-/// every acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: parking_lot's task-fair policy (a waiting writer blocks new
-/// readers, except [`read_recursive`](RwLock::read_recursive) while readers hold it),
-/// upgradable reads, timed forms. The detector models exactly that policy: a `read` inside a
-/// `read` on one thread is reported as `nested-acquire` (it deadlocks as soon as a writer
-/// queues between them), a `read_recursive` inside a read is not; an
-/// [`upgrade`](RwLockUpgradableReadGuard::upgrade) is a wait for write access by the holder
-/// of the upgradable read. The `kind` label is `blocking_rwlock`.
-///
-/// ```
-/// use lockscope::parking_lot::RwLock;
-///
-/// let config = RwLock::named("config", String::from("v1"));
-/// {
-///     let a = config.read();
-///     let b = config.read_recursive(); // never waits behind a writer
-///     assert_eq!(*a, *b);
-/// }
-/// config.write().push('!');
-/// assert_eq!(*config.read(), "v1!");
-/// ```
-pub struct RwLock<T: ?Sized> {
-    cell: PrimCell,
-    pub(super) inner: parking_lot::RwLock<T>,
-}
-
-/// Wrapper for [`parking_lot::const_rwlock`]: usable in `static`s, named after the caller's
-/// location; it registers with the detector on first use.
-///
-/// ```
-/// use lockscope::parking_lot::{RwLock, const_rwlock};
-/// static TABLE: RwLock<Vec<u8>> = const_rwlock(Vec::new());
-/// TABLE.write().push(1);
-/// assert_eq!(TABLE.read().len(), 1);
-/// ```
-#[track_caller]
-pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
-    RwLock {
-        cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-        inner: parking_lot::const_rwlock(val),
-    }
-}
-
-lock_new! {
-    RwLock(parking_lot::RwLock<T>, BlockingRwLock, MAX_READERS, val)
+lock_struct! {
+    [
+    /// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
+    /// every acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: parking_lot's task-fair policy (a waiting writer blocks new
+    /// readers, except [`read_recursive`](RwLock::read_recursive) while readers hold it),
+    /// upgradable reads, timed forms. The detector models exactly that policy: a `read` inside a
+    /// `read` on one thread is reported as `nested-acquire` (it deadlocks as soon as a writer
+    /// queues between them), a `read_recursive` inside a read is not; an
+    /// [`upgrade`](RwLockUpgradableReadGuard::upgrade) is a wait for write access by the holder
+    /// of the upgradable read. The `kind` label is `blocking_rwlock`.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::RwLock;
+    ///
+    /// let config = RwLock::named("config", String::from("v1"));
+    /// {
+    ///     let a = config.read();
+    ///     let b = config.read_recursive(); // never waits behind a writer
+    ///     assert_eq!(*a, *b);
+    /// }
+    /// config.write().push('!');
+    /// assert_eq!(*config.read(), "v1!");
+    /// ```
+    ]
+    pub struct RwLock(pub(super) parking_lot::RwLock<T>, BlockingRwLock, MAX_READERS, val);
     [
     /// Wrapper for [`parking_lot::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
@@ -76,9 +56,26 @@ lock_new! {
     /// assert_eq!(r.name(), "routes");
     /// ```
     ]
-}
-
-impl<T> RwLock<T> {
+    into_inner -> T [
+    /// Wrapper for [`parking_lot::RwLock::into_inner`].
+    ///
+    /// ```
+    /// let r = lockscope::parking_lot::RwLock::new(4);
+    /// assert_eq!(r.into_inner(), 4);
+    /// ```
+    ];
+    const fn const_rwlock [
+    /// Wrapper for [`parking_lot::const_rwlock`]: usable in `static`s, named after the caller's
+    /// location; it registers with the detector on first use.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, const_rwlock};
+    /// static TABLE: RwLock<Vec<u8>> = const_rwlock(Vec::new());
+    /// TABLE.write().push(1);
+    /// assert_eq!(TABLE.read().len(), 1);
+    /// ```
+    ];
+    const_new(raw_rwlock: RawRwLock) [
     /// Wrapper for [`lock_api::RwLock::const_new`](parking_lot::lock_api::RwLock::const_new).
     ///
     /// ```
@@ -87,14 +84,7 @@ impl<T> RwLock<T> {
     /// static R: RwLock<u8> = RwLock::const_new(RawRwLock::INIT, 3);
     /// assert_eq!(*R.read(), 3);
     /// ```
-    #[track_caller]
-    pub const fn const_new(raw_rwlock: RawRwLock, val: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-            inner: parking_lot::RwLock::const_new(raw_rwlock, val),
-        }
-    }
-
+    ] [
     /// Wrapper for [`lock_api::RwLock::from_raw`](parking_lot::lock_api::RwLock::from_raw).
     ///
     /// ```
@@ -103,21 +93,7 @@ impl<T> RwLock<T> {
     /// let r = RwLock::from_raw(RawRwLock::INIT, 3);
     /// assert_eq!(r.into_inner(), 3);
     /// ```
-    #[track_caller]
-    pub const fn from_raw(raw_rwlock: RawRwLock, val: T) -> RwLock<T> {
-        RwLock::const_new(raw_rwlock, val)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::into_inner`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(4);
-    /// assert_eq!(r.into_inner(), 4);
-    /// ```
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 impl<T: ?Sized> RwLock<T> {

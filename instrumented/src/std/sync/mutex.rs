@@ -1,39 +1,34 @@
 //! [`Mutex`]: a drop-in `std::sync::Mutex`.
 
-use lockscope_detector::hooks::PrimCell;
-
 use super::LockResult;
 use super::guard::MutexGuard;
-use crate::blocking_shell::{lock_new, lock_traits};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`std::sync::Mutex`]: a mutual-exclusion lock with poisoning, whose every
-/// acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: the lock is std's own, poisoning included (a thread that panics
-/// while holding the guard poisons the mutex; later `lock` calls return a
-/// [`PoisonError`](super::PoisonError) that still carries a guard), and `new` is a `const fn`
-/// usable in `static`s. lockscope adds a name ([`Mutex::named`], else the creation site),
-/// attribution of each acquisition to its thread or task and call site, and the detector's
-/// findings: a deadlock among threads (and tasks), a lock-order inversion, a wait on an async
-/// runtime's worker thread or a guard held across an `.await` (`blocking-in-async`). The
-/// `kind` label is `blocking_mutex`.
-///
-/// ```
-/// use std::sync::Arc;
-/// use lockscope::std::sync::Mutex;
-///
-/// let counter = Arc::new(Mutex::named("counter", 0));
-/// let c = counter.clone();
-/// std::thread::spawn(move || *c.lock().unwrap() += 1).join().unwrap();
-/// assert_eq!(*counter.lock().unwrap(), 1);
-/// ```
-pub struct Mutex<T: ?Sized> {
-    cell: PrimCell,
-    inner: std::sync::Mutex<T>,
-}
-
-lock_new! {
-    Mutex(std::sync::Mutex<T>, BlockingMutex, 1, t)
+lock_struct! {
+    [
+    /// Wrapper for [`std::sync::Mutex`]: a mutual-exclusion lock with poisoning, whose every
+    /// acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: the lock is std's own, poisoning included (a thread that panics
+    /// while holding the guard poisons the mutex; later `lock` calls return a
+    /// [`PoisonError`](super::PoisonError) that still carries a guard), and `new` is a `const fn`
+    /// usable in `static`s. lockscope adds a name ([`Mutex::named`], else the creation site),
+    /// attribution of each acquisition to its thread or task and call site, and the detector's
+    /// findings: a deadlock among threads (and tasks), a lock-order inversion, a wait on an async
+    /// runtime's worker thread or a guard held across an `.await` (`blocking-in-async`). The
+    /// `kind` label is `blocking_mutex`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lockscope::std::sync::Mutex;
+    ///
+    /// let counter = Arc::new(Mutex::named("counter", 0));
+    /// let c = counter.clone();
+    /// std::thread::spawn(move || *c.lock().unwrap() += 1).join().unwrap();
+    /// assert_eq!(*counter.lock().unwrap(), 1);
+    /// ```
+    ]
+    pub struct Mutex(std::sync::Mutex<T>, BlockingMutex, 1, t);
     [
     /// Wrapper for [`std::sync::Mutex::new`]: `const`, so usable in `static`s. The mutex is
     /// named after the caller's location (`path/to/file.rs:LINE`) and registers with the
@@ -57,9 +52,7 @@ lock_new! {
     /// assert_eq!(m.name(), "sessions");
     /// ```
     ]
-}
-
-impl<T> Mutex<T> {
+    into_inner -> LockResult<T> [
     /// Wrapper for [`std::sync::Mutex::into_inner`].
     ///
     /// # Errors
@@ -71,10 +64,7 @@ impl<T> Mutex<T> {
     /// let m = lockscope::std::sync::Mutex::new(vec![1]);
     /// assert_eq!(m.into_inner().unwrap(), vec![1]);
     /// ```
-    #[inline]
-    pub fn into_inner(self) -> LockResult<T> {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 lock_methods! {

@@ -1,35 +1,30 @@
 //! [`RwLock`]: a drop-in `std::sync::RwLock`.
 
-use lockscope_detector::hooks::PrimCell;
-
 use super::guard::{RwLockReadGuard, RwLockWriteGuard};
 use super::{LockResult, MAX_READERS};
-use crate::blocking_shell::{lock_new, lock_traits};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
-/// acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: the lock is std's own (on Linux a waiting writer blocks new
-/// readers), poisoning included (a panic while a write guard is held poisons the lock). The
-/// detector models that policy: a `read` inside a `read` on one thread is reported as
-/// `nested-acquire` (it deadlocks as soon as a writer queues between them), a `write` inside
-/// any access as a certain self-deadlock. The `kind` label is `blocking_rwlock`.
-///
-/// ```
-/// use lockscope::std::sync::RwLock;
-///
-/// let config = RwLock::named("config", String::from("v1"));
-/// assert_eq!(*config.read().unwrap(), "v1");
-/// config.write().unwrap().push('!');
-/// assert_eq!(*config.read().unwrap(), "v1!");
-/// ```
-pub struct RwLock<T: ?Sized> {
-    cell: PrimCell,
-    inner: std::sync::RwLock<T>,
-}
-
-lock_new! {
-    RwLock(std::sync::RwLock<T>, BlockingRwLock, MAX_READERS, t)
+lock_struct! {
+    [
+    /// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
+    /// acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: the lock is std's own (on Linux a waiting writer blocks new
+    /// readers), poisoning included (a panic while a write guard is held poisons the lock). The
+    /// detector models that policy: a `read` inside a `read` on one thread is reported as
+    /// `nested-acquire` (it deadlocks as soon as a writer queues between them), a `write` inside
+    /// any access as a certain self-deadlock. The `kind` label is `blocking_rwlock`.
+    ///
+    /// ```
+    /// use lockscope::std::sync::RwLock;
+    ///
+    /// let config = RwLock::named("config", String::from("v1"));
+    /// assert_eq!(*config.read().unwrap(), "v1");
+    /// config.write().unwrap().push('!');
+    /// assert_eq!(*config.read().unwrap(), "v1!");
+    /// ```
+    ]
+    pub struct RwLock(std::sync::RwLock<T>, BlockingRwLock, MAX_READERS, t);
     [
     /// Wrapper for [`std::sync::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
@@ -48,9 +43,7 @@ lock_new! {
     /// assert_eq!(r.name(), "routes");
     /// ```
     ]
-}
-
-impl<T> RwLock<T> {
+    into_inner -> LockResult<T> [
     /// Wrapper for [`std::sync::RwLock::into_inner`].
     ///
     /// # Errors
@@ -62,10 +55,7 @@ impl<T> RwLock<T> {
     /// let r = lockscope::std::sync::RwLock::new(4);
     /// assert_eq!(r.into_inner().unwrap(), 4);
     /// ```
-    #[inline]
-    pub fn into_inner(self) -> LockResult<T> {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 lock_methods! {
