@@ -9,33 +9,44 @@ use super::{
     Mutex, RawMutex, RawRwLock, RwLock,
 };
 
-/// The `*_arc` acquisitions of `$lock`, each its borrowed form adopted by an Arc guard; with
-/// `try`, the forms that may give up (`None`).
+/// The `*_arc` acquisitions of `$lock`, a family per line: the blocking form, its `try_` form
+/// and its two timed forms, each its borrowed form (named after `=`) adopted by an Arc guard;
+/// their docs follow in brackets, in that order.
 macro_rules! arc_acquisitions {
     (impl $lock:ident($raw:ident) {
-        $($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $guard:ident = $borrowed:ident;)*
+        $($name:ident, $try_name:ident, $for_name:ident, $until_name:ident
+            = $b:ident, $try_b:ident, $for_b:ident, $until_b:ident -> $guard:ident
+            [$(#[$doc:meta])*] [$(#[$try_doc:meta])*] [$(#[$for_doc:meta])*]
+            [$(#[$until_doc:meta])*];)*
     }) => {
         impl<T: ?Sized> $lock<T> {
             $(
                 $(#[$doc])*
                 #[inline]
                 #[track_caller]
-                pub fn $name(self: &Arc<Self>, $($arg: $ty),*) -> $guard<$raw, T> {
-                    ArcGuard::adopt(self, self.$borrowed($($arg),*))
+                pub fn $name(self: &Arc<Self>) -> $guard<$raw, T> {
+                    ArcGuard::adopt(self, self.$b())
                 }
-            )*
-        }
-    };
-    (impl $lock:ident($raw:ident) try {
-        $($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $guard:ident = $borrowed:ident;)*
-    }) => {
-        impl<T: ?Sized> $lock<T> {
-            $(
-                $(#[$doc])*
+
+                $(#[$try_doc])*
                 #[inline]
                 #[track_caller]
-                pub fn $name(self: &Arc<Self>, $($arg: $ty),*) -> Option<$guard<$raw, T>> {
-                    Some(ArcGuard::adopt(self, self.$borrowed($($arg),*)?))
+                pub fn $try_name(self: &Arc<Self>) -> Option<$guard<$raw, T>> {
+                    Some(ArcGuard::adopt(self, self.$try_b()?))
+                }
+
+                $(#[$for_doc])*
+                #[inline]
+                #[track_caller]
+                pub fn $for_name(self: &Arc<Self>, timeout: Duration) -> Option<$guard<$raw, T>> {
+                    Some(ArcGuard::adopt(self, self.$for_b(timeout)?))
+                }
+
+                $(#[$until_doc])*
+                #[inline]
+                #[track_caller]
+                pub fn $until_name(self: &Arc<Self>, timeout: Instant) -> Option<$guard<$raw, T>> {
+                    Some(ArcGuard::adopt(self, self.$until_b(timeout)?))
                 }
             )*
         }
@@ -44,6 +55,9 @@ macro_rules! arc_acquisitions {
 
 arc_acquisitions! {
     impl Mutex(RawMutex) {
+        lock_arc, try_lock_arc, try_lock_arc_for, try_lock_arc_until
+            = lock, try_lock, try_lock_for, try_lock_until -> ArcMutexGuard
+        [
         /// Wrapper for [`parking_lot::Mutex::lock_arc`]: [`lock`](Mutex::lock), recorded the same
         /// way, with a guard that owns an `Arc` of the mutex.
         ///
@@ -53,12 +67,7 @@ arc_acquisitions! {
         /// *m.lock_arc() += 1;
         /// assert_eq!(*m.lock(), 1);
         /// ```
-        lock_arc() -> ArcMutexGuard = lock;
-    }
-}
-
-arc_acquisitions! {
-    impl Mutex(RawMutex) try {
+        ] [
         /// Wrapper for [`parking_lot::Mutex::try_lock_arc`]; see [`try_lock`](Mutex::try_lock).
         ///
         /// ```
@@ -67,7 +76,7 @@ arc_acquisitions! {
         /// let g = m.try_lock_arc().unwrap();
         /// assert!(m.try_lock_arc().is_none());
         /// ```
-        try_lock_arc() -> ArcMutexGuard = try_lock;
+        ] [
         /// Wrapper for [`parking_lot::Mutex::try_lock_arc_for`]; see
         /// [`try_lock_for`](Mutex::try_lock_for).
         ///
@@ -77,7 +86,7 @@ arc_acquisitions! {
         /// let g = m.lock_arc();
         /// assert!(m.try_lock_arc_for(Duration::from_millis(1)).is_none());
         /// ```
-        try_lock_arc_for(timeout: Duration) -> ArcMutexGuard = try_lock_for;
+        ] [
         /// Wrapper for [`parking_lot::Mutex::try_lock_arc_until`]; see
         /// [`try_lock_for`](Mutex::try_lock_for).
         ///
@@ -86,12 +95,15 @@ arc_acquisitions! {
         /// let m = Arc::new(lockscope::parking_lot::Mutex::new(0));
         /// assert!(m.try_lock_arc_until(Instant::now()).is_some());
         /// ```
-        try_lock_arc_until(timeout: Instant) -> ArcMutexGuard = try_lock_until;
+        ];
     }
 }
 
 arc_acquisitions! {
     impl RwLock(RawRwLock) {
+        read_arc, try_read_arc, try_read_arc_for, try_read_arc_until
+            = read, try_read, try_read_for, try_read_until -> ArcRwLockReadGuard
+        [
         /// Wrapper for [`parking_lot::RwLock::read_arc`]; see [`read`](RwLock::read).
         ///
         /// ```
@@ -99,7 +111,35 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert_eq!(*r.read_arc(), 1);
         /// ```
-        read_arc() -> ArcRwLockReadGuard = read;
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_arc`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// let w = r.write_arc();
+        /// assert!(r.try_read_arc().is_none());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_arc_for`].
+        ///
+        /// ```
+        /// use std::{sync::Arc, time::Duration};
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_read_arc_for(Duration::from_millis(1)).is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_arc_until`].
+        ///
+        /// ```
+        /// use std::{sync::Arc, time::Instant};
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_read_arc_until(Instant::now()).is_some());
+        /// ```
+        ];
+        read_arc_recursive, try_read_recursive_arc, try_read_arc_recursive_for, try_read_arc_recursive_until
+            = read_recursive, try_read_recursive, try_read_recursive_for, try_read_recursive_until -> ArcRwLockReadGuard
+        [
         /// Wrapper for [`parking_lot::RwLock::read_arc_recursive`]; see
         /// [`read_recursive`](RwLock::read_recursive).
         ///
@@ -109,7 +149,34 @@ arc_acquisitions! {
         /// let a = r.read_arc();
         /// assert_eq!(*r.read_arc_recursive(), *a);
         /// ```
-        read_arc_recursive() -> ArcRwLockReadGuard = read_recursive;
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_recursive_arc`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_read_recursive_arc().is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_arc_recursive_for`].
+        ///
+        /// ```
+        /// use std::{sync::Arc, time::Duration};
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_read_arc_recursive_for(Duration::from_millis(1)).is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_arc_recursive_until`].
+        ///
+        /// ```
+        /// use std::{sync::Arc, time::Instant};
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_read_arc_recursive_until(Instant::now()).is_some());
+        /// ```
+        ];
+        write_arc, try_write_arc, try_write_arc_for, try_write_arc_until
+            = write, try_write, try_write_for, try_write_until -> ArcRwLockWriteGuard
+        [
         /// Wrapper for [`parking_lot::RwLock::write_arc`]; see [`write`](RwLock::write).
         ///
         /// ```
@@ -118,7 +185,35 @@ arc_acquisitions! {
         /// *r.write_arc() = 2;
         /// assert_eq!(*r.read(), 2);
         /// ```
-        write_arc() -> ArcRwLockWriteGuard = write;
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_write_arc`].
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// let g = r.read_arc();
+        /// assert!(r.try_write_arc().is_none());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_write_arc_for`].
+        ///
+        /// ```
+        /// use std::{sync::Arc, time::Duration};
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_write_arc_for(Duration::from_millis(1)).is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_write_arc_until`].
+        ///
+        /// ```
+        /// use std::{sync::Arc, time::Instant};
+        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
+        /// assert!(r.try_write_arc_until(Instant::now()).is_some());
+        /// ```
+        ];
+        upgradable_read_arc, try_upgradable_read_arc, try_upgradable_read_arc_for, try_upgradable_read_arc_until
+            = upgradable_read, try_upgradable_read, try_upgradable_read_for, try_upgradable_read_until -> ArcRwLockUpgradableReadGuard
+        [
         /// Wrapper for [`parking_lot::RwLock::upgradable_read_arc`]; see
         /// [`upgradable_read`](RwLock::upgradable_read).
         ///
@@ -129,86 +224,7 @@ arc_acquisitions! {
         /// assert!(r.try_upgradable_read().is_none());
         /// assert_eq!(*r.read(), *u);
         /// ```
-        upgradable_read_arc() -> ArcRwLockUpgradableReadGuard = upgradable_read;
-    }
-}
-
-arc_acquisitions! {
-    impl RwLock(RawRwLock) try {
-        /// Wrapper for [`parking_lot::RwLock::try_read_arc`].
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// let w = r.write_arc();
-        /// assert!(r.try_read_arc().is_none());
-        /// ```
-        try_read_arc() -> ArcRwLockReadGuard = try_read;
-        /// Wrapper for [`parking_lot::RwLock::try_read_arc_for`].
-        ///
-        /// ```
-        /// use std::{sync::Arc, time::Duration};
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_read_arc_for(Duration::from_millis(1)).is_some());
-        /// ```
-        try_read_arc_for(timeout: Duration) -> ArcRwLockReadGuard = try_read_for;
-        /// Wrapper for [`parking_lot::RwLock::try_read_arc_until`].
-        ///
-        /// ```
-        /// use std::{sync::Arc, time::Instant};
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_read_arc_until(Instant::now()).is_some());
-        /// ```
-        try_read_arc_until(timeout: Instant) -> ArcRwLockReadGuard = try_read_until;
-        /// Wrapper for [`parking_lot::RwLock::try_read_recursive_arc`].
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_read_recursive_arc().is_some());
-        /// ```
-        try_read_recursive_arc() -> ArcRwLockReadGuard = try_read_recursive;
-        /// Wrapper for [`parking_lot::RwLock::try_read_arc_recursive_for`].
-        ///
-        /// ```
-        /// use std::{sync::Arc, time::Duration};
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_read_arc_recursive_for(Duration::from_millis(1)).is_some());
-        /// ```
-        try_read_arc_recursive_for(timeout: Duration) -> ArcRwLockReadGuard = try_read_recursive_for;
-        /// Wrapper for [`parking_lot::RwLock::try_read_arc_recursive_until`].
-        ///
-        /// ```
-        /// use std::{sync::Arc, time::Instant};
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_read_arc_recursive_until(Instant::now()).is_some());
-        /// ```
-        try_read_arc_recursive_until(timeout: Instant) -> ArcRwLockReadGuard = try_read_recursive_until;
-        /// Wrapper for [`parking_lot::RwLock::try_write_arc`].
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// let g = r.read_arc();
-        /// assert!(r.try_write_arc().is_none());
-        /// ```
-        try_write_arc() -> ArcRwLockWriteGuard = try_write;
-        /// Wrapper for [`parking_lot::RwLock::try_write_arc_for`].
-        ///
-        /// ```
-        /// use std::{sync::Arc, time::Duration};
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_write_arc_for(Duration::from_millis(1)).is_some());
-        /// ```
-        try_write_arc_for(timeout: Duration) -> ArcRwLockWriteGuard = try_write_for;
-        /// Wrapper for [`parking_lot::RwLock::try_write_arc_until`].
-        ///
-        /// ```
-        /// use std::{sync::Arc, time::Instant};
-        /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
-        /// assert!(r.try_write_arc_until(Instant::now()).is_some());
-        /// ```
-        try_write_arc_until(timeout: Instant) -> ArcRwLockWriteGuard = try_write_until;
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_arc`].
         ///
         /// ```
@@ -217,7 +233,7 @@ arc_acquisitions! {
         /// let u = r.upgradable_read_arc();
         /// assert!(r.try_upgradable_read_arc().is_none());
         /// ```
-        try_upgradable_read_arc() -> ArcRwLockUpgradableReadGuard = try_upgradable_read;
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_arc_for`].
         ///
         /// ```
@@ -225,7 +241,7 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_upgradable_read_arc_for(Duration::from_millis(1)).is_some());
         /// ```
-        try_upgradable_read_arc_for(timeout: Duration) -> ArcRwLockUpgradableReadGuard = try_upgradable_read_for;
+        ] [
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_arc_until`].
         ///
         /// ```
@@ -233,6 +249,6 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_upgradable_read_arc_until(Instant::now()).is_some());
         /// ```
-        try_upgradable_read_arc_until(timeout: Instant) -> ArcRwLockUpgradableReadGuard = try_upgradable_read_until;
+        ];
     }
 }

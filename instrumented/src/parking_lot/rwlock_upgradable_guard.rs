@@ -142,6 +142,25 @@ impl Drop for Downgrade<'_> {
     }
 }
 
+/// The timed `with_upgraded` forms: parking_lot's timed raw upgrade `$raw_timed`, recorded as
+/// a timed wait for write access.
+macro_rules! timed_with_upgraded {
+    ($($(#[$doc:meta])* fn $name:ident($timeout:ty) = $raw_timed:ident;)*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        pub fn $name<Ret, F: FnOnce(&mut T) -> Ret>(
+            &mut self,
+            timeout: $timeout,
+            f: F,
+        ) -> Option<Ret> {
+            let site = Location::caller();
+            let raw = self.raw();
+            // SAFETY: this guard holds the upgradable lock.
+            self.timed_upgraded(site, || unsafe { raw.$raw_timed(timeout) }, f)
+        }
+    )*};
+}
+
 impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     /// The raw lock, for upgrades in place.
     #[inline]
@@ -347,47 +366,28 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         Some(self.run_upgraded(Downgrade { prim, token, raw }, f))
     }
 
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_for`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use lockscope::parking_lot::RwLock;
-    /// let r = RwLock::new(1);
-    /// let mut u = r.upgradable_read();
-    /// assert_eq!(u.try_with_upgraded_for(Duration::from_millis(1), |v| *v), Some(1));
-    /// ```
-    #[track_caller]
-    pub fn try_with_upgraded_for<Ret, F: FnOnce(&mut T) -> Ret>(
-        &mut self,
-        timeout: Duration,
-        f: F,
-    ) -> Option<Ret> {
-        let site = Location::caller();
-        let raw = self.raw();
-        // SAFETY: this guard holds the upgradable lock.
-        self.timed_upgraded(site, || unsafe { raw.try_upgrade_for(timeout) }, f)
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// use lockscope::parking_lot::RwLock;
-    /// let r = RwLock::new(1);
-    /// let mut u = r.upgradable_read();
-    /// let deadline = Instant::now() + Duration::from_millis(1);
-    /// assert_eq!(u.try_with_upgraded_until(deadline, |v| *v), Some(1));
-    /// ```
-    #[track_caller]
-    pub fn try_with_upgraded_until<Ret, F: FnOnce(&mut T) -> Ret>(
-        &mut self,
-        timeout: Instant,
-        f: F,
-    ) -> Option<Ret> {
-        let site = Location::caller();
-        let raw = self.raw();
-        // SAFETY: this guard holds the upgradable lock.
-        self.timed_upgraded(site, || unsafe { raw.try_upgrade_until(timeout) }, f)
+    timed_with_upgraded! {
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_for`].
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use lockscope::parking_lot::RwLock;
+        /// let r = RwLock::new(1);
+        /// let mut u = r.upgradable_read();
+        /// assert_eq!(u.try_with_upgraded_for(Duration::from_millis(1), |v| *v), Some(1));
+        /// ```
+        fn try_with_upgraded_for(Duration) = try_upgrade_for;
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// use lockscope::parking_lot::RwLock;
+        /// let r = RwLock::new(1);
+        /// let mut u = r.upgradable_read();
+        /// let deadline = Instant::now() + Duration::from_millis(1);
+        /// assert_eq!(u.try_with_upgraded_until(deadline, |v| *v), Some(1));
+        /// ```
+        fn try_with_upgraded_until(Instant) = try_upgrade_until;
     }
 
     /// A timed `with_upgraded`: `timed` is parking_lot's timed raw upgrade.
