@@ -2,8 +2,8 @@
 //! shell ([`Guard`](crate::shell::Guard)), which owns the release order; parking_lot's guard
 //! API differs from guard to guard only in names, so the guards' structs and their `map`,
 //! `try_map`, `unlocked`, `bump`, `unlock_fair`, `downgrade`, ... are written once here, as
-//! macros over those names ([`guard_struct!`], [`guard_methods!`]), and each guard file lists
-//! its methods with their docs.
+//! macros over those names ([`guard_family!`], built on [`guard_struct!`] and
+//! [`guard_methods!`]), and each guard file gives its family's spec and docs.
 
 use std::panic::Location;
 
