@@ -110,18 +110,6 @@ guard_family! {
     /// assert_eq!(r.err().map(|(_, e)| e), Some("no such item"));
     /// ```
     ] [
-    /// Wrapper for [`parking_lot::MutexGuard`]: the mutex is held until it drops.
-    ///
-    /// Dropping it records the release in lockscope's books, then unlocks. Like parking_lot's,
-    /// it is `!Send` unless parking_lot's `send_guard` feature is on.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{Mutex, MutexGuard};
-    /// let m = Mutex::new(vec![1]);
-    /// let mut g: MutexGuard<'_, Vec<i32>> = m.lock();
-    /// g.push(2);
-    /// assert_eq!(*g, [1, 2]);
-    /// ```
     /// Wrapper for [`parking_lot::MappedMutexGuard`]: a guard for part of the locked data, made
     /// by [`MutexGuard::map`].
     ///

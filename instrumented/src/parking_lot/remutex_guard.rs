@@ -100,15 +100,6 @@ guard_family! {
     /// assert_eq!(*r.ok().unwrap(), 1);
     /// ```
     ] [
-    /// Wrapper for [`parking_lot::ReentrantMutexGuard`]: one level of a (possibly re-entered)
-    /// hold, released when it drops. Always `!Send`, as parking_lot's.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{ReentrantMutex, ReentrantMutexGuard};
-    /// let m = ReentrantMutex::new(1);
-    /// let g: ReentrantMutexGuard<'_, i32> = m.lock();
-    /// assert_eq!(*g, 1);
-    /// ```
     /// Wrapper for [`parking_lot::MappedReentrantMutexGuard`], made by
     /// [`ReentrantMutexGuard::map`].
     ///

@@ -99,14 +99,6 @@ guard_family! {
     /// assert!(RwLockReadGuard::try_map_or_err(r.read(), |v| v.get(3).ok_or(())).is_err());
     /// ```
     ] [
-    /// Wrapper for [`parking_lot::RwLockReadGuard`]: shared access until it drops.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockReadGuard};
-    /// let r = RwLock::new(1);
-    /// let g: RwLockReadGuard<'_, i32> = r.read();
-    /// assert_eq!(*g, 1);
-    /// ```
     /// Wrapper for [`parking_lot::MappedRwLockReadGuard`], made by [`RwLockReadGuard::map`].
     ///
     /// ```

@@ -101,14 +101,6 @@ guard_family! {
     /// assert!(RwLockWriteGuard::try_map_or_err(r.write(), |v| v.get_mut(3).ok_or(())).is_err());
     /// ```
     ] [
-    /// Wrapper for [`parking_lot::RwLockWriteGuard`]: exclusive access until it drops.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockWriteGuard};
-    /// let r = RwLock::new(1);
-    /// let mut g: RwLockWriteGuard<'_, i32> = r.write();
-    /// *g += 1;
-    /// ```
     /// Wrapper for [`parking_lot::MappedRwLockWriteGuard`], made by [`RwLockWriteGuard::map`].
     ///
     /// ```
