@@ -12,6 +12,8 @@ use std::panic::Location;
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 
+use lockscope_detector::hooks::{PrimCell, PrimKind};
+
 use crate::probe::{self, Token};
 use crate::shell::Guard;
 
@@ -51,6 +53,128 @@ fn blocking_recorded<P>(
         Err(never) => match never {},
     }
 }
+
+/// The cell of a lock named `name` in spans, metrics and reports, created at the caller's
+/// location and registered at once (the `named` constructors).
+#[track_caller]
+pub(crate) fn named_cell(name: &str, kind: PrimKind, capacity: u64) -> PrimCell {
+    PrimCell::new(Some(name.into()), kind, Location::caller(), capacity)
+}
+
+/// A blocking lock wrapper `$lock`: the struct (a `cell` for the detector's primitive and its
+/// `inner` lock, of type `$inner`), `new` (`const`, named after the caller's location,
+/// registered on first use), `named` (registered at once) and `into_inner`; with `const fn`, a
+/// free `const` constructor as parking_lot's `const_mutex`; with `const_new(raw..)`, lock_api's
+/// `const_new` and `from_raw` over the given raw parts. The docs follow in brackets, in that
+/// order (the struct's first); `$val` names the value.
+macro_rules! lock_struct {
+    (
+        [$(#[$doc:meta])*]
+        pub struct $lock:ident($vis:vis $inner:ty, $kind:ident, $capacity:expr, $val:ident);
+        [$(#[$new_doc:meta])*] [$(#[$named_doc:meta])*]
+        into_inner -> $into:ty [$(#[$into_doc:meta])*];
+        $(const fn $const_fn:ident [$(#[$const_fn_doc:meta])*];)?
+        $(const_new($($raw:ident: $raw_ty:ty),+)
+            [$(#[$const_new_doc:meta])*] [$(#[$from_raw_doc:meta])*];)?
+    ) => {
+        $(#[$doc])*
+        pub struct $lock<T: ?Sized> {
+            cell: ::lockscope_detector::hooks::PrimCell,
+            $vis inner: $inner,
+        }
+
+        $(
+            $(#[$const_fn_doc])*
+            #[track_caller]
+            pub const fn $const_fn<T>($val: T) -> $lock<T> {
+                $lock::new($val)
+            }
+        )?
+
+        impl<T> $lock<T> {
+            $(#[$new_doc])*
+            #[track_caller]
+            pub const fn new($val: T) -> $lock<T> {
+                $lock {
+                    cell: lock_struct!(@lazy $kind, $capacity),
+                    inner: <$inner>::new($val),
+                }
+            }
+
+            $(#[$named_doc])*
+            #[track_caller]
+            pub fn named(name: impl AsRef<str>, $val: T) -> $lock<T> {
+                let kind = ::lockscope_detector::hooks::PrimKind::$kind;
+                $lock {
+                    cell: $crate::blocking_shell::named_cell(name.as_ref(), kind, $capacity),
+                    inner: <$inner>::new($val),
+                }
+            }
+
+            $(
+                $(#[$const_new_doc])*
+                #[track_caller]
+                pub const fn const_new($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
+                    $lock {
+                        cell: lock_struct!(@lazy $kind, $capacity),
+                        inner: <$inner>::const_new($($raw,)+ $val),
+                    }
+                }
+
+                $(#[$from_raw_doc])*
+                #[track_caller]
+                pub const fn from_raw($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
+                    $lock::const_new($($raw,)+ $val)
+                }
+            )?
+
+            $(#[$into_doc])*
+            #[inline]
+            pub fn into_inner(self) -> $into {
+                self.inner.into_inner()
+            }
+        }
+    };
+    (@lazy $kind:ident, $capacity:expr) => {
+        ::lockscope_detector::hooks::PrimCell::lazy(
+            ::lockscope_detector::hooks::PrimKind::$kind,
+            ::std::panic::Location::caller(),
+            $capacity,
+        )
+    };
+}
+pub(crate) use lock_struct;
+
+/// `Default`, `From<T>` and `Debug` of a blocking lock wrapper `$lock` (a struct with `new` and
+/// `inner`) of the crate path `$krate` (`"std::sync"`, `"parking_lot"`), as the wrapped lock's:
+/// the two constructors name the lock after the caller's location; `Debug`'s docs are given.
+macro_rules! lock_traits {
+    ($krate:literal, $lock:ident, $(#[$debug_doc:meta])*) => {
+        impl<T: Default> Default for $lock<T> {
+            #[doc = concat!("Wrapper for `", $krate, "::", stringify!($lock), "::default`, named after the caller's location.")]
+            #[track_caller]
+            fn default() -> $lock<T> {
+                $lock::new(T::default())
+            }
+        }
+
+        impl<T> From<T> for $lock<T> {
+            #[doc = concat!("Wrapper for `", $krate, "::", stringify!($lock), "::from`, named after the caller's location.")]
+            #[track_caller]
+            fn from(t: T) -> $lock<T> {
+                $lock::new(t)
+            }
+        }
+
+        impl<T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $lock<T> {
+            $(#[$debug_doc])*
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(&self.inner, f)
+            }
+        }
+    };
+}
+pub(crate) use lock_traits;
 
 /// A `try_` form: records the hold, or the give-up.
 #[inline]

@@ -39,6 +39,44 @@ pub struct Condvar {
     inner: parking_lot::Condvar,
 }
 
+/// The timed waits, `plain` (`wait_until`, `wait_for`) or `while` a condition holds
+/// (`wait_while_until`, `wait_while_for`): parking_lot's method of the same name, whose
+/// deadline is of type `$timeout`, with the books kept as in [`Condvar::wait`].
+macro_rules! timed_waits {
+    (plain $($(#[$doc:meta])* fn $name:ident($timeout:ty);)*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        pub fn $name<T: ?Sized>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            timeout: $timeout,
+        ) -> WaitTimeoutResult {
+            waited(guard, Location::caller(), |g, books| {
+                books.release();
+                self.inner.$name(g, timeout)
+            })
+        }
+    )*};
+    (while $($(#[$doc:meta])* fn $name:ident($timeout:ty);)*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        pub fn $name<T, F>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            mut condition: F,
+            timeout: $timeout,
+        ) -> WaitTimeoutResult
+        where
+            T: ?Sized,
+            F: FnMut(&mut T) -> bool,
+        {
+            waited(guard, Location::caller(), |g, books| {
+                self.inner.$name(g, |t| books.condition(&mut condition, t), timeout)
+            })
+        }
+    )*};
+}
+
 impl Condvar {
     /// Wrapper for [`parking_lot::Condvar::new`]: `const`, usable in `static`s.
     ///
@@ -99,68 +137,42 @@ impl Condvar {
     /// ```
     #[track_caller]
     pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
-        let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        books.release();
-        self.inner.wait(&mut guard.inner);
-        books.regrant();
+        waited(guard, Location::caller(), |g, books| {
+            books.release();
+            self.inner.wait(g);
+        });
     }
 
-    /// Wrapper for [`parking_lot::Condvar::wait_until`]; see [`wait`](Condvar::wait).
-    ///
-    /// # Panics
-    ///
-    /// As [`wait`](Condvar::wait).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// use lockscope::parking_lot::{Condvar, Mutex};
-    /// let (m, cv) = (Mutex::new(()), Condvar::new());
-    /// let mut g = m.lock();
-    /// assert!(cv.wait_until(&mut g, Instant::now() + Duration::from_millis(1)).timed_out());
-    /// ```
-    #[track_caller]
-    pub fn wait_until<T: ?Sized>(
-        &self,
-        guard: &mut MutexGuard<'_, T>,
-        timeout: Instant,
-    ) -> WaitTimeoutResult {
-        let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        books.release();
-        let r = self.inner.wait_until(&mut guard.inner, timeout);
-        books.regrant();
-        r
-    }
-
-    /// Wrapper for [`parking_lot::Condvar::wait_for`]; see [`wait`](Condvar::wait).
-    ///
-    /// # Panics
-    ///
-    /// As [`wait`](Condvar::wait).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use lockscope::parking_lot::{Condvar, Mutex};
-    /// let (m, cv) = (Mutex::new(()), Condvar::new());
-    /// let mut g = m.lock();
-    /// assert!(cv.wait_for(&mut g, Duration::from_millis(1)).timed_out());
-    /// ```
-    #[track_caller]
-    pub fn wait_for<T: ?Sized>(
-        &self,
-        guard: &mut MutexGuard<'_, T>,
-        timeout: Duration,
-    ) -> WaitTimeoutResult {
-        let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        books.release();
-        let r = self.inner.wait_for(&mut guard.inner, timeout);
-        books.regrant();
-        r
+    timed_waits! {
+        plain
+        /// Wrapper for [`parking_lot::Condvar::wait_until`]; see [`wait`](Condvar::wait).
+        ///
+        /// # Panics
+        ///
+        /// As [`wait`](Condvar::wait).
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// use lockscope::parking_lot::{Condvar, Mutex};
+        /// let (m, cv) = (Mutex::new(()), Condvar::new());
+        /// let mut g = m.lock();
+        /// assert!(cv.wait_until(&mut g, Instant::now() + Duration::from_millis(1)).timed_out());
+        /// ```
+        fn wait_until(Instant);
+        /// Wrapper for [`parking_lot::Condvar::wait_for`]; see [`wait`](Condvar::wait).
+        ///
+        /// # Panics
+        ///
+        /// As [`wait`](Condvar::wait).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use lockscope::parking_lot::{Condvar, Mutex};
+        /// let (m, cv) = (Mutex::new(()), Condvar::new());
+        /// let mut g = m.lock();
+        /// assert!(cv.wait_for(&mut g, Duration::from_millis(1)).timed_out());
+        /// ```
+        fn wait_for(Duration);
     }
 
     /// Wrapper for [`parking_lot::Condvar::wait_while`]: `condition` runs with the mutex held
@@ -189,88 +201,61 @@ impl Condvar {
         T: ?Sized,
         F: FnMut(&mut T) -> bool,
     {
-        let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        self.inner
-            .wait_while(&mut guard.inner, |t| books.condition(&mut condition, t));
-        books.regrant();
+        waited(guard, Location::caller(), |g, books| {
+            self.inner
+                .wait_while(g, |t| books.condition(&mut condition, t));
+        });
     }
 
-    /// Wrapper for [`parking_lot::Condvar::wait_while_until`]; see
-    /// [`wait_while`](Condvar::wait_while).
-    ///
-    /// # Panics
-    ///
-    /// As [`wait`](Condvar::wait).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// use lockscope::parking_lot::{Condvar, Mutex};
-    /// let (m, cv) = (Mutex::new(0), Condvar::new());
-    /// let mut g = m.lock();
-    /// let deadline = Instant::now() + Duration::from_millis(1);
-    /// assert!(cv.wait_while_until(&mut g, |n| *n == 0, deadline).timed_out());
-    /// ```
-    #[track_caller]
-    pub fn wait_while_until<T, F>(
-        &self,
-        guard: &mut MutexGuard<'_, T>,
-        mut condition: F,
-        timeout: Instant,
-    ) -> WaitTimeoutResult
-    where
-        T: ?Sized,
-        F: FnMut(&mut T) -> bool,
-    {
-        let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        let r = self.inner.wait_while_until(
-            &mut guard.inner,
-            |t| books.condition(&mut condition, t),
-            timeout,
-        );
-        books.regrant();
-        r
+    timed_waits! {
+        while
+        /// Wrapper for [`parking_lot::Condvar::wait_while_until`]; see
+        /// [`wait_while`](Condvar::wait_while).
+        ///
+        /// # Panics
+        ///
+        /// As [`wait`](Condvar::wait).
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// use lockscope::parking_lot::{Condvar, Mutex};
+        /// let (m, cv) = (Mutex::new(0), Condvar::new());
+        /// let mut g = m.lock();
+        /// let deadline = Instant::now() + Duration::from_millis(1);
+        /// assert!(cv.wait_while_until(&mut g, |n| *n == 0, deadline).timed_out());
+        /// ```
+        fn wait_while_until(Instant);
+        /// Wrapper for [`parking_lot::Condvar::wait_while_for`]; see
+        /// [`wait_while`](Condvar::wait_while).
+        ///
+        /// # Panics
+        ///
+        /// As [`wait`](Condvar::wait).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use lockscope::parking_lot::{Condvar, Mutex};
+        /// let (m, cv) = (Mutex::new(0), Condvar::new());
+        /// let mut g = m.lock();
+        /// assert!(!cv.wait_while_for(&mut g, |n| *n != 0, Duration::from_millis(1)).timed_out());
+        /// ```
+        fn wait_while_for(Duration);
     }
+}
 
-    /// Wrapper for [`parking_lot::Condvar::wait_while_for`]; see
-    /// [`wait_while`](Condvar::wait_while).
-    ///
-    /// # Panics
-    ///
-    /// As [`wait`](Condvar::wait).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use lockscope::parking_lot::{Condvar, Mutex};
-    /// let (m, cv) = (Mutex::new(0), Condvar::new());
-    /// let mut g = m.lock();
-    /// assert!(!cv.wait_while_for(&mut g, |n| *n != 0, Duration::from_millis(1)).timed_out());
-    /// ```
-    #[track_caller]
-    pub fn wait_while_for<T, F>(
-        &self,
-        guard: &mut MutexGuard<'_, T>,
-        mut condition: F,
-        timeout: Duration,
-    ) -> WaitTimeoutResult
-    where
-        T: ?Sized,
-        F: FnMut(&mut T) -> bool,
-    {
-        let site = Location::caller();
-        let prim = guard.lock.prim();
-        let mut books = Books::new(prim, &mut guard.token, site, OnUnwind::Regrant);
-        let r = self.inner.wait_while_for(
-            &mut guard.inner,
-            |t| books.condition(&mut condition, t),
-            timeout,
-        );
-        books.regrant();
-        r
-    }
+/// A wait on `guard`'s mutex: `wait` gets parking_lot's guard and the books of the hold
+/// (released before the condvar unlocks the mutex); once it returns with the mutex locked, the
+/// hold is recorded again at `site` (also when it unwinds, as parking_lot re-locks then too).
+fn waited<'a, T: ?Sized, R>(
+    guard: &mut MutexGuard<'a, T>,
+    site: &'static Location<'static>,
+    wait: impl FnOnce(&mut parking_lot::MutexGuard<'a, T>, &mut Books<'_>) -> R,
+) -> R {
+    let (lock, inner, token) = guard.shell.parts_mut();
+    let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
+    let r = wait(inner, &mut books);
+    books.regrant();
+    r
 }
 
 impl fmt::Debug for Condvar {

@@ -44,8 +44,16 @@
 //! - The waits inside `bump` and inside a [`Condvar`]'s re-lock are not recorded as waits
 //!   (the re-taken hold is).
 
+// First: the guard and lock macros, for the modules below.
+#[macro_use]
+mod guard;
+#[macro_use]
+mod lock;
+
 #[cfg(feature = "arc_lock")]
 mod arc_guard;
+#[cfg(feature = "arc_lock")]
+mod arc_lock;
 mod condvar;
 mod mutex;
 mod mutex_guard;
@@ -82,73 +90,12 @@ pub use parking_lot::{
 /// (the raw types are not instrumented: locking through them bypasses lockscope).
 pub use parking_lot::{RawMutex, RawRwLock, RawThreadId, WaitTimeoutResult};
 
-use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::hooks::{self, Mode};
 use lockscope_detector::prim::Prim;
 use lockscope_detector::{actor, held};
 
 // Shared with every blocking wrapper; the submodules import them from here.
 use crate::blocking_shell::{acq, blocking, tried};
-use crate::probe::{self, Token};
-
-/// Runs `f` (a user closure that takes a guard apart, as in `map`) so that, if it panics, the
-/// books are released before the inner guard unlocks on the way out: the detector never sees
-/// a hold of a lock that is free.
-#[inline]
-fn books_first<R>(prim: &Prim, token: &mut Token, f: impl FnOnce() -> R) -> R {
-    struct OnUnwind<'a> {
-        prim: &'a Prim,
-        token: &'a mut Token,
-    }
-    impl Drop for OnUnwind<'_> {
-        fn drop(&mut self) {
-            self.token.release(self.prim);
-        }
-    }
-    let armed = OnUnwind { prim, token };
-    let r = f();
-    std::mem::forget(armed);
-    r
-}
-
-/// The body of every guard's `unlocked`/`unlocked_fair`: releases the books, then the lock
-/// (`unlock`), runs `f`, and re-takes the lock with `relock` (which records the new hold) into
-/// `token`, also when `f` panics, so that the guard is whole again before it is dropped.
-fn unlocked<U>(
-    prim: &Prim,
-    token: &mut Token,
-    unlock: impl FnOnce(),
-    relock: impl FnOnce() -> Token,
-    f: impl FnOnce() -> U,
-) -> U {
-    struct Relock<'t, R: FnOnce() -> Token> {
-        token: &'t mut Token,
-        relock: Option<R>,
-    }
-    impl<R: FnOnce() -> Token> Drop for Relock<'_, R> {
-        fn drop(&mut self) {
-            if let Some(relock) = self.relock.take() {
-                *self.token = relock();
-            }
-        }
-    }
-    token.release(prim);
-    unlock();
-    let _relock = Relock {
-        token,
-        relock: Some(relock),
-    };
-    f()
-}
-
-/// The body of every guard's `bump`: releases the books, lets parking_lot yield the lock to a
-/// waiter if there is one (`bump`), and records the hold again as `regrant` says (parking_lot
-/// does not tell whether it yielded).
-#[inline]
-fn bumped(prim: &Prim, token: &mut Token, bump: impl FnOnce(), regrant: impl FnOnce() -> Acq) {
-    token.release(prim);
-    bump();
-    *token = probe::granted(prim, regrant());
-}
 
 /// Whether the current thread or task holds `prim` in a way `pred` accepts, by lockscope's
 /// books (the current thread's table). With nothing held on this thread (the common case) it

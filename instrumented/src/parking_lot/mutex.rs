@@ -1,63 +1,33 @@
 //! [`Mutex`]: a drop-in `parking_lot::Mutex`.
 
-use std::fmt;
-use std::panic::Location;
-use std::time::{Duration, Instant};
-
-use lockscope_detector::hooks::{Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
-
+use super::RawMutex;
 use super::mutex_guard::MutexGuard;
-use super::{RawMutex, acq, blocking, tried};
-use crate::probe;
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`parking_lot::Mutex`]: a mutual-exclusion lock that blocks the thread, whose
-/// every acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: the lock is parking_lot's own (eventually fair, with
-/// [`MutexGuard::unlock_fair`] for a direct hand-off), and `new` is a `const fn` usable in
-/// `static`s. lockscope adds a name ([`Mutex::named`], else the creation site), attribution of
-/// each acquisition to its thread or task and call site, and the detector's findings: a
-/// deadlock among threads (and tasks), a lock-order inversion, a wait on an async runtime's
-/// worker thread (`blocking-in-async`).
-///
-/// ```
-/// use std::sync::Arc;
-/// use lockscope::parking_lot::Mutex;
-///
-/// let counter = Arc::new(Mutex::named("counter", 0));
-/// let c = counter.clone();
-/// std::thread::spawn(move || *c.lock() += 1).join().unwrap();
-/// assert_eq!(*counter.lock(), 1);
-/// ```
-pub struct Mutex<T: ?Sized> {
-    cell: PrimCell,
-    pub(super) inner: parking_lot::Mutex<T>,
-}
-
-/// Wrapper for [`parking_lot::const_mutex`]: a mutex usable in `static`s, named after the
-/// caller's location; it registers with the detector on first use.
-///
-/// ```
-/// use lockscope::parking_lot::{Mutex, const_mutex};
-/// static LOG: Mutex<Vec<u32>> = const_mutex(Vec::new());
-/// LOG.lock().push(1);
-/// assert_eq!(LOG.lock().len(), 1);
-/// ```
-#[track_caller]
-pub const fn const_mutex<T>(val: T) -> Mutex<T> {
-    Mutex {
-        cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-        inner: parking_lot::const_mutex(val),
-    }
-}
-
-#[inline]
-fn excl(site: &'static Location<'static>) -> lockscope_detector::hooks::Acq {
-    acq(site, Mode::Exclusive)
-}
-
-impl<T> Mutex<T> {
+lock_struct! {
+    [
+    /// Wrapper for [`parking_lot::Mutex`]: a mutual-exclusion lock that blocks the thread, whose
+    /// every acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: the lock is parking_lot's own (eventually fair, with
+    /// [`MutexGuard::unlock_fair`] for a direct hand-off), and `new` is a `const fn` usable in
+    /// `static`s. lockscope adds a name ([`Mutex::named`], else the creation site), attribution of
+    /// each acquisition to its thread or task and call site, and the detector's findings: a
+    /// deadlock among threads (and tasks), a lock-order inversion, a wait on an async runtime's
+    /// worker thread (`blocking-in-async`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lockscope::parking_lot::Mutex;
+    ///
+    /// let counter = Arc::new(Mutex::named("counter", 0));
+    /// let c = counter.clone();
+    /// std::thread::spawn(move || *c.lock() += 1).join().unwrap();
+    /// assert_eq!(*counter.lock(), 1);
+    /// ```
+    ]
+    pub struct Mutex(pub(super) parking_lot::Mutex<T>, BlockingMutex, 1, val);
+    [
     /// Wrapper for [`parking_lot::Mutex::new`]: `const`, so usable in `static`s. The mutex is
     /// named after the caller's location (`path/to/file.rs:LINE`) and registers with the
     /// detector on first use.
@@ -68,14 +38,7 @@ impl<T> Mutex<T> {
     /// *COUNT.lock() += 1;
     /// assert!(COUNT.name().contains(".rs:"));
     /// ```
-    #[track_caller]
-    pub const fn new(val: T) -> Mutex<T> {
-        Mutex {
-            cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-            inner: parking_lot::Mutex::new(val),
-        }
-    }
-
+    ] [
     /// A mutex named `name` in spans, metrics and reports (lockscope addition). Registers with
     /// the detector at once.
     ///
@@ -86,19 +49,27 @@ impl<T> Mutex<T> {
     /// let m = lockscope::parking_lot::Mutex::named("sessions", ());
     /// assert_eq!(m.name(), "sessions");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, val: T) -> Mutex<T> {
-        Mutex {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingMutex,
-                Location::caller(),
-                1,
-            ),
-            inner: parking_lot::Mutex::new(val),
-        }
-    }
-
+    ]
+    into_inner -> T [
+    /// Wrapper for [`parking_lot::Mutex::into_inner`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(vec![1]);
+    /// assert_eq!(m.into_inner(), vec![1]);
+    /// ```
+    ];
+    const fn const_mutex [
+    /// Wrapper for [`parking_lot::const_mutex`]: a mutex usable in `static`s, named after the
+    /// caller's location; it registers with the detector on first use.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, const_mutex};
+    /// static LOG: Mutex<Vec<u32>> = const_mutex(Vec::new());
+    /// LOG.lock().push(1);
+    /// assert_eq!(LOG.lock().len(), 1);
+    /// ```
+    ];
+    const_new(raw_mutex: RawMutex) [
     /// Wrapper for [`lock_api::Mutex::const_new`](parking_lot::lock_api::Mutex::const_new):
     /// a mutex over a given raw mutex, named after the caller's location.
     ///
@@ -108,14 +79,7 @@ impl<T> Mutex<T> {
     /// static M: Mutex<u8> = Mutex::const_new(RawMutex::INIT, 7);
     /// assert_eq!(*M.lock(), 7);
     /// ```
-    #[track_caller]
-    pub const fn const_new(raw_mutex: RawMutex, val: T) -> Mutex<T> {
-        Mutex {
-            cell: PrimCell::lazy(PrimKind::BlockingMutex, Location::caller(), 1),
-            inner: parking_lot::Mutex::const_new(raw_mutex, val),
-        }
-    }
-
+    ] [
     /// Wrapper for [`lock_api::Mutex::from_raw`](parking_lot::lock_api::Mutex::from_raw).
     ///
     /// ```
@@ -124,40 +88,19 @@ impl<T> Mutex<T> {
     /// let m = Mutex::from_raw(RawMutex::INIT, 1);
     /// assert_eq!(m.into_inner(), 1);
     /// ```
-    #[track_caller]
-    pub const fn from_raw(raw_mutex: RawMutex, val: T) -> Mutex<T> {
-        Mutex::const_new(raw_mutex, val)
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::into_inner`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::Mutex::new(vec![1]);
-    /// assert_eq!(m.into_inner(), vec![1]);
-    /// ```
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.inner.into_inner()
-    }
+    ];
 }
 
-impl<T: ?Sized> Mutex<T> {
+mutex_methods! {
+    impl Mutex -> MutexGuard: plain;
+    [
     /// The name used in spans, metrics and reports (lockscope addition).
     ///
     /// ```
     /// let m = lockscope::parking_lot::Mutex::named("db", ());
     /// assert_eq!(m.name(), "db");
     /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// The detector's record of this mutex.
-    #[inline]
-    pub(super) fn prim(&self) -> &Prim {
-        self.cell.get()
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::Mutex::lock`].
     ///
     /// lockscope records the wait (when the mutex is contended) and the hold; waiting on an
@@ -169,19 +112,7 @@ impl<T: ?Sized> Mutex<T> {
     /// *m.lock() += 1;
     /// assert_eq!(*m.lock(), 2);
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        let site = Location::caller();
-        let (inner, token) = blocking(
-            || self.prim(),
-            excl(site),
-            || self.inner.try_lock(),
-            || self.inner.lock(),
-        );
-        MutexGuard::new(self, inner, token)
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::Mutex::try_lock`]. A failure is counted in
     /// `lockscope_try_failures_total`; `try_` forms add no lock-order edges.
     ///
@@ -191,14 +122,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert!(m.try_lock().is_none());
     /// drop(g);
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(self.prim(), excl(site), self.inner.try_lock())?;
-        Some(MutexGuard::new(self, inner, token))
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::Mutex::try_lock_for`]. A timeout is counted in
     /// `lockscope_timeouts_total`; while it waits, the waiter is in the books (a timed wait
     /// is never part of a deadlock: it gives up by itself).
@@ -211,19 +135,7 @@ impl<T: ?Sized> Mutex<T> {
     /// drop(g);
     /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock_for(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            excl(site),
-            || self.inner.try_lock(),
-            || self.inner.try_lock_for(timeout),
-        )?;
-        Some(MutexGuard::new(self, inner, token))
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::Mutex::try_lock_until`]; see
     /// [`try_lock_for`](Mutex::try_lock_for).
     ///
@@ -232,88 +144,7 @@ impl<T: ?Sized> Mutex<T> {
     /// let m = lockscope::parking_lot::Mutex::new(());
     /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock_until(&self, timeout: Instant) -> Option<MutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            excl(site),
-            || self.inner.try_lock(),
-            || self.inner.try_lock_until(timeout),
-        )?;
-        Some(MutexGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::get_mut`]: no locking, nothing recorded.
-    ///
-    /// ```
-    /// let mut m = lockscope::parking_lot::Mutex::new(1);
-    /// *m.get_mut() = 2;
-    /// assert_eq!(*m.lock(), 2);
-    /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut T {
-        self.inner.get_mut()
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::is_locked`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::Mutex::new(());
-    /// let g = m.lock();
-    /// assert!(m.is_locked());
-    /// drop(g);
-    /// assert!(!m.is_locked());
-    /// ```
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::force_unlock`].
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically owns a guard that was
-    /// discarded. Discard it with [`MutexGuard::leak`], which releases lockscope's record of
-    /// the hold too; a guard given to `std::mem::forget` stays held in lockscope's books.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{Mutex, MutexGuard};
-    /// let m = Mutex::new(1);
-    /// *MutexGuard::leak(m.lock()) += 1;
-    /// // SAFETY: the guard was leaked just above.
-    /// unsafe { m.force_unlock() };
-    /// assert_eq!(*m.lock(), 2);
-    /// ```
-    #[inline]
-    pub unsafe fn force_unlock(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock() }
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::force_unlock_fair`]; see
-    /// [`force_unlock`](Mutex::force_unlock).
-    ///
-    /// # Safety
-    ///
-    /// As [`force_unlock`](Mutex::force_unlock).
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{Mutex, MutexGuard};
-    /// let m = Mutex::new(());
-    /// MutexGuard::leak(m.lock());
-    /// // SAFETY: the guard was leaked just above.
-    /// unsafe { m.force_unlock_fair() };
-    /// assert!(!m.is_locked());
-    /// ```
-    #[inline]
-    pub unsafe fn force_unlock_fair(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_fair() }
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::Mutex::make_guard_unchecked`]. lockscope records a hold (as
     /// for a `try_` form: no lock-order edge), released when the guard drops.
     ///
@@ -332,16 +163,68 @@ impl<T: ?Sized> Mutex<T> {
     /// drop(g);
     /// assert!(!m.is_locked());
     /// ```
-    #[inline]
-    #[track_caller]
-    pub unsafe fn make_guard_unchecked(&self) -> MutexGuard<'_, T> {
-        let site = Location::caller();
-        // SAFETY: the caller's contract is parking_lot's.
-        let inner = unsafe { self.inner.make_guard_unchecked() };
-        let token = probe::try_acquired(self.prim(), excl(site));
-        MutexGuard::new(self, inner, token)
-    }
-
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::get_mut`]: no locking, nothing recorded.
+    ///
+    /// ```
+    /// let mut m = lockscope::parking_lot::Mutex::new(1);
+    /// *m.get_mut() = 2;
+    /// assert_eq!(*m.lock(), 2);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::is_locked`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(());
+    /// let g = m.lock();
+    /// assert!(m.is_locked());
+    /// drop(g);
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::data_ptr`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::new(3);
+    /// let g = m.lock();
+    /// // SAFETY: the guard keeps every other access out while we read.
+    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
+    /// drop(g);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::force_unlock`].
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: only when the current thread logically owns a guard that was
+    /// discarded. Discard it with [`MutexGuard::leak`], which releases lockscope's record of
+    /// the hold too; a guard given to `std::mem::forget` stays held in lockscope's books.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, MutexGuard};
+    /// let m = Mutex::new(1);
+    /// *MutexGuard::leak(m.lock()) += 1;
+    /// // SAFETY: the guard was leaked just above.
+    /// unsafe { m.force_unlock() };
+    /// assert_eq!(*m.lock(), 2);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::Mutex::force_unlock_fair`]; see
+    /// [`force_unlock`](Mutex::force_unlock).
+    ///
+    /// # Safety
+    ///
+    /// As [`force_unlock`](Mutex::force_unlock).
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Mutex, MutexGuard};
+    /// let m = Mutex::new(());
+    /// MutexGuard::leak(m.lock());
+    /// // SAFETY: the guard was leaked just above.
+    /// unsafe { m.force_unlock_fair() };
+    /// assert!(!m.is_locked());
+    /// ```
+    ] [
     /// Wrapper for [`parking_lot::Mutex::raw`]. Locking or unlocking through the raw mutex
     /// bypasses lockscope: nothing is recorded.
     ///
@@ -355,46 +238,11 @@ impl<T: ?Sized> Mutex<T> {
     /// // SAFETY: only reads the state.
     /// assert!(!unsafe { m.raw() }.is_locked());
     /// ```
-    #[inline]
-    pub unsafe fn raw(&self) -> &RawMutex {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.raw() }
-    }
-
-    /// Wrapper for [`parking_lot::Mutex::data_ptr`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::Mutex::new(3);
-    /// let g = m.lock();
-    /// // SAFETY: the guard keeps every other access out while we read.
-    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
-    /// drop(g);
-    /// ```
-    #[inline]
-    pub fn data_ptr(&self) -> *mut T {
-        self.inner.data_ptr()
-    }
+    ]
 }
 
-impl<T: Default> Default for Mutex<T> {
-    /// Wrapper for `parking_lot::Mutex::default`, named after the caller's location.
-    #[track_caller]
-    fn default() -> Mutex<T> {
-        Mutex::new(T::default())
-    }
-}
-
-impl<T> From<T> for Mutex<T> {
-    /// Wrapper for `parking_lot::Mutex::from`, named after the caller's location.
-    #[track_caller]
-    fn from(val: T) -> Mutex<T> {
-        Mutex::new(val)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
+lock_traits!(
+    "parking_lot",
+    Mutex,
     /// As parking_lot's: `Mutex { data: .. }`, or `<locked>`. Not recorded as an acquisition.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+);

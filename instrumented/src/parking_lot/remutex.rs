@@ -1,59 +1,38 @@
 //! [`ReentrantMutex`]: a drop-in `parking_lot::ReentrantMutex`.
 
-use std::fmt;
 use std::panic::Location;
-use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::hooks::{self, Acq, Mode};
 
 use super::remutex_guard::ReentrantMutexGuard;
-use super::{RawMutex, RawThreadId, acq, blocking, tried};
-use crate::probe;
+use super::{RawMutex, RawThreadId, acq};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
-/// again, whose every acquisition is visible to lockscope.
-///
-/// A re-entry by the owner thread is recorded as such (checked with
-/// [`is_owned_by_current_thread`](ReentrantMutex::is_owned_by_current_thread) before
-/// locking): it never waits, so it is never reported as a nested acquisition and adds no
-/// lock-order edge. Waits by other threads enter the detector's graphs as for a
-/// [`Mutex`](super::Mutex); the `kind` label is `blocking_mutex`.
-///
-/// ```
-/// use lockscope::parking_lot::ReentrantMutex;
-/// use std::cell::RefCell;
-///
-/// let m = ReentrantMutex::named("config", RefCell::new(1));
-/// let outer = m.lock();
-/// let inner = m.lock(); // same thread: fine, never reported
-/// *inner.borrow_mut() += 1;
-/// drop(inner);
-/// assert_eq!(*outer.borrow(), 2);
-/// ```
-pub struct ReentrantMutex<T: ?Sized> {
-    cell: PrimCell,
-    pub(super) inner: parking_lot::ReentrantMutex<T>,
-}
-
-/// Wrapper for [`parking_lot::const_reentrant_mutex`]: usable in `static`s, named after the
-/// caller's location; it registers with the detector on first use.
-///
-/// ```
-/// use lockscope::parking_lot::{ReentrantMutex, const_reentrant_mutex};
-/// static R: ReentrantMutex<u8> = const_reentrant_mutex(1);
-/// let _a = R.lock();
-/// assert_eq!(*R.lock(), 1);
-/// ```
-#[track_caller]
-pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
-    ReentrantMutex {
-        cell: PrimCell::lazy(PrimKind::BlockingReentrantMutex, Location::caller(), 1),
-        inner: parking_lot::const_reentrant_mutex(val),
-    }
-}
-
-impl<T> ReentrantMutex<T> {
+lock_struct! {
+    [
+    /// Wrapper for [`parking_lot::ReentrantMutex`]: a mutex the thread that holds it may lock
+    /// again, whose every acquisition is visible to lockscope.
+    ///
+    /// A re-entry by the owner thread is recorded as such (checked with
+    /// [`is_owned_by_current_thread`](ReentrantMutex::is_owned_by_current_thread) before
+    /// locking): it never waits, so it is never reported as a nested acquisition and adds no
+    /// lock-order edge. Waits by other threads enter the detector's graphs as for a
+    /// [`Mutex`](super::Mutex); the `kind` label is `blocking_mutex`.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::ReentrantMutex;
+    /// use std::cell::RefCell;
+    ///
+    /// let m = ReentrantMutex::named("config", RefCell::new(1));
+    /// let outer = m.lock();
+    /// let inner = m.lock(); // same thread: fine, never reported
+    /// *inner.borrow_mut() += 1;
+    /// drop(inner);
+    /// assert_eq!(*outer.borrow(), 2);
+    /// ```
+    ]
+    pub struct ReentrantMutex(pub(super) parking_lot::ReentrantMutex<T>, BlockingReentrantMutex, 1, val);
+    [
     /// Wrapper for [`parking_lot::ReentrantMutex::new`]: `const`; named after the caller's
     /// location, registered with the detector on first use.
     ///
@@ -63,14 +42,7 @@ impl<T> ReentrantMutex<T> {
     /// let _g = R.lock();
     /// assert!(R.is_owned_by_current_thread());
     /// ```
-    #[track_caller]
-    pub const fn new(val: T) -> ReentrantMutex<T> {
-        ReentrantMutex {
-            cell: PrimCell::lazy(PrimKind::BlockingReentrantMutex, Location::caller(), 1),
-            inner: parking_lot::ReentrantMutex::new(val),
-        }
-    }
-
+    ] [
     /// A reentrant mutex named `name` in spans, metrics and reports (lockscope addition);
     /// see [`Mutex::named`](super::Mutex::named).
     ///
@@ -78,19 +50,27 @@ impl<T> ReentrantMutex<T> {
     /// let m = lockscope::parking_lot::ReentrantMutex::named("tree", ());
     /// assert_eq!(m.name(), "tree");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, val: T) -> ReentrantMutex<T> {
-        ReentrantMutex {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingReentrantMutex,
-                Location::caller(),
-                1,
-            ),
-            inner: parking_lot::ReentrantMutex::new(val),
-        }
-    }
-
+    ]
+    into_inner -> T [
+    /// Wrapper for [`parking_lot::ReentrantMutex::into_inner`].
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(4);
+    /// assert_eq!(m.into_inner(), 4);
+    /// ```
+    ];
+    const fn const_reentrant_mutex [
+    /// Wrapper for [`parking_lot::const_reentrant_mutex`]: usable in `static`s, named after the
+    /// caller's location; it registers with the detector on first use.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{ReentrantMutex, const_reentrant_mutex};
+    /// static R: ReentrantMutex<u8> = const_reentrant_mutex(1);
+    /// let _a = R.lock();
+    /// assert_eq!(*R.lock(), 1);
+    /// ```
+    ];
+    const_new(raw_mutex: RawMutex, get_thread_id: RawThreadId) [
     /// Wrapper for
     /// [`lock_api::ReentrantMutex::const_new`](parking_lot::lock_api::ReentrantMutex::const_new).
     ///
@@ -100,18 +80,7 @@ impl<T> ReentrantMutex<T> {
     /// static R: ReentrantMutex<u8> = ReentrantMutex::const_new(RawMutex::INIT, RawThreadId::INIT, 2);
     /// assert_eq!(*R.lock(), 2);
     /// ```
-    #[track_caller]
-    pub const fn const_new(
-        raw_mutex: RawMutex,
-        get_thread_id: RawThreadId,
-        val: T,
-    ) -> ReentrantMutex<T> {
-        ReentrantMutex {
-            cell: PrimCell::lazy(PrimKind::BlockingReentrantMutex, Location::caller(), 1),
-            inner: parking_lot::ReentrantMutex::const_new(raw_mutex, get_thread_id, val),
-        }
-    }
-
+    ] [
     /// Wrapper for
     /// [`lock_api::ReentrantMutex::from_raw`](parking_lot::lock_api::ReentrantMutex::from_raw).
     ///
@@ -121,55 +90,33 @@ impl<T> ReentrantMutex<T> {
     /// let m = ReentrantMutex::from_raw(RawMutex::INIT, RawThreadId::INIT, 2);
     /// assert_eq!(m.into_inner(), 2);
     /// ```
-    #[track_caller]
-    pub const fn from_raw(
-        raw_mutex: RawMutex,
-        get_thread_id: RawThreadId,
-        val: T,
-    ) -> ReentrantMutex<T> {
-        ReentrantMutex::const_new(raw_mutex, get_thread_id, val)
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::into_inner`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(4);
-    /// assert_eq!(m.into_inner(), 4);
-    /// ```
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 impl<T: ?Sized> ReentrantMutex<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::named("tree", ());
-    /// assert_eq!(m.name(), "tree");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// The detector's record of this mutex.
+    /// The acquisition at `site` (in `mode`: `Exclusive`): a re-entry when this thread owns
+    /// the mutex already.
     #[inline]
-    pub(super) fn prim(&self) -> &Prim {
-        self.cell.get()
-    }
-
-    /// The acquisition at `site`: a re-entry when this thread owns the mutex already.
-    #[inline]
-    pub(super) fn acq(&self, site: &'static Location<'static>) -> Acq {
-        let a = acq(site, Mode::Exclusive);
+    pub(super) fn acq(&self, site: &'static Location<'static>, mode: Mode) -> Acq {
+        let a = acq(site, mode);
         if hooks::enabled() && self.inner.is_owned_by_current_thread() {
             a.with_flags(hooks::REENTRY)
         } else {
             a
         }
     }
+}
 
+mutex_methods! {
+    impl ReentrantMutex -> ReentrantMutexGuard: acq;
+    [
+    /// The name used in spans, metrics and reports (lockscope addition).
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::named("tree", ());
+    /// assert_eq!(m.name(), "tree");
+    /// ```
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::lock`]. A re-entry by the owner thread is
     /// recorded as one and never reported; see the type docs.
     ///
@@ -179,19 +126,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// let b = m.lock();
     /// assert_eq!(*a + *b, 2);
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn lock(&self) -> ReentrantMutexGuard<'_, T> {
-        let site = Location::caller();
-        let (inner, token) = blocking(
-            || self.prim(),
-            self.acq(site),
-            || self.inner.try_lock(),
-            || self.inner.lock(),
-        );
-        ReentrantMutexGuard::new(self, inner, token)
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::try_lock`].
     ///
     /// ```
@@ -200,14 +135,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// assert!(m.try_lock().is_some()); // re-entry
     /// assert!(std::thread::scope(|s| s.spawn(|| m.try_lock().is_none()).join().unwrap()));
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock(&self) -> Option<ReentrantMutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(self.prim(), self.acq(site), self.inner.try_lock())?;
-        Some(ReentrantMutexGuard::new(self, inner, token))
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_for`]; see
     /// [`Mutex::try_lock_for`](super::Mutex::try_lock_for).
     ///
@@ -216,19 +144,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// let m = lockscope::parking_lot::ReentrantMutex::new(());
     /// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock_for(&self, timeout: Duration) -> Option<ReentrantMutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.acq(site),
-            || self.inner.try_lock(),
-            || self.inner.try_lock_for(timeout),
-        )?;
-        Some(ReentrantMutexGuard::new(self, inner, token))
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::try_lock_until`].
     ///
     /// ```
@@ -236,19 +152,23 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// let m = lockscope::parking_lot::ReentrantMutex::new(());
     /// assert!(m.try_lock_until(Instant::now() + Duration::from_millis(1)).is_some());
     /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_lock_until(&self, timeout: Instant) -> Option<ReentrantMutexGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.acq(site),
-            || self.inner.try_lock(),
-            || self.inner.try_lock_until(timeout),
-        )?;
-        Some(ReentrantMutexGuard::new(self, inner, token))
-    }
-
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::make_guard_unchecked`]; lockscope records
+    /// a hold as for a `try_` form.
+    ///
+    /// # Safety
+    ///
+    /// As parking_lot's: only when the current thread logically holds the lock.
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(5);
+    /// let g = m.lock();
+    /// std::mem::forget(g);
+    /// // SAFETY: this thread holds the lock (its guard was forgotten above).
+    /// let g = unsafe { m.make_guard_unchecked() };
+    /// assert_eq!(*g, 5);
+    /// ```
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::get_mut`].
     ///
     /// ```
@@ -256,36 +176,23 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// *m.get_mut() = 3;
     /// assert_eq!(*m.lock(), 3);
     /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut T {
-        self.inner.get_mut()
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::is_locked`].
     ///
     /// ```
     /// let m = lockscope::parking_lot::ReentrantMutex::new(());
     /// assert!(!m.is_locked());
     /// ```
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::is_owned_by_current_thread`].
+    ] [
+    /// Wrapper for [`parking_lot::ReentrantMutex::data_ptr`].
     ///
     /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(());
-    /// let g = m.lock();
-    /// assert!(m.is_owned_by_current_thread());
-    /// drop(g);
-    /// assert!(!m.is_owned_by_current_thread());
+    /// let m = lockscope::parking_lot::ReentrantMutex::new(3);
+    /// let _g = m.lock();
+    /// // SAFETY: the guard keeps other threads out while we read.
+    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
     /// ```
-    #[inline]
-    pub fn is_owned_by_current_thread(&self) -> bool {
-        self.inner.is_owned_by_current_thread()
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock`]; see
     /// [`Mutex::force_unlock`](super::Mutex::force_unlock).
     ///
@@ -302,12 +209,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// unsafe { m.force_unlock() };
     /// assert!(!m.is_locked());
     /// ```
-    #[inline]
-    pub unsafe fn force_unlock(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock() }
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::force_unlock_fair`].
     ///
     /// # Safety
@@ -321,37 +223,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// unsafe { m.force_unlock_fair() };
     /// assert!(!m.is_locked());
     /// ```
-    #[inline]
-    pub unsafe fn force_unlock_fair(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_fair() }
-    }
-
-    /// Wrapper for [`parking_lot::ReentrantMutex::make_guard_unchecked`]; lockscope records
-    /// a hold as for a `try_` form.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically holds the lock.
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(5);
-    /// let g = m.lock();
-    /// std::mem::forget(g);
-    /// // SAFETY: this thread holds the lock (its guard was forgotten above).
-    /// let g = unsafe { m.make_guard_unchecked() };
-    /// assert_eq!(*g, 5);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub unsafe fn make_guard_unchecked(&self) -> ReentrantMutexGuard<'_, T> {
-        let site = Location::caller();
-        // SAFETY: the caller's contract is parking_lot's.
-        let inner = unsafe { self.inner.make_guard_unchecked() };
-        let token = probe::try_acquired(self.prim(), self.acq(site));
-        ReentrantMutexGuard::new(self, inner, token)
-    }
-
+    ] [
     /// Wrapper for [`parking_lot::ReentrantMutex::raw`]; the raw mutex bypasses lockscope.
     ///
     /// # Safety
@@ -364,45 +236,28 @@ impl<T: ?Sized> ReentrantMutex<T> {
     /// // SAFETY: only reads the state.
     /// assert!(!unsafe { m.raw() }.is_locked());
     /// ```
-    #[inline]
-    pub unsafe fn raw(&self) -> &RawMutex {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.raw() }
-    }
+    ]
+}
 
-    /// Wrapper for [`parking_lot::ReentrantMutex::data_ptr`].
-    ///
-    /// ```
-    /// let m = lockscope::parking_lot::ReentrantMutex::new(3);
-    /// let _g = m.lock();
-    /// // SAFETY: the guard keeps other threads out while we read.
-    /// assert_eq!(unsafe { *m.data_ptr() }, 3);
-    /// ```
-    #[inline]
-    pub fn data_ptr(&self) -> *mut T {
-        self.inner.data_ptr()
+lock_methods! {
+    impl ReentrantMutex {
+        get(&self) is_owned_by_current_thread -> bool
+        [
+        /// Wrapper for [`parking_lot::ReentrantMutex::is_owned_by_current_thread`].
+        ///
+        /// ```
+        /// let m = lockscope::parking_lot::ReentrantMutex::new(());
+        /// let g = m.lock();
+        /// assert!(m.is_owned_by_current_thread());
+        /// drop(g);
+        /// assert!(!m.is_owned_by_current_thread());
+        /// ```
+        ];
     }
 }
 
-impl<T: Default> Default for ReentrantMutex<T> {
-    /// Wrapper for `parking_lot::ReentrantMutex::default`, named after the caller's location.
-    #[track_caller]
-    fn default() -> ReentrantMutex<T> {
-        ReentrantMutex::new(T::default())
-    }
-}
-
-impl<T> From<T> for ReentrantMutex<T> {
-    /// Wrapper for `parking_lot::ReentrantMutex::from`, named after the caller's location.
-    #[track_caller]
-    fn from(val: T) -> ReentrantMutex<T> {
-        ReentrantMutex::new(val)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for ReentrantMutex<T> {
+lock_traits!(
+    "parking_lot",
+    ReentrantMutex,
     /// As parking_lot's. Not recorded as an acquisition.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+);

@@ -1,79 +1,44 @@
 //! [`RwLock`]: a drop-in `parking_lot::RwLock`.
 
-use std::fmt;
 use std::panic::Location;
-use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::hooks::{self, Acq, Mode};
 
+use super::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeFair};
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_upgradable_guard::RwLockUpgradableReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
-use super::{MAX_READERS, RawRwLock, acq, blocking, holds_here, tried};
-use crate::probe;
+use super::{MAX_READERS, RawRwLock, acq, holds_here};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
-/// every acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: parking_lot's task-fair policy (a waiting writer blocks new
-/// readers, except [`read_recursive`](RwLock::read_recursive) while readers hold it),
-/// upgradable reads, timed forms. The detector models exactly that policy: a `read` inside a
-/// `read` on one thread is reported as `nested-acquire` (it deadlocks as soon as a writer
-/// queues between them), a `read_recursive` inside a read is not; an
-/// [`upgrade`](RwLockUpgradableReadGuard::upgrade) is a wait for write access by the holder
-/// of the upgradable read. The `kind` label is `blocking_rwlock`.
-///
-/// ```
-/// use lockscope::parking_lot::RwLock;
-///
-/// let config = RwLock::named("config", String::from("v1"));
-/// {
-///     let a = config.read();
-///     let b = config.read_recursive(); // never waits behind a writer
-///     assert_eq!(*a, *b);
-/// }
-/// config.write().push('!');
-/// assert_eq!(*config.read(), "v1!");
-/// ```
-pub struct RwLock<T: ?Sized> {
-    cell: PrimCell,
-    pub(super) inner: parking_lot::RwLock<T>,
-}
-
-/// Wrapper for [`parking_lot::const_rwlock`]: usable in `static`s, named after the caller's
-/// location; it registers with the detector on first use.
-///
-/// ```
-/// use lockscope::parking_lot::{RwLock, const_rwlock};
-/// static TABLE: RwLock<Vec<u8>> = const_rwlock(Vec::new());
-/// TABLE.write().push(1);
-/// assert_eq!(TABLE.read().len(), 1);
-/// ```
-#[track_caller]
-pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
-    RwLock {
-        cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-        inner: parking_lot::const_rwlock(val),
-    }
-}
-
-#[inline]
-pub(super) fn shared(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Shared)
-}
-
-#[inline]
-pub(super) fn exclusive(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Exclusive)
-}
-
-#[inline]
-pub(super) fn upgradable(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Upgradable)
-}
-
-impl<T> RwLock<T> {
+lock_struct! {
+    [
+    /// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
+    /// every acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: parking_lot's task-fair policy (a waiting writer blocks new
+    /// readers, except [`read_recursive`](RwLock::read_recursive) while readers hold it),
+    /// upgradable reads, timed forms. The detector models exactly that policy: a `read` inside a
+    /// `read` on one thread is reported as `nested-acquire` (it deadlocks as soon as a writer
+    /// queues between them), a `read_recursive` inside a read is not; an
+    /// [`upgrade`](RwLockUpgradableReadGuard::upgrade) is a wait for write access by the holder
+    /// of the upgradable read. The `kind` label is `blocking_rwlock`.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::RwLock;
+    ///
+    /// let config = RwLock::named("config", String::from("v1"));
+    /// {
+    ///     let a = config.read();
+    ///     let b = config.read_recursive(); // never waits behind a writer
+    ///     assert_eq!(*a, *b);
+    /// }
+    /// config.write().push('!');
+    /// assert_eq!(*config.read(), "v1!");
+    /// ```
+    ]
+    pub struct RwLock(pub(super) parking_lot::RwLock<T>, BlockingRwLock, MAX_READERS, val);
+    [
     /// Wrapper for [`parking_lot::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
     ///
@@ -82,14 +47,7 @@ impl<T> RwLock<T> {
     /// static R: RwLock<u32> = RwLock::new(1);
     /// assert_eq!(*R.read(), 1);
     /// ```
-    #[track_caller]
-    pub const fn new(val: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-            inner: parking_lot::RwLock::new(val),
-        }
-    }
-
+    ] [
     /// An rwlock named `name` in spans, metrics and reports (lockscope addition); see
     /// [`Mutex::named`](super::Mutex::named).
     ///
@@ -97,19 +55,27 @@ impl<T> RwLock<T> {
     /// let r = lockscope::parking_lot::RwLock::named("routes", ());
     /// assert_eq!(r.name(), "routes");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, val: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingRwLock,
-                Location::caller(),
-                MAX_READERS,
-            ),
-            inner: parking_lot::RwLock::new(val),
-        }
-    }
-
+    ]
+    into_inner -> T [
+    /// Wrapper for [`parking_lot::RwLock::into_inner`].
+    ///
+    /// ```
+    /// let r = lockscope::parking_lot::RwLock::new(4);
+    /// assert_eq!(r.into_inner(), 4);
+    /// ```
+    ];
+    const fn const_rwlock [
+    /// Wrapper for [`parking_lot::const_rwlock`]: usable in `static`s, named after the caller's
+    /// location; it registers with the detector on first use.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, const_rwlock};
+    /// static TABLE: RwLock<Vec<u8>> = const_rwlock(Vec::new());
+    /// TABLE.write().push(1);
+    /// assert_eq!(TABLE.read().len(), 1);
+    /// ```
+    ];
+    const_new(raw_rwlock: RawRwLock) [
     /// Wrapper for [`lock_api::RwLock::const_new`](parking_lot::lock_api::RwLock::const_new).
     ///
     /// ```
@@ -118,14 +84,7 @@ impl<T> RwLock<T> {
     /// static R: RwLock<u8> = RwLock::const_new(RawRwLock::INIT, 3);
     /// assert_eq!(*R.read(), 3);
     /// ```
-    #[track_caller]
-    pub const fn const_new(raw_rwlock: RawRwLock, val: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-            inner: parking_lot::RwLock::const_new(raw_rwlock, val),
-        }
-    }
-
+    ] [
     /// Wrapper for [`lock_api::RwLock::from_raw`](parking_lot::lock_api::RwLock::from_raw).
     ///
     /// ```
@@ -134,202 +93,10 @@ impl<T> RwLock<T> {
     /// let r = RwLock::from_raw(RawRwLock::INIT, 3);
     /// assert_eq!(r.into_inner(), 3);
     /// ```
-    #[track_caller]
-    pub const fn from_raw(raw_rwlock: RawRwLock, val: T) -> RwLock<T> {
-        RwLock::const_new(raw_rwlock, val)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::into_inner`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(4);
-    /// assert_eq!(r.into_inner(), 4);
-    /// ```
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.inner.into_inner()
-    }
+    ];
 }
 
 impl<T: ?Sized> RwLock<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::named("routes", ());
-    /// assert_eq!(r.name(), "routes");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// The detector's record of this rwlock.
-    #[inline]
-    pub(super) fn prim(&self) -> &Prim {
-        self.cell.get()
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::read`]. A `read` by a thread that already holds a
-    /// read of this lock is reported as `nested-acquire`: with parking_lot's task-fair policy
-    /// it deadlocks as soon as a writer queues in between (use
-    /// [`read_recursive`](RwLock::read_recursive) there). Inside an upgradable read of the
-    /// same thread it cannot wait, and is not reported.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(1);
-    /// let (a, b) = (r.read(), std::thread::scope(|s| s.spawn(|| *r.read()).join().unwrap()));
-    /// assert_eq!(*a, b);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        let site = Location::caller();
-        let (inner, token) = blocking(
-            || self.prim(),
-            self.read_acq(site, Mode::Shared),
-            || self.inner.try_read(),
-            || self.inner.read(),
-        );
-        RwLockReadGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_read`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let w = r.write();
-    /// assert!(r.try_read().is_none());
-    /// drop(w);
-    /// assert!(r.try_read().is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(self.prim(), shared(site), self.inner.try_read())?;
-        Some(RwLockReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_read_for`]; a timeout is counted in
-    /// `lockscope_timeouts_total`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let w = r.write();
-    /// assert!(r.try_read_for(Duration::from_millis(1)).is_none());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read_for(&self, timeout: Duration) -> Option<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.read_acq(site, Mode::Shared),
-            || self.inner.try_read(),
-            || self.inner.try_read_for(timeout),
-        )?;
-        Some(RwLockReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_read_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// assert!(r.try_read_until(Instant::now() + Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read_until(&self, timeout: Instant) -> Option<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.read_acq(site, Mode::Shared),
-            || self.inner.try_read(),
-            || self.inner.try_read_until(timeout),
-        )?;
-        Some(RwLockReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::write`]. A write by a thread that holds any access
-    /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(1);
-    /// *r.write() += 1;
-    /// assert_eq!(*r.read(), 2);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        let site = Location::caller();
-        let (inner, token) = blocking(
-            || self.prim(),
-            exclusive(site),
-            || self.inner.try_write(),
-            || self.inner.write(),
-        );
-        RwLockWriteGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_write`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let g = r.read();
-    /// assert!(r.try_write().is_none());
-    /// drop(g);
-    /// assert!(r.try_write().is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(self.prim(), exclusive(site), self.inner.try_write())?;
-        Some(RwLockWriteGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_write_for`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let g = r.read();
-    /// assert!(r.try_write_for(Duration::from_millis(1)).is_none());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_write_for(&self, timeout: Duration) -> Option<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            exclusive(site),
-            || self.inner.try_write(),
-            || self.inner.try_write_for(timeout),
-        )?;
-        Some(RwLockWriteGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_write_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// assert!(r.try_write_until(Instant::now() + Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_write_until(&self, timeout: Instant) -> Option<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            exclusive(site),
-            || self.inner.try_write(),
-            || self.inner.try_write_until(timeout),
-        )?;
-        Some(RwLockWriteGuard::new(self, inner, token))
-    }
-
     /// The acquisition of a read (`mode`: `Shared` or `SharedRecursive`) at `site`. It is a
     /// re-entry (it cannot wait, so it is neither a nested acquisition nor a lock-order edge)
     /// when this thread already holds the lock in a way that lets it through: an upgradable
@@ -350,417 +117,369 @@ impl<T: ?Sized> RwLock<T> {
         }
     }
 
-    /// Wrapper for [`parking_lot::RwLock::read_recursive`]. Recorded as a recursive read:
-    /// inside a read of the same lock on the same thread it is legal and never reported;
-    /// inside a write it is a self-deadlock and is reported.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(1);
-    /// let a = r.read();
-    /// let b = r.read_recursive();
-    /// assert_eq!(*a + *b, 2);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn read_recursive(&self) -> RwLockReadGuard<'_, T> {
-        let site = Location::caller();
-        let (inner, token) = blocking(
-            || self.prim(),
-            self.read_acq(site, Mode::SharedRecursive),
-            || self.inner.try_read_recursive(),
-            || self.inner.read_recursive(),
-        );
-        RwLockReadGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_read_recursive`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let _a = r.read();
-    /// assert!(r.try_read_recursive().is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read_recursive(&self) -> Option<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(
-            self.prim(),
-            acq(site, Mode::SharedRecursive),
-            self.inner.try_read_recursive(),
-        )?;
-        Some(RwLockReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_read_recursive_for`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let _a = r.read();
-    /// assert!(r.try_read_recursive_for(Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read_recursive_for(&self, timeout: Duration) -> Option<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.read_acq(site, Mode::SharedRecursive),
-            || self.inner.try_read_recursive(),
-            || self.inner.try_read_recursive_for(timeout),
-        )?;
-        Some(RwLockReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_read_recursive_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// assert!(r.try_read_recursive_until(Instant::now() + Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read_recursive_until(&self, timeout: Instant) -> Option<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            self.read_acq(site, Mode::SharedRecursive),
-            || self.inner.try_read_recursive(),
-            || self.inner.try_read_recursive_until(timeout),
-        )?;
-        Some(RwLockReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::upgradable_read`]. Recorded as an upgradable read:
-    /// it shares the lock with plain readers, excludes writers and other upgradable readers.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(1);
-    /// let u = r.upgradable_read();
-    /// assert!(r.try_read().is_some());
-    /// let mut w = RwLockUpgradableReadGuard::upgrade(u);
-    /// *w += 1;
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn upgradable_read(&self) -> RwLockUpgradableReadGuard<'_, T> {
-        let site = Location::caller();
-        let (inner, token) = blocking(
-            || self.prim(),
-            upgradable(site),
-            || self.inner.try_upgradable_read(),
-            || self.inner.upgradable_read(),
-        );
-        RwLockUpgradableReadGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_upgradable_read`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let _u = r.upgradable_read();
-    /// assert!(r.try_upgradable_read().is_none());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_upgradable_read(&self) -> Option<RwLockUpgradableReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = tried(
-            self.prim(),
-            upgradable(site),
-            self.inner.try_upgradable_read(),
-        )?;
-        Some(RwLockUpgradableReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_for`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let _u = r.upgradable_read();
-    /// assert!(r.try_upgradable_read_for(Duration::from_millis(1)).is_none());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_upgradable_read_for(
-        &self,
-        timeout: Duration,
-    ) -> Option<RwLockUpgradableReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            upgradable(site),
-            || self.inner.try_upgradable_read(),
-            || self.inner.try_upgradable_read_for(timeout),
-        )?;
-        Some(RwLockUpgradableReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// assert!(r.try_upgradable_read_until(Instant::now() + Duration::from_millis(1)).is_some());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_upgradable_read_until(
-        &self,
-        timeout: Instant,
-    ) -> Option<RwLockUpgradableReadGuard<'_, T>> {
-        let site = Location::caller();
-        let (inner, token) = probe::blocking_timed(
-            self.prim(),
-            upgradable(site),
-            || self.inner.try_upgradable_read(),
-            || self.inner.try_upgradable_read_until(timeout),
-        )?;
-        Some(RwLockUpgradableReadGuard::new(self, inner, token))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::get_mut`].
-    ///
-    /// ```
-    /// let mut r = lockscope::parking_lot::RwLock::new(1);
-    /// *r.get_mut() = 2;
-    /// assert_eq!(*r.read(), 2);
-    /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut T {
-        self.inner.get_mut()
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::is_locked`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let g = r.read();
-    /// assert!(r.is_locked());
-    /// ```
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::is_locked_exclusive`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// let g = r.read();
-    /// assert!(!r.is_locked_exclusive());
-    /// ```
-    #[inline]
-    pub fn is_locked_exclusive(&self) -> bool {
-        self.inner.is_locked_exclusive()
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::force_unlock_read`]; see
-    /// [`Mutex::force_unlock`](super::Mutex::force_unlock) for lockscope's books.
+    /// Unlocks an upgradable read (`unlocked` of its guard).
     ///
     /// # Safety
     ///
-    /// As parking_lot's: only when the current thread logically owns a read guard that was
-    /// discarded.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// std::mem::forget(r.read()); // the hold stays in lockscope's books
-    /// // SAFETY: the guard was forgotten just above.
-    /// unsafe { r.force_unlock_read() };
-    /// assert!(!r.is_locked());
-    /// ```
+    /// As [`force_unlock_read`](RwLock::force_unlock_read), for an upgradable read.
     #[inline]
-    pub unsafe fn force_unlock_read(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_read() }
+    pub(super) unsafe fn force_unlock_upgradable(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { self.inner.raw().unlock_upgradable() }
     }
 
-    /// Wrapper for [`parking_lot::RwLock::force_unlock_write`].
+    /// As [`force_unlock_upgradable`](RwLock::force_unlock_upgradable), fair.
     ///
     /// # Safety
     ///
-    /// As parking_lot's: only when the current thread logically owns a write guard that was
-    /// discarded.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// std::mem::forget(r.write());
-    /// // SAFETY: the guard was forgotten just above.
-    /// unsafe { r.force_unlock_write() };
-    /// assert!(!r.is_locked());
-    /// ```
+    /// As [`force_unlock_upgradable`](RwLock::force_unlock_upgradable).
     #[inline]
-    pub unsafe fn force_unlock_write(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_write() }
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::force_unlock_read_fair`].
-    ///
-    /// # Safety
-    ///
-    /// As [`force_unlock_read`](RwLock::force_unlock_read).
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// std::mem::forget(r.read());
-    /// // SAFETY: the guard was forgotten just above.
-    /// unsafe { r.force_unlock_read_fair() };
-    /// ```
-    #[inline]
-    pub unsafe fn force_unlock_read_fair(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_read_fair() }
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::force_unlock_write_fair`].
-    ///
-    /// # Safety
-    ///
-    /// As [`force_unlock_write`](RwLock::force_unlock_write).
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// std::mem::forget(r.write());
-    /// // SAFETY: the guard was forgotten just above.
-    /// unsafe { r.force_unlock_write_fair() };
-    /// ```
-    #[inline]
-    pub unsafe fn force_unlock_write_fair(&self) {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.force_unlock_write_fair() }
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::make_read_guard_unchecked`]; lockscope records a
-    /// read hold as for a `try_` form.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically holds a read lock.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(1);
-    /// std::mem::forget(r.read());
-    /// // SAFETY: this thread holds a read lock (its guard was forgotten above).
-    /// let g = unsafe { r.make_read_guard_unchecked() };
-    /// assert_eq!(*g, 1);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub unsafe fn make_read_guard_unchecked(&self) -> RwLockReadGuard<'_, T> {
-        let site = Location::caller();
-        // SAFETY: the caller's contract is parking_lot's.
-        let inner = unsafe { self.inner.make_read_guard_unchecked() };
-        RwLockReadGuard::new(self, inner, probe::try_acquired(self.prim(), shared(site)))
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::make_write_guard_unchecked`]; lockscope records a
-    /// write hold as for a `try_` form.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically holds the write lock.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(1);
-    /// std::mem::forget(r.write());
-    /// // SAFETY: this thread holds the write lock (its guard was forgotten above).
-    /// let mut g = unsafe { r.make_write_guard_unchecked() };
-    /// *g = 2;
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub unsafe fn make_write_guard_unchecked(&self) -> RwLockWriteGuard<'_, T> {
-        let site = Location::caller();
-        // SAFETY: the caller's contract is parking_lot's.
-        let inner = unsafe { self.inner.make_write_guard_unchecked() };
-        RwLockWriteGuard::new(
-            self,
-            inner,
-            probe::try_acquired(self.prim(), exclusive(site)),
-        )
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::make_upgradable_guard_unchecked`]; lockscope
-    /// records an upgradable hold as for a `try_` form.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's: only when the current thread logically holds an upgradable lock.
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(1);
-    /// std::mem::forget(r.upgradable_read());
-    /// // SAFETY: this thread holds the upgradable lock (its guard was forgotten above).
-    /// let g = unsafe { r.make_upgradable_guard_unchecked() };
-    /// assert_eq!(*g, 1);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub unsafe fn make_upgradable_guard_unchecked(&self) -> RwLockUpgradableReadGuard<'_, T> {
-        let site = Location::caller();
-        // SAFETY: the caller's contract is parking_lot's.
-        let inner = unsafe { self.inner.make_upgradable_guard_unchecked() };
-        let token = probe::try_acquired(self.prim(), upgradable(site));
-        RwLockUpgradableReadGuard::new(self, inner, token)
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::raw`]; the raw lock bypasses lockscope.
-    ///
-    /// # Safety
-    ///
-    /// As parking_lot's.
-    ///
-    /// ```
-    /// use parking_lot::lock_api::RawRwLock as _;
-    /// let r = lockscope::parking_lot::RwLock::new(());
-    /// // SAFETY: only reads the state.
-    /// assert!(!unsafe { r.raw() }.is_locked());
-    /// ```
-    #[inline]
-    pub unsafe fn raw(&self) -> &RawRwLock {
-        // SAFETY: the caller's contract is parking_lot's.
-        unsafe { self.inner.raw() }
-    }
-
-    /// Wrapper for [`parking_lot::RwLock::data_ptr`].
-    ///
-    /// ```
-    /// let r = lockscope::parking_lot::RwLock::new(3);
-    /// let _g = r.read();
-    /// // SAFETY: the read guard keeps writers out while we read.
-    /// assert_eq!(unsafe { *r.data_ptr() }, 3);
-    /// ```
-    #[inline]
-    pub fn data_ptr(&self) -> *mut T {
-        self.inner.data_ptr()
+    pub(super) unsafe fn force_unlock_upgradable_fair(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { self.inner.raw().unlock_upgradable_fair() }
     }
 }
 
-impl<T: Default> Default for RwLock<T> {
-    /// Wrapper for `parking_lot::RwLock::default`, named after the caller's location.
-    #[track_caller]
-    fn default() -> RwLock<T> {
-        RwLock::new(T::default())
+lock_methods! {
+    impl RwLock {
+        name [
+        /// The name used in spans, metrics and reports (lockscope addition).
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::named("routes", ());
+        /// assert_eq!(r.name(), "routes");
+        /// ```
+        ];
+        acquire read / read_at, try_read, try_read_for, try_read_until
+            -> RwLockReadGuard: read_acq(Shared), plain(Shared)
+        [
+        /// Wrapper for [`parking_lot::RwLock::read`]. A `read` by a thread that already holds a
+        /// read of this lock is reported as `nested-acquire`: with parking_lot's task-fair policy
+        /// it deadlocks as soon as a writer queues in between (use
+        /// [`read_recursive`](RwLock::read_recursive) there). Inside an upgradable read of the
+        /// same thread it cannot wait, and is not reported.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// let (a, b) = (r.read(), std::thread::scope(|s| s.spawn(|| *r.read()).join().unwrap()));
+        /// assert_eq!(*a, b);
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let w = r.write();
+        /// assert!(r.try_read().is_none());
+        /// drop(w);
+        /// assert!(r.try_read().is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_for`]; a timeout is counted in
+        /// `lockscope_timeouts_total`.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let w = r.write();
+        /// assert!(r.try_read_for(Duration::from_millis(1)).is_none());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// assert!(r.try_read_until(Instant::now() + Duration::from_millis(1)).is_some());
+        /// ```
+        ];
+        acquire write / write_at, try_write, try_write_for, try_write_until
+            -> RwLockWriteGuard: plain(Exclusive), plain(Exclusive)
+        [
+        /// Wrapper for [`parking_lot::RwLock::write`]. A write by a thread that holds any access
+        /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// *r.write() += 1;
+        /// assert_eq!(*r.read(), 2);
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_write`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let g = r.read();
+        /// assert!(r.try_write().is_none());
+        /// drop(g);
+        /// assert!(r.try_write().is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_write_for`].
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let g = r.read();
+        /// assert!(r.try_write_for(Duration::from_millis(1)).is_none());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_write_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// assert!(r.try_write_until(Instant::now() + Duration::from_millis(1)).is_some());
+        /// ```
+        ];
+        acquire read_recursive, try_read_recursive,
+            try_read_recursive_for, try_read_recursive_until
+            -> RwLockReadGuard: read_acq(SharedRecursive), plain(SharedRecursive)
+        [
+        /// Wrapper for [`parking_lot::RwLock::read_recursive`]. Recorded as a recursive read:
+        /// inside a read of the same lock on the same thread it is legal and never reported;
+        /// inside a write it is a self-deadlock and is reported.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// let a = r.read();
+        /// let b = r.read_recursive();
+        /// assert_eq!(*a + *b, 2);
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_recursive`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let _a = r.read();
+        /// assert!(r.try_read_recursive().is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_recursive_for`].
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let _a = r.read();
+        /// assert!(r.try_read_recursive_for(Duration::from_millis(1)).is_some());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_read_recursive_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// assert!(r.try_read_recursive_until(Instant::now() + Duration::from_millis(1)).is_some());
+        /// ```
+        ];
+        acquire upgradable_read / upgradable_read_at, try_upgradable_read,
+            try_upgradable_read_for, try_upgradable_read_until
+            -> RwLockUpgradableReadGuard: plain(Upgradable), plain(Upgradable)
+        [
+        /// Wrapper for [`parking_lot::RwLock::upgradable_read`]. Recorded as an upgradable read:
+        /// it shares the lock with plain readers, excludes writers and other upgradable readers.
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(1);
+        /// let u = r.upgradable_read();
+        /// assert!(r.try_read().is_some());
+        /// let mut w = RwLockUpgradableReadGuard::upgrade(u);
+        /// *w += 1;
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_upgradable_read`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let _u = r.upgradable_read();
+        /// assert!(r.try_upgradable_read().is_none());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_for`].
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let _u = r.upgradable_read();
+        /// assert!(r.try_upgradable_read_for(Duration::from_millis(1)).is_none());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// assert!(r.try_upgradable_read_until(Instant::now() + Duration::from_millis(1)).is_some());
+        /// ```
+        ];
+        unchecked make_read_guard_unchecked -> RwLockReadGuard: plain(Shared)
+        [
+        /// Wrapper for [`parking_lot::RwLock::make_read_guard_unchecked`]; lockscope records a
+        /// read hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds a read lock.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// std::mem::forget(r.read());
+        /// // SAFETY: this thread holds a read lock (its guard was forgotten above).
+        /// let g = unsafe { r.make_read_guard_unchecked() };
+        /// assert_eq!(*g, 1);
+        /// ```
+        ];
+        unchecked make_write_guard_unchecked -> RwLockWriteGuard: plain(Exclusive)
+        [
+        /// Wrapper for [`parking_lot::RwLock::make_write_guard_unchecked`]; lockscope records a
+        /// write hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds the write lock.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// std::mem::forget(r.write());
+        /// // SAFETY: this thread holds the write lock (its guard was forgotten above).
+        /// let mut g = unsafe { r.make_write_guard_unchecked() };
+        /// *g = 2;
+        /// ```
+        ];
+        unchecked make_upgradable_guard_unchecked
+            -> RwLockUpgradableReadGuard: plain(Upgradable)
+        [
+        /// Wrapper for [`parking_lot::RwLock::make_upgradable_guard_unchecked`]; lockscope
+        /// records an upgradable hold as for a `try_` form.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically holds an upgradable lock.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(1);
+        /// std::mem::forget(r.upgradable_read());
+        /// // SAFETY: this thread holds the upgradable lock (its guard was forgotten above).
+        /// let g = unsafe { r.make_upgradable_guard_unchecked() };
+        /// assert_eq!(*g, 1);
+        /// ```
+        ];
+        get(&mut self) get_mut -> &mut T
+        [
+        /// Wrapper for [`parking_lot::RwLock::get_mut`].
+        ///
+        /// ```
+        /// let mut r = lockscope::parking_lot::RwLock::new(1);
+        /// *r.get_mut() = 2;
+        /// assert_eq!(*r.read(), 2);
+        /// ```
+        ];
+        get(&self) is_locked -> bool, is_locked_exclusive -> bool, data_ptr -> *mut T
+        [
+        /// Wrapper for [`parking_lot::RwLock::is_locked`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let g = r.read();
+        /// assert!(r.is_locked());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::is_locked_exclusive`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// let g = r.read();
+        /// assert!(!r.is_locked_exclusive());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::data_ptr`].
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(3);
+        /// let _g = r.read();
+        /// // SAFETY: the read guard keeps writers out while we read.
+        /// assert_eq!(unsafe { *r.data_ptr() }, 3);
+        /// ```
+        ];
+        unsafe get(&self) force_unlock_read, force_unlock_write, force_unlock_read_fair,
+            force_unlock_write_fair, raw -> &RawRwLock
+        [
+        /// Wrapper for [`parking_lot::RwLock::force_unlock_read`]; see
+        /// [`Mutex::force_unlock`](super::Mutex::force_unlock) for lockscope's books.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically owns a read guard that was
+        /// discarded.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// std::mem::forget(r.read()); // the hold stays in lockscope's books
+        /// // SAFETY: the guard was forgotten just above.
+        /// unsafe { r.force_unlock_read() };
+        /// assert!(!r.is_locked());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::force_unlock_write`].
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's: only when the current thread logically owns a write guard that was
+        /// discarded.
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// std::mem::forget(r.write());
+        /// // SAFETY: the guard was forgotten just above.
+        /// unsafe { r.force_unlock_write() };
+        /// assert!(!r.is_locked());
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::force_unlock_read_fair`].
+        ///
+        /// # Safety
+        ///
+        /// As [`force_unlock_read`](RwLock::force_unlock_read).
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// std::mem::forget(r.read());
+        /// // SAFETY: the guard was forgotten just above.
+        /// unsafe { r.force_unlock_read_fair() };
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::force_unlock_write_fair`].
+        ///
+        /// # Safety
+        ///
+        /// As [`force_unlock_write`](RwLock::force_unlock_write).
+        ///
+        /// ```
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// std::mem::forget(r.write());
+        /// // SAFETY: the guard was forgotten just above.
+        /// unsafe { r.force_unlock_write_fair() };
+        /// ```
+        ] [
+        /// Wrapper for [`parking_lot::RwLock::raw`]; the raw lock bypasses lockscope.
+        ///
+        /// # Safety
+        ///
+        /// As parking_lot's.
+        ///
+        /// ```
+        /// use parking_lot::lock_api::RawRwLock as _;
+        /// let r = lockscope::parking_lot::RwLock::new(());
+        /// // SAFETY: only reads the state.
+        /// assert!(!unsafe { r.raw() }.is_locked());
+        /// ```
+        ];
     }
 }
 
-impl<T> From<T> for RwLock<T> {
-    /// Wrapper for `parking_lot::RwLock::from`, named after the caller's location.
-    #[track_caller]
-    fn from(val: T) -> RwLock<T> {
-        RwLock::new(val)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
+lock_traits!(
+    "parking_lot",
+    RwLock,
     /// As parking_lot's. Not recorded as an acquisition.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+);

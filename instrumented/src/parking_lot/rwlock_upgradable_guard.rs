@@ -7,49 +7,100 @@
 //! the books never show the lock weaker than it is.
 
 use std::cell::Cell;
-use std::fmt;
-use std::mem::ManuallyDrop;
-use std::ops::Deref;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
-use parking_lot::lock_api::{
-    RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
-};
+use parking_lot::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed};
 
-use super::rwlock::{RwLock, upgradable};
+use super::guard::bump_upgradable;
+use super::rwlock::RwLock;
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
-use super::{RawRwLock, acq, blocking, bumped, holds_shared_here, tried, unlocked};
+use super::{RawRwLock, acq, blocking, tried};
 use crate::probe::{self, Token};
 
-/// Wrapper for [`parking_lot::RwLockUpgradableReadGuard`]: shared access that may become
-/// exclusive; it excludes writers and other upgradable readers, not plain readers.
-///
-/// ```
-/// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-/// let r = RwLock::new(vec![1]);
-/// let u = r.upgradable_read();
-/// if !u.contains(&2) {
-///     RwLockUpgradableReadGuard::upgrade(u).push(2);
-/// }
-/// assert_eq!(*r.read(), [1, 2]);
-/// ```
-#[clippy::has_significant_drop]
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct RwLockUpgradableReadGuard<'a, T: ?Sized> {
-    // `Drop::drop` releases the books first, then drops `inner`, which unlocks, then records
-    // the hold time, outside the critical section.
-    lock: &'a RwLock<T>,
-    inner: ManuallyDrop<parking_lot::RwLockUpgradableReadGuard<'a, T>>,
-    token: Token,
+guard_family! {
+    pub struct RwLockUpgradableReadGuard(RwLock), "if unused the RwLock will immediately unlock";
+    fn rwlock, unlocked(force_unlock_upgradable, force_unlock_upgradable_fair, upgradable_read_at), bump(bump_upgradable);
+    [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard`]: shared access that may become
+    /// exclusive; it excludes writers and other upgradable readers, not plain readers.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(vec![1]);
+    /// let u = r.upgradable_read();
+    /// if !u.contains(&2) {
+    ///     RwLockUpgradableReadGuard::upgrade(u).push(2);
+    /// }
+    /// assert_eq!(*r.read(), [1, 2]);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::rwlock`].
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(());
+    /// let u = r.upgradable_read();
+    /// assert!(std::ptr::eq(RwLockUpgradableReadGuard::rwlock(&u), &r));
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked`]. lockscope records
+    /// the release and the re-lock (an upgradable read) at this call's site.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(0);
+    /// let mut u = r.upgradable_read();
+    /// RwLockUpgradableReadGuard::unlocked(&mut u, || *r.write() += 1);
+    /// assert_eq!(*u, 1);
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlock_fair`].
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(());
+    /// RwLockUpgradableReadGuard::unlock_fair(r.upgradable_read());
+    /// assert!(!r.is_locked());
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked_fair`]; see
+    /// [`unlocked`](RwLockUpgradableReadGuard::unlocked).
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(0);
+    /// let mut u = r.upgradable_read();
+    /// RwLockUpgradableReadGuard::unlocked_fair(&mut u, || assert!(!r.is_locked()));
+    /// ```
+    ] [
+    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::bump`]; lockscope records a
+    /// release and a new upgradable hold at this call's site.
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+    /// let r = RwLock::new(());
+    /// let mut u = r.upgradable_read();
+    /// RwLockUpgradableReadGuard::bump(&mut u);
+    /// ```
+    ]
+    impl {
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::downgrade`]: lockscope rewrites
+        /// the hold as a plain read (before parking_lot lets an upgradable reader in).
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(());
+        /// let g = RwLockUpgradableReadGuard::downgrade(r.upgradable_read());
+        /// assert!(r.try_upgradable_read().is_some());
+        /// drop(g);
+        /// ```
+        fn downgrade = downgrade(RwLockReadGuard, Shared);
+    }
 }
-
-// SAFETY: as parking_lot's `RwLockUpgradableReadGuard`, which is `Sync` when `T: Sync`: a
-// shared guard gives `&T`, and reaches the lock only while the guard keeps writers out.
-unsafe impl<T: ?Sized + Sync> Sync for RwLockUpgradableReadGuard<'_, T> {}
 
 type InnerUpgradable<'a, T> = parking_lot::RwLockUpgradableReadGuard<'a, T>;
 type InnerWrite<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
@@ -91,76 +142,32 @@ impl Drop for Downgrade<'_> {
     }
 }
 
+/// The timed `with_upgraded` forms: parking_lot's timed raw upgrade `$raw_timed`, recorded as
+/// a timed wait for write access.
+macro_rules! timed_with_upgraded {
+    ($($(#[$doc:meta])* fn $name:ident($timeout:ty) = $raw_timed:ident;)*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        pub fn $name<Ret, F: FnOnce(&mut T) -> Ret>(
+            &mut self,
+            timeout: $timeout,
+            f: F,
+        ) -> Option<Ret> {
+            let site = Location::caller();
+            let raw = self.raw();
+            // SAFETY: this guard holds the upgradable lock.
+            self.timed_upgraded(site, || unsafe { raw.$raw_timed(timeout) }, f)
+        }
+    )*};
+}
+
 impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
-    #[inline]
-    pub(super) fn new(lock: &'a RwLock<T>, inner: InnerUpgradable<'a, T>, token: Token) -> Self {
-        RwLockUpgradableReadGuard {
-            lock,
-            token,
-            inner: ManuallyDrop::new(inner),
-        }
-    }
-
-    #[inline]
-    pub(super) fn into_parts(s: Self) -> (&'a RwLock<T>, Token, InnerUpgradable<'a, T>) {
-        let s = ManuallyDrop::new(s);
-        // SAFETY: `s` is never dropped or used again, so each field is moved out exactly once.
-        unsafe {
-            (
-                s.lock,
-                std::ptr::read(&s.token),
-                ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
-            )
-        }
-    }
-
     /// The raw lock, for upgrades in place.
     #[inline]
     fn raw(&self) -> &'a RawRwLock {
         // SAFETY: used only to upgrade and downgrade back the upgradable lock this guard
         // holds, never to release it.
-        unsafe { self.lock.inner.raw() }
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::rwlock`].
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// let u = r.upgradable_read();
-    /// assert!(std::ptr::eq(RwLockUpgradableReadGuard::rwlock(&u), &r));
-    /// ```
-    pub fn rwlock(s: &Self) -> &'a RwLock<T> {
-        s.lock
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked`]. lockscope records
-    /// the release and the re-lock (an upgradable read) at this call's site.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(0);
-    /// let mut u = r.upgradable_read();
-    /// RwLockUpgradableReadGuard::unlocked(&mut u, || *r.write() += 1);
-    /// assert_eq!(*u, 1);
-    /// ```
-    #[track_caller]
-    pub fn unlocked<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        let raw = s.raw();
-        unlocked(
-            lock.prim(),
-            &mut s.token,
-            // SAFETY: this guard holds the upgradable lock, and `relock` re-takes it before the
-            // guard is used again (also when `f` panics).
-            || unsafe { raw.unlock_upgradable() },
-            || relock(lock, site),
-            f,
-        )
+        unsafe { Self::rwlock(self).inner.raw() }
     }
 
     /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::upgrade`]. lockscope records a
@@ -177,7 +184,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     #[track_caller]
     pub fn upgrade(s: Self) -> RwLockWriteGuard<'a, T> {
         let site = Location::caller();
-        let (lock, mut old, inner) = Self::into_parts(s);
+        let (lock, mut old, inner) = s.shell.into_parts();
         let prim = lock.prim();
         let slot = Cell::new(Some(inner));
         let (inner, token) = blocking(
@@ -211,7 +218,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     #[track_caller]
     pub fn try_upgrade(s: Self) -> Result<RwLockWriteGuard<'a, T>, Self> {
         let site = Location::caller();
-        let (lock, mut old, inner) = Self::into_parts(s);
+        let (lock, mut old, inner) = s.shell.into_parts();
         let prim = lock.prim();
         match InnerUpgradable::try_upgrade(inner) {
             Ok(w) => {
@@ -277,7 +284,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         site: &'static Location<'static>,
         timed: impl FnOnce(InnerUpgradable<'a, T>) -> Result<InnerWrite<'a, T>, InnerUpgradable<'a, T>>,
     ) -> Result<RwLockWriteGuard<'a, T>, Self> {
-        let (lock, mut old, inner) = Self::into_parts(s);
+        let (lock, mut old, inner) = s.shell.into_parts();
         let prim = lock.prim();
         let slot = Cell::new(Some(inner));
         let upgraded = probe::blocking_timed(
@@ -310,95 +317,6 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         }
     }
 
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlock_fair`].
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// RwLockUpgradableReadGuard::unlock_fair(r.upgradable_read());
-    /// assert!(!r.is_locked());
-    /// ```
-    #[inline]
-    pub fn unlock_fair(s: Self) {
-        let (lock, mut token, inner) = Self::into_parts(s);
-        token.release(lock.prim());
-        InnerUpgradable::unlock_fair(inner);
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked_fair`]; see
-    /// [`unlocked`](RwLockUpgradableReadGuard::unlocked).
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(0);
-    /// let mut u = r.upgradable_read();
-    /// RwLockUpgradableReadGuard::unlocked_fair(&mut u, || assert!(!r.is_locked()));
-    /// ```
-    #[track_caller]
-    pub fn unlocked_fair<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        let raw = s.raw();
-        unlocked(
-            lock.prim(),
-            &mut s.token,
-            // SAFETY: as in `unlocked`.
-            || unsafe { raw.unlock_upgradable_fair() },
-            || relock(lock, site),
-            f,
-        )
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::bump`]; lockscope records a
-    /// release and a new upgradable hold at this call's site.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// let mut u = r.upgradable_read();
-    /// RwLockUpgradableReadGuard::bump(&mut u);
-    /// ```
-    #[track_caller]
-    pub fn bump(s: &mut Self) {
-        let site = Location::caller();
-        let prim = s.lock.prim();
-        let inner = &mut s.inner;
-        bumped(
-            prim,
-            &mut s.token,
-            || InnerUpgradable::bump(inner),
-            // With a read of this thread still held, parking_lot did not yield (it only bumps
-            // when the upgradable reader is alone): a re-entry, not a nested acquisition.
-            || {
-                if holds_shared_here(prim) {
-                    upgradable(site).with_flags(hooks::REENTRY)
-                } else {
-                    upgradable(site)
-                }
-            },
-        );
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::downgrade`]: lockscope rewrites
-    /// the hold as a plain read (before parking_lot lets an upgradable reader in).
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// let g = RwLockUpgradableReadGuard::downgrade(r.upgradable_read());
-    /// assert!(r.try_upgradable_read().is_some());
-    /// drop(g);
-    /// ```
-    pub fn downgrade(s: Self) -> RwLockReadGuard<'a, T> {
-        let (lock, mut token, inner) = Self::into_parts(s);
-        // Books first: weaker in the books before it is weaker in fact.
-        token.update(lock.prim(), 1, Mode::Shared);
-        RwLockReadGuard::new(lock, InnerUpgradable::downgrade(inner), token)
-    }
-
     /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::with_upgraded`]. lockscope
     /// records the upgrade as in [`upgrade`](RwLockUpgradableReadGuard::upgrade); the write
     /// hold ends (books first) when `f` returns or panics, and the upgradable one stays.
@@ -413,7 +331,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     #[track_caller]
     pub fn with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
         let site = Location::caller();
-        let prim = self.lock.prim();
+        let prim = Self::rwlock(self).prim();
         let raw = self.raw();
         let ((), token) = blocking(
             || prim,
@@ -440,7 +358,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     #[track_caller]
     pub fn try_with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Option<Ret> {
         let site = Location::caller();
-        let prim = self.lock.prim();
+        let prim = Self::rwlock(self).prim();
         let raw = self.raw();
         // SAFETY: this guard holds the upgradable lock.
         let upgraded = unsafe { raw.try_upgrade() }.then_some(());
@@ -448,47 +366,28 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         Some(self.run_upgraded(Downgrade { prim, token, raw }, f))
     }
 
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_for`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use lockscope::parking_lot::RwLock;
-    /// let r = RwLock::new(1);
-    /// let mut u = r.upgradable_read();
-    /// assert_eq!(u.try_with_upgraded_for(Duration::from_millis(1), |v| *v), Some(1));
-    /// ```
-    #[track_caller]
-    pub fn try_with_upgraded_for<Ret, F: FnOnce(&mut T) -> Ret>(
-        &mut self,
-        timeout: Duration,
-        f: F,
-    ) -> Option<Ret> {
-        let site = Location::caller();
-        let raw = self.raw();
-        // SAFETY: this guard holds the upgradable lock.
-        self.timed_upgraded(site, || unsafe { raw.try_upgrade_for(timeout) }, f)
-    }
-
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_until`].
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// use lockscope::parking_lot::RwLock;
-    /// let r = RwLock::new(1);
-    /// let mut u = r.upgradable_read();
-    /// let deadline = Instant::now() + Duration::from_millis(1);
-    /// assert_eq!(u.try_with_upgraded_until(deadline, |v| *v), Some(1));
-    /// ```
-    #[track_caller]
-    pub fn try_with_upgraded_until<Ret, F: FnOnce(&mut T) -> Ret>(
-        &mut self,
-        timeout: Instant,
-        f: F,
-    ) -> Option<Ret> {
-        let site = Location::caller();
-        let raw = self.raw();
-        // SAFETY: this guard holds the upgradable lock.
-        self.timed_upgraded(site, || unsafe { raw.try_upgrade_until(timeout) }, f)
+    timed_with_upgraded! {
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_for`].
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use lockscope::parking_lot::RwLock;
+        /// let r = RwLock::new(1);
+        /// let mut u = r.upgradable_read();
+        /// assert_eq!(u.try_with_upgraded_for(Duration::from_millis(1), |v| *v), Some(1));
+        /// ```
+        fn try_with_upgraded_for(Duration) = try_upgrade_for;
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_until`].
+        ///
+        /// ```
+        /// use std::time::{Duration, Instant};
+        /// use lockscope::parking_lot::RwLock;
+        /// let r = RwLock::new(1);
+        /// let mut u = r.upgradable_read();
+        /// let deadline = Instant::now() + Duration::from_millis(1);
+        /// assert_eq!(u.try_with_upgraded_until(deadline, |v| *v), Some(1));
+        /// ```
+        fn try_with_upgraded_until(Instant) = try_upgrade_until;
     }
 
     /// A timed `with_upgraded`: `timed` is parking_lot's timed raw upgrade.
@@ -498,7 +397,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         timed: impl FnOnce() -> bool,
         f: impl FnOnce(&mut T) -> Ret,
     ) -> Option<Ret> {
-        let prim = self.lock.prim();
+        let prim = Self::rwlock(self).prim();
         let raw = self.raw();
         let ((), token) = probe::blocking_timed(
             prim,
@@ -520,51 +419,6 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let _downgrade = downgrade;
         // SAFETY: the lock is held exclusively until `_downgrade` drops, and `&mut self` keeps
         // this guard's own `&T` out meanwhile.
-        f(unsafe { &mut *self.lock.inner.data_ptr() })
-    }
-}
-
-/// Re-takes the upgradable lock after `unlocked`; the new inner guard is forgotten, the outer
-/// guard keeps its own.
-fn relock<T: ?Sized>(lock: &RwLock<T>, site: &'static Location<'static>) -> Token {
-    let (inner, token) = blocking(
-        || lock.prim(),
-        upgradable(site),
-        || lock.inner.try_upgradable_read(),
-        || lock.inner.upgradable_read(),
-    );
-    std::mem::forget(inner);
-    token
-}
-
-impl<T: ?Sized> Drop for RwLockUpgradableReadGuard<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // Books first, then the unlock, then the statistics (out of the critical section).
-        let prim = self.lock.prim();
-        let released = self.token.release_books(prim);
-        // SAFETY: `inner` is dropped once, here, and never used again.
-        unsafe { ManuallyDrop::drop(&mut self.inner) };
-        probe::release_stats(prim, released);
-    }
-}
-
-impl<T: ?Sized> Deref for RwLockUpgradableReadGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.inner
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockUpgradableReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for RwLockUpgradableReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&**self, f)
+        f(unsafe { &mut *Self::rwlock(self).inner.data_ptr() })
     }
 }

@@ -189,8 +189,8 @@ impl Condvar {
     /// let (_g, notified) = cv.wait_timeout_ms(m.lock().unwrap(), 1).unwrap();
     /// assert!(!notified);
     /// ```
-    #[deprecated(since = "1.6.0", note = "replaced by `Condvar::wait_timeout`")]
     #[track_caller]
+    #[deprecated(since = "1.6.0", note = "replaced by `Condvar::wait_timeout`")]
     pub fn wait_timeout_ms<'a, T>(
         &self,
         guard: MutexGuard<'a, T>,

@@ -47,32 +47,64 @@
 //! - std's unstable lock APIs (`MappedMutexGuard`, `Mutex::set`, ...) are not wrapped until
 //!   they are stable.
 
-/// `Default`, `From<T>` and `Debug` of a std lock wrapper (a struct with `new` and `inner`),
-/// as std's: the two constructors name the lock after the caller's location.
-macro_rules! lock_traits {
-    ($lock:ident) => {
-        impl<T: Default> Default for $lock<T> {
-            #[doc = concat!("Wrapper for `std::sync::", stringify!($lock), "::default`, named after the caller's location.")]
-            #[track_caller]
-            fn default() -> $lock<T> {
-                $lock::new(T::default())
+/// A std lock's methods, with their docs in brackets: `name`, `is_poisoned`, `clear_poison`
+/// and `get_mut` (pass-throughs, but for `name`, lockscope's), then each blocking acquisition
+/// and its `try_` form, from their names, the guard, and the mode recorded (the docs: the
+/// blocking form's, then the `try_` form's).
+macro_rules! lock_methods {
+    (impl $lock:ident {
+        [$(#[$name_doc:meta])*] [$(#[$is_poisoned_doc:meta])*] [$(#[$clear_poison_doc:meta])*]
+        [$(#[$get_mut_doc:meta])*];
+        $($name:ident, $try_name:ident -> $guard:ident: $mode:ident
+            [$(#[$doc:meta])*] [$(#[$try_doc:meta])*];)*
+    }) => {
+        impl<T: ?Sized> $lock<T> {
+            $(#[$name_doc])*
+            pub fn name(&self) -> &str {
+                self.cell.get().name()
             }
-        }
 
-        impl<T> From<T> for $lock<T> {
-            #[doc = concat!("Wrapper for `std::sync::", stringify!($lock), "::from`, named after the caller's location.")]
-            #[track_caller]
-            fn from(t: T) -> $lock<T> {
-                $lock::new(t)
+            $(#[$is_poisoned_doc])*
+            #[inline]
+            pub fn is_poisoned(&self) -> bool {
+                self.inner.is_poisoned()
             }
-        }
 
-        impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for $lock<T> {
-            /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
-            /// recorded as an acquisition.
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                std::fmt::Debug::fmt(&self.inner, f)
+            $(#[$clear_poison_doc])*
+            #[inline]
+            pub fn clear_poison(&self) {
+                self.inner.clear_poison()
             }
+
+            $(#[$get_mut_doc])*
+            #[inline]
+            pub fn get_mut(&mut self) -> $crate::std::sync::LockResult<&mut T> {
+                self.inner.get_mut()
+            }
+
+            $(
+                $(#[$doc])*
+                #[inline]
+                #[track_caller]
+                pub fn $name(&self) -> $crate::std::sync::LockResult<$guard<'_, T>> {
+                    let acq = $crate::std::sync::acq_here(::lockscope_detector::hooks::Mode::$mode);
+                    $crate::std::sync::locked(
+                        &self.cell,
+                        acq,
+                        || self.inner.$try_name(),
+                        || self.inner.$name(),
+                        $guard::new,
+                    )
+                }
+
+                $(#[$try_doc])*
+                #[inline]
+                #[track_caller]
+                pub fn $try_name(&self) -> $crate::std::sync::TryLockResult<$guard<'_, T>> {
+                    let acq = $crate::std::sync::acq_here(::lockscope_detector::hooks::Mode::$mode);
+                    $crate::std::sync::tried(&self.cell, acq, self.inner.$try_name(), $guard::new)
+                }
+            )*
         }
     };
 }
@@ -90,11 +122,20 @@ pub use rwlock::RwLock;
 /// std's own types that appear in the wrappers' signatures, passed through unchanged.
 pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult, WaitTimeoutResult};
 
-use lockscope_detector::hooks::{Acq, PrimCell};
+use std::panic::Location;
+
+use lockscope_detector::hooks::{Acq, Mode, PrimCell};
 use lockscope_detector::prim::Prim;
 
-use crate::blocking_shell::blocking;
+use crate::blocking_shell::{acq, blocking};
 use crate::probe::{self, Token};
+
+/// An acquisition in `mode` at the caller's location.
+#[inline]
+#[track_caller]
+fn acq_here(mode: Mode) -> Acq {
+    acq(Location::caller(), mode)
+}
 
 /// std's blocking lock result as the probe's fast path wants it: `None` means "would block";
 /// a poisoned lock was still acquired.

@@ -1,46 +1,31 @@
 //! [`RwLock`]: a drop-in `std::sync::RwLock`.
 
-use std::panic::Location;
-
-use lockscope_detector::hooks::{Acq, Mode, PrimCell, PrimKind};
-
 use super::guard::{RwLockReadGuard, RwLockWriteGuard};
-use super::{LockResult, MAX_READERS, TryLockResult, locked, tried};
-use crate::blocking_shell::acq;
+use super::{LockResult, MAX_READERS};
+use crate::blocking_shell::{lock_struct, lock_traits};
 
-/// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
-/// acquisition is visible to lockscope.
-///
-/// Same API, same behaviour: the lock is std's own (on Linux a waiting writer blocks new
-/// readers), poisoning included (a panic while a write guard is held poisons the lock). The
-/// detector models that policy: a `read` inside a `read` on one thread is reported as
-/// `nested-acquire` (it deadlocks as soon as a writer queues between them), a `write` inside
-/// any access as a certain self-deadlock. The `kind` label is `blocking_rwlock`.
-///
-/// ```
-/// use lockscope::std::sync::RwLock;
-///
-/// let config = RwLock::named("config", String::from("v1"));
-/// assert_eq!(*config.read().unwrap(), "v1");
-/// config.write().unwrap().push('!');
-/// assert_eq!(*config.read().unwrap(), "v1!");
-/// ```
-pub struct RwLock<T: ?Sized> {
-    cell: PrimCell,
-    inner: std::sync::RwLock<T>,
-}
-
-#[inline]
-fn shared(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Shared)
-}
-
-#[inline]
-fn exclusive(site: &'static Location<'static>) -> Acq {
-    acq(site, Mode::Exclusive)
-}
-
-impl<T> RwLock<T> {
+lock_struct! {
+    [
+    /// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
+    /// acquisition is visible to lockscope.
+    ///
+    /// Same API, same behaviour: the lock is std's own (on Linux a waiting writer blocks new
+    /// readers), poisoning included (a panic while a write guard is held poisons the lock). The
+    /// detector models that policy: a `read` inside a `read` on one thread is reported as
+    /// `nested-acquire` (it deadlocks as soon as a writer queues between them), a `write` inside
+    /// any access as a certain self-deadlock. The `kind` label is `blocking_rwlock`.
+    ///
+    /// ```
+    /// use lockscope::std::sync::RwLock;
+    ///
+    /// let config = RwLock::named("config", String::from("v1"));
+    /// assert_eq!(*config.read().unwrap(), "v1");
+    /// config.write().unwrap().push('!');
+    /// assert_eq!(*config.read().unwrap(), "v1!");
+    /// ```
+    ]
+    pub struct RwLock(std::sync::RwLock<T>, BlockingRwLock, MAX_READERS, t);
+    [
     /// Wrapper for [`std::sync::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
     ///
@@ -49,14 +34,7 @@ impl<T> RwLock<T> {
     /// static R: RwLock<u32> = RwLock::new(1);
     /// assert_eq!(*R.read().unwrap(), 1);
     /// ```
-    #[track_caller]
-    pub const fn new(t: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::lazy(PrimKind::BlockingRwLock, Location::caller(), MAX_READERS),
-            inner: std::sync::RwLock::new(t),
-        }
-    }
-
+    ] [
     /// An rwlock named `name` in spans, metrics and reports (lockscope addition); see
     /// [`Mutex::named`](super::Mutex::named).
     ///
@@ -64,19 +42,8 @@ impl<T> RwLock<T> {
     /// let r = lockscope::std::sync::RwLock::named("routes", ());
     /// assert_eq!(r.name(), "routes");
     /// ```
-    #[track_caller]
-    pub fn named(name: impl AsRef<str>, t: T) -> RwLock<T> {
-        RwLock {
-            cell: PrimCell::new(
-                Some(name.as_ref().into()),
-                PrimKind::BlockingRwLock,
-                Location::caller(),
-                MAX_READERS,
-            ),
-            inner: std::sync::RwLock::new(t),
-        }
-    }
-
+    ]
+    into_inner -> LockResult<T> [
     /// Wrapper for [`std::sync::RwLock::into_inner`].
     ///
     /// # Errors
@@ -88,191 +55,138 @@ impl<T> RwLock<T> {
     /// let r = lockscope::std::sync::RwLock::new(4);
     /// assert_eq!(r.into_inner().unwrap(), 4);
     /// ```
-    #[inline]
-    pub fn into_inner(self) -> LockResult<T> {
-        self.inner.into_inner()
+    ];
+}
+
+lock_methods! {
+    impl RwLock {
+        [
+        /// The name used in spans, metrics and reports (lockscope addition).
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::named("routes", ());
+        /// assert_eq!(r.name(), "routes");
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::is_poisoned`].
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(0);
+        /// let _ = std::thread::scope(|s| {
+        ///     s.spawn(|| {
+        ///         let _w = r.write().unwrap();
+        ///         panic!("poisons the lock");
+        ///     })
+        ///     .join()
+        /// });
+        /// assert!(r.is_poisoned());
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::clear_poison`].
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(0);
+        /// let _ = std::thread::scope(|s| {
+        ///     s.spawn(|| {
+        ///         let _w = r.write().unwrap();
+        ///         panic!("poisons the lock");
+        ///     })
+        ///     .join()
+        /// });
+        /// r.clear_poison();
+        /// assert!(r.read().is_ok());
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::get_mut`]: no locking, nothing recorded.
+        ///
+        /// # Errors
+        ///
+        /// As std's: the reference inside a [`PoisonError`](super::PoisonError) if the lock is
+        /// poisoned.
+        ///
+        /// ```
+        /// let mut r = lockscope::std::sync::RwLock::new(1);
+        /// *r.get_mut().unwrap() = 2;
+        /// assert_eq!(*r.read().unwrap(), 2);
+        /// ```
+        ];
+        read, try_read -> RwLockReadGuard: Shared
+        [
+        /// Wrapper for [`std::sync::RwLock::read`]. A `read` by a thread that already holds a
+        /// read of this lock is reported as `nested-acquire`: it deadlocks as soon as a writer
+        /// queues in between.
+        ///
+        /// # Errors
+        ///
+        /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
+        /// poisoned.
+        ///
+        /// # Panics
+        ///
+        /// As std's: it might panic if the current thread already holds the lock.
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(1);
+        /// let a = r.read().unwrap();
+        /// let b = std::thread::scope(|s| s.spawn(|| *r.read().unwrap()).join().unwrap());
+        /// assert_eq!(*a, b);
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::try_read`].
+        ///
+        /// # Errors
+        ///
+        /// As std's: [`TryLockError::WouldBlock`](super::TryLockError::WouldBlock) when a writer
+        /// holds the lock, [`TryLockError::Poisoned`](super::TryLockError::Poisoned) (with the
+        /// guard) when the lock was available but poisoned.
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(());
+        /// let w = r.write().unwrap();
+        /// assert!(r.try_read().is_err());
+        /// drop(w);
+        /// assert!(r.try_read().is_ok());
+        /// ```
+        ];
+        write, try_write -> RwLockWriteGuard: Exclusive
+        [
+        /// Wrapper for [`std::sync::RwLock::write`]. A write by a thread that holds any access
+        /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
+        ///
+        /// # Errors
+        ///
+        /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
+        /// poisoned.
+        ///
+        /// # Panics
+        ///
+        /// As std's: it might panic if the current thread already holds the lock.
+        ///
+        /// ```
+        /// let r = lockscope::std::sync::RwLock::new(1);
+        /// *r.write().unwrap() += 1;
+        /// assert_eq!(*r.read().unwrap(), 2);
+        /// ```
+        ] [
+        /// Wrapper for [`std::sync::RwLock::try_write`].
+        ///
+        /// # Errors
+        ///
+        /// As [`try_read`](RwLock::try_read), when any guard holds the lock.
+        ///
+        /// ```
+        /// use lockscope::std::sync::{RwLock, TryLockError};
+        /// let r = RwLock::new(());
+        /// let g = r.read().unwrap();
+        /// assert!(matches!(r.try_write(), Err(TryLockError::WouldBlock)));
+        /// drop(g);
+        /// assert!(r.try_write().is_ok());
+        /// ```
+        ];
     }
 }
 
-impl<T: ?Sized> RwLock<T> {
-    /// The name used in spans, metrics and reports (lockscope addition).
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::named("routes", ());
-    /// assert_eq!(r.name(), "routes");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.cell.get().name()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::read`]. A `read` by a thread that already holds a
-    /// read of this lock is reported as `nested-acquire`: it deadlocks as soon as a writer
-    /// queues in between.
-    ///
-    /// # Errors
-    ///
-    /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
-    /// poisoned.
-    ///
-    /// # Panics
-    ///
-    /// As std's: it might panic if the current thread already holds the lock.
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(1);
-    /// let a = r.read().unwrap();
-    /// let b = std::thread::scope(|s| s.spawn(|| *r.read().unwrap()).join().unwrap());
-    /// assert_eq!(*a, b);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        locked(
-            &self.cell,
-            shared(site),
-            || self.inner.try_read(),
-            || self.inner.read(),
-            RwLockReadGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::try_read`].
-    ///
-    /// # Errors
-    ///
-    /// As std's: [`TryLockError::WouldBlock`](super::TryLockError::WouldBlock) when a writer
-    /// holds the lock, [`TryLockError::Poisoned`](super::TryLockError::Poisoned) (with the
-    /// guard) when the lock was available but poisoned.
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(());
-    /// let w = r.write().unwrap();
-    /// assert!(r.try_read().is_err());
-    /// drop(w);
-    /// assert!(r.try_read().is_ok());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-        let site = Location::caller();
-        tried(
-            &self.cell,
-            shared(site),
-            self.inner.try_read(),
-            RwLockReadGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::write`]. A write by a thread that holds any access
-    /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
-    ///
-    /// # Errors
-    ///
-    /// As std's: a [`PoisonError`](super::PoisonError) carrying the guard if the lock is
-    /// poisoned.
-    ///
-    /// # Panics
-    ///
-    /// As std's: it might panic if the current thread already holds the lock.
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(1);
-    /// *r.write().unwrap() += 1;
-    /// assert_eq!(*r.read().unwrap(), 2);
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        locked(
-            &self.cell,
-            exclusive(site),
-            || self.inner.try_write(),
-            || self.inner.write(),
-            RwLockWriteGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::try_write`].
-    ///
-    /// # Errors
-    ///
-    /// As [`try_read`](RwLock::try_read), when any guard holds the lock.
-    ///
-    /// ```
-    /// use lockscope::std::sync::{RwLock, TryLockError};
-    /// let r = RwLock::new(());
-    /// let g = r.read().unwrap();
-    /// assert!(matches!(r.try_write(), Err(TryLockError::WouldBlock)));
-    /// drop(g);
-    /// assert!(r.try_write().is_ok());
-    /// ```
-    #[inline]
-    #[track_caller]
-    pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-        let site = Location::caller();
-        tried(
-            &self.cell,
-            exclusive(site),
-            self.inner.try_write(),
-            RwLockWriteGuard::new,
-        )
-    }
-
-    /// Wrapper for [`std::sync::RwLock::is_poisoned`].
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(0);
-    /// let _ = std::thread::scope(|s| {
-    ///     s.spawn(|| {
-    ///         let _w = r.write().unwrap();
-    ///         panic!("poisons the lock");
-    ///     })
-    ///     .join()
-    /// });
-    /// assert!(r.is_poisoned());
-    /// ```
-    #[inline]
-    pub fn is_poisoned(&self) -> bool {
-        self.inner.is_poisoned()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::clear_poison`].
-    ///
-    /// ```
-    /// let r = lockscope::std::sync::RwLock::new(0);
-    /// let _ = std::thread::scope(|s| {
-    ///     s.spawn(|| {
-    ///         let _w = r.write().unwrap();
-    ///         panic!("poisons the lock");
-    ///     })
-    ///     .join()
-    /// });
-    /// r.clear_poison();
-    /// assert!(r.read().is_ok());
-    /// ```
-    #[inline]
-    pub fn clear_poison(&self) {
-        self.inner.clear_poison()
-    }
-
-    /// Wrapper for [`std::sync::RwLock::get_mut`]: no locking, nothing recorded.
-    ///
-    /// # Errors
-    ///
-    /// As std's: the reference inside a [`PoisonError`](super::PoisonError) if the lock is
-    /// poisoned.
-    ///
-    /// ```
-    /// let mut r = lockscope::std::sync::RwLock::new(1);
-    /// *r.get_mut().unwrap() = 2;
-    /// assert_eq!(*r.read().unwrap(), 2);
-    /// ```
-    #[inline]
-    pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        self.inner.get_mut()
-    }
-}
-
-lock_traits!(RwLock);
+lock_traits!("std::sync", RwLock,
+    /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
+    /// recorded as an acquisition.
+);
