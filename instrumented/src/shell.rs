@@ -96,15 +96,6 @@ impl<O: Owner<G>, G> Guard<O, G> {
         &self.owner
     }
 
-    /// The primitive whose books hold the token.
-    // No blocking guard needs it (they reach the primitive through their lock, for as long as
-    // it lives); kept for the async guards moving onto the shell (issue 12).
-    #[allow(dead_code)]
-    #[inline]
-    pub(crate) fn prim(&self) -> &Prim {
-        self.owner.prim()
-    }
-
     /// The hold's token, for a method that re-records it (`unlocked`, `bump`, a condvar wait,
     /// a permit `split`).
     #[inline]
