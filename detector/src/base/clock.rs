@@ -2,7 +2,7 @@
 //!
 //! [`hold_now`] times holds, twice per acquisition, so it must cost next to nothing: it is
 //! one load of a word that the watchdog sets from `CLOCK_MONOTONIC` at every tick and at
-//! least every [`PUBLISH_EVERY`] ([`publish`]), so its resolution is that period (100 ms by
+//! least every [`PUBLISH_EVERY`] (`publish`), so its resolution is that period (100 ms by
 //! default). That is plenty for what reads a hold's start (the detector's thresholds are
 //! seconds); the hold-time histogram gets its precision from sampling instead: one
 //! acquisition in [`SAMPLE_EVERY`] per thread is timed with [`precise_now`] at both ends (see

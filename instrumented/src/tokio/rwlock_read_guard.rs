@@ -121,6 +121,22 @@ impl<T: ?Sized> OwnedRwLockReadGuard<T> {
 }
 
 impl<T: ?Sized, U: ?Sized> OwnedRwLockReadGuard<T, U> {
+    /// Wrapper for [`tokio::sync::OwnedRwLockReadGuard::rwlock`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use lockscope::tokio::{OwnedRwLockReadGuard, RwLock};
+    /// let lock = Arc::new(RwLock::new(1));
+    /// let g = lock.clone().read_owned().await;
+    /// assert!(Arc::ptr_eq(&lock, OwnedRwLockReadGuard::rwlock(&g)));
+    /// # }
+    /// ```
+    pub fn rwlock(this: &Self) -> &Arc<RwLock<T>> {
+        this.shell.owner()
+    }
+
     maps! {
         ref U => V [F, V] -> OwnedRwLockReadGuard<T, V>,
         |shell, data| OwnedRwLockReadGuard { shell, data };
@@ -156,21 +172,5 @@ impl<T: ?Sized, U: ?Sized> OwnedRwLockReadGuard<T, U> {
             /// # }
             /// ```
         }
-    }
-
-    /// Wrapper for [`tokio::sync::OwnedRwLockReadGuard::rwlock`].
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// use lockscope::tokio::{OwnedRwLockReadGuard, RwLock};
-    /// let lock = Arc::new(RwLock::new(1));
-    /// let g = lock.clone().read_owned().await;
-    /// assert!(Arc::ptr_eq(&lock, OwnedRwLockReadGuard::rwlock(&g)));
-    /// # }
-    /// ```
-    pub fn rwlock(this: &Self) -> &Arc<RwLock<T>> {
-        this.shell.owner()
     }
 }

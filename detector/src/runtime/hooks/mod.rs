@@ -31,8 +31,10 @@ use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local};
 use crate::state::wait::WaiterRec;
 
+mod hold_time;
 mod tasks;
 
+use hold_time::{hold_time, record_hold_time};
 use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};
 pub use tasks::{task_ended, task_poll_ended};
 
@@ -217,7 +219,7 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, mut since: 
 /// The guard or permit was dropped (or forgotten: see [`forgot`]). Call before releasing the
 /// inner primitive.
 ///
-/// The hold's time goes to the statistics as [`hold_time`] says: a hold shorter than a tick of
+/// The hold's time goes to the statistics as `hold_time` says: a hold shorter than a tick of
 /// the published clock (the common case) is counted in this thread's tally (per-thread counts
 /// that scrapes add up); a longer one goes to the primitive's histogram, without an atomic RMW
 /// when the holder is exclusive.
@@ -238,66 +240,6 @@ pub fn released(prim: &Prim, hold: Hold) {
     {
         release_entry(prim, &e, meta, None);
         record_hold_time(prim, time, None, false);
-    }
-}
-
-/// How long a hold lasted, as far as the statistics are concerned.
-#[derive(Clone, Copy, Default, Debug)]
-enum HoldTime {
-    /// Not an acquisition of its own (a split-off part), or nothing was recorded.
-    #[default]
-    None,
-    /// Under a tick of the published clock, and not timed: counted in the bucket of the
-    /// latest sampled short hold (see `state::held::tally`).
-    Short,
-    /// Under a tick, timed precisely (a sample): `ns`.
-    ShortSample(u64),
-    /// A tick or more: `ns`, precise when sampled, else in whole ticks (unbiased).
-    Long(u64),
-}
-
-/// The hold time of a hold that started at `since` (packed `meta`), read at its release.
-#[inline]
-fn hold_time(since: u64, meta: u64) -> HoldTime {
-    let flags = meta_flags(meta);
-    if flags & FLAG_SPLIT != 0 {
-        return HoldTime::None;
-    }
-    let tick = clock::hold_now() & TIME;
-    if flags & FLAG_SAMPLED == 0 {
-        match tick.saturating_sub(since) {
-            0 => HoldTime::Short,
-            ns => HoldTime::Long(ns),
-        }
-    } else {
-        sampled_time(since, tick)
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn sampled_time(since: u64, tick: u64) -> HoldTime {
-    let ns = (clock::precise_now() & TIME).saturating_sub(since);
-    // Short if no tick was published since the precise start: the same test the unsampled
-    // holds pass (their start and end read the same tick), so both classes hold the same holds.
-    if tick <= since {
-        HoldTime::ShortSample(ns)
-    } else {
-        HoldTime::Long(ns)
-    }
-}
-
-/// Records `time` in this thread's tally (`l`), else in the primitive's histogram.
-#[inline]
-fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, exclusive: bool) {
-    let (ns, sample) = match time {
-        HoldTime::None => return,
-        HoldTime::Short => (0, None),
-        HoldTime::ShortSample(ns) => (ns, Some(ns)),
-        HoldTime::Long(ns) => return prim.stats.hold.observe(ns, exclusive),
-    };
-    if !l.is_some_and(|l| held::tally_in(l, prim.id.0, sample)) {
-        prim.stats.hold.observe(ns, exclusive);
     }
 }
 

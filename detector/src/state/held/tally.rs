@@ -83,16 +83,21 @@ pub(crate) fn tallies() -> HashMap<u64, HistogramSnapshot> {
     out
 }
 
-/// The short holds of `prim` released so far (all threads).
-pub(crate) fn tally_of(prim: u64) -> HistogramSnapshot {
+/// Calls `f` with `prim`'s slot in every table that has one (under the table list's lock).
+fn for_slots(prim: u64, mut f: impl FnMut(&Tally)) {
     let i = tally_slot(prim);
-    let mut out = HistogramSnapshot::default();
     for t in THREADS.lock().iter() {
         let slot = &t.tallies[i];
         if slot.prim.load(Ordering::Acquire) == prim {
-            out.merge(&slot.hold.read());
+            f(slot);
         }
     }
+}
+
+/// The short holds of `prim` released so far (all threads).
+pub(crate) fn tally_of(prim: u64) -> HistogramSnapshot {
+    let mut out = HistogramSnapshot::default();
+    for_slots(prim, |slot| out.merge(&slot.hold.read()));
     out
 }
 
@@ -101,14 +106,10 @@ pub(crate) fn tally_of(prim: u64) -> HistogramSnapshot {
 /// No thread writes a dropped primitive's slot (it releases no hold of it any more), so the
 /// counts read before freeing the slot are final.
 pub(crate) fn claim_tallies(prim: u64) -> HistogramSnapshot {
-    let i = tally_slot(prim);
     let mut sum = HistogramSnapshot::default();
-    for t in THREADS.lock().iter() {
-        let slot = &t.tallies[i];
-        if slot.prim.load(Ordering::Acquire) == prim {
-            sum.merge(&slot.hold.read());
-            slot.prim.store(0, Ordering::Release);
-        }
-    }
+    for_slots(prim, |slot| {
+        sum.merge(&slot.hold.read());
+        slot.prim.store(0, Ordering::Release);
+    });
     sum
 }
