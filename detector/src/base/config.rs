@@ -68,7 +68,7 @@ pub struct Config {
     /// How often the watchdog thread analyses the live state.
     pub tick: Duration,
     /// Period of the clock thread that times holds (see [`crate::clock`]); `None` (the
-    /// default): no clock thread, holds read the coarse clock.
+    /// default): no clock thread, holds read the time the watchdog publishes (every <= 100 ms).
     pub clock_tick: Option<Duration>,
 }
 
@@ -266,7 +266,7 @@ impl Builder {
         self
     }
     /// Sets the period of the clock thread that times holds (100 us to 100 ms); `None` runs
-    /// no clock thread and times holds with the coarse clock.
+    /// no clock thread: holds read the time the watchdog publishes.
     pub fn clock_tick(mut self, d: Option<Duration>) -> Builder {
         if let Some(d) = d
             && (d < Duration::from_micros(100) || d > Duration::from_millis(100))
