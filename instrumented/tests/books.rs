@@ -906,3 +906,34 @@ mod parking_lot_free {
         }
     }
 }
+
+/// A task holding more locks at once than its slot in the task index has room for: the holds
+/// past the room go unindexed, and `lockscope_detector_dropped_total{what="events"}` says so
+/// (a nested-acquire check asking the index about that task may miss them).
+#[tokio::test(flavor = "current_thread")]
+async fn unindexed_task_holds_are_counted_as_dropped_events() {
+    fn events() -> u64 {
+        detector::dropped_counts()
+            .into_iter()
+            .find(|(what, _)| *what == "events")
+            .map(|(_, n)| n)
+            .expect("an events count")
+    }
+    let before = events();
+    let locks: Vec<Mutex<()>> = (0..12)
+        .map(|i| Mutex::named(format!("books/unindexed/{i}"), ()))
+        .collect();
+    let task = tokio::spawn(async move {
+        let mut guards = Vec::new();
+        for m in &locks {
+            guards.push(m.lock().await);
+        }
+        drop(guards);
+    });
+    task.await.unwrap();
+    assert!(
+        events() >= before + 1,
+        "12 holds at once by one task: some went unindexed (before {before}, now {})",
+        events()
+    );
+}

@@ -11,6 +11,7 @@ use crate::analysis::graph::lockorder;
 use crate::base::config;
 use crate::model::finding::{Finding, FindingKind};
 use crate::model::prim::PrimitiveId;
+use crate::state::held;
 use crate::report::scopes as scope;
 
 // ---------------------------------------------------------------------------------------------
@@ -33,7 +34,6 @@ static TOTALS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
 /// Counters of what the detector dropped to stay within its memory bounds.
 pub(crate) static DROPPED_FINDINGS: AtomicU64 = AtomicU64::new(0);
-pub(crate) static DROPPED_EVENTS: AtomicU64 = AtomicU64::new(0);
 /// Watchdog analyses lost to a panicking rule (counted by the watchdog).
 pub(crate) static DROPPED_TICKS: AtomicU64 = AtomicU64::new(0);
 
@@ -167,13 +167,14 @@ pub fn active_counts() -> Vec<(FindingKind, u64)> {
 }
 
 /// What the detector dropped to stay bounded: `(what, count)` for `findings`, `edges`,
-/// `events`, and `tick`: watchdog analyses lost to a panicking rule
+/// `events` (holds of a task its fixed-size task index had no room for, which a nested-acquire
+/// check may then miss), and `tick`: watchdog analyses lost to a panicking rule
 /// (`lockscope_detector_dropped_total`).
 pub fn dropped_counts() -> [(&'static str, u64); 4] {
     [
         ("findings", DROPPED_FINDINGS.load(Ordering::Relaxed)),
         ("edges", lockorder::DROPPED_EDGES.load(Ordering::Relaxed)),
-        ("events", DROPPED_EVENTS.load(Ordering::Relaxed)),
+        ("events", held::UNINDEXED.load(Ordering::Relaxed)),
         ("tick", DROPPED_TICKS.load(Ordering::Relaxed)),
     ]
 }

@@ -18,6 +18,11 @@ use super::*;
 // miss, never report a hold that is not there.
 
 pub(super) const TASK_SLOTS: usize = 4096;
+
+/// Holds of a task that the index had no room for (its slot serves another task that still
+/// holds something, or the task holds more than `REFS` at once): checks that ask the index
+/// about that task may miss them. Exported as `lockscope_detector_dropped_total{what="events"}`.
+pub(crate) static UNINDEXED: std_atomic::AtomicU64 = std_atomic::AtomicU64::new(0);
 pub(super) const REFS: usize = 7;
 
 pub(super) static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
@@ -68,7 +73,9 @@ pub(super) fn claim(s: &TaskSlot, task: u64) -> bool {
 pub(crate) fn index_task(e: &Entry, task: u64) {
     let s = slot_of(task);
     if s.task.load(Ordering::Relaxed) != task && !claim(s, task) {
-        return; // the slot serves a task that still holds something: a miss, never a lie
+        // The slot serves a task that still holds something: a miss, never a lie.
+        UNINDEXED.fetch_add(1, Ordering::Relaxed);
+        return;
     }
     let mut bits = s.bits.load(Ordering::Relaxed);
     if bits == (1 << REFS) - 1 {
@@ -80,7 +87,9 @@ pub(crate) fn index_task(e: &Entry, task: u64) {
             }
         }
         if bits == (1 << REFS) - 1 {
-            return; // more than REFS holds at once: the rest go unindexed (a miss)
+            // More than REFS holds at once: the rest go unindexed (a miss).
+            UNINDEXED.fetch_add(1, Ordering::Relaxed);
+            return;
         }
     }
     let i = (!bits).trailing_zeros() as usize;
