@@ -932,7 +932,7 @@ async fn unindexed_task_holds_are_counted_as_dropped_events() {
     });
     task.await.unwrap();
     assert!(
-        events() >= before + 1,
+        events() > before,
         "12 holds at once by one task: some went unindexed (before {before}, now {})",
         events()
     );

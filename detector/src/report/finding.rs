@@ -11,8 +11,8 @@ use crate::analysis::graph::lockorder;
 use crate::base::config;
 use crate::model::finding::{Finding, FindingKind};
 use crate::model::prim::PrimitiveId;
-use crate::state::held;
 use crate::report::scopes as scope;
+use crate::state::held;
 
 // ---------------------------------------------------------------------------------------------
 // The store
