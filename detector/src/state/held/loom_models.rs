@@ -35,6 +35,7 @@ fn owner_of(table: &Arc<ThreadHeld>, seq: u64) -> Local {
         blocking_in_task: Cell::new(0),
         blocking_task: Cell::new(0),
         flavor: Cell::new(0),
+        hold_sample: Cell::new(0),
     }
 }
 
