@@ -26,6 +26,9 @@ const WORKERS: usize = 2;
 const TIME_BUDGET: f64 = 1.2;
 const RSS_BUDGET: f64 = 1.1;
 
+/// One row per size: what, its unit, its budget, and which half of a run's `(ms, MB)` it reads.
+type RowSpec = (&'static str, &'static str, f64, fn(&(f64, f64)) -> f64);
+
 /// The workload, written once for both semaphores.
 macro_rules! workload {
     ($sem:ty, $n:expr) => {{
@@ -124,28 +127,14 @@ fn main() {
             median(raw.iter().zip(&ours).map(|(r, o)| f(o) / f(r)).collect())
         };
         let med = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| median(v.iter().map(f).collect());
-        let time = String::leak(format!("backpressure {n} tasks: time"));
-        let rss = String::leak(format!("backpressure {n} tasks: peak RSS"));
-        rows.push(
-            Row::time(
-                time,
-                med(&raw, |r| r.0),
-                med(&ours, |r| r.0),
-                ratio(|r| r.0),
-                TIME_BUDGET,
-            )
-            .in_unit("ms"),
-        );
-        rows.push(
-            Row::time(
-                rss,
-                med(&raw, |r| r.1),
-                med(&ours, |r| r.1),
-                ratio(|r| r.1),
-                RSS_BUDGET,
-            )
-            .in_unit("MB"),
-        );
+        let cells: [RowSpec; 2] = [
+            ("time", "ms", TIME_BUDGET, |r| r.0),
+            ("peak RSS", "MB", RSS_BUDGET, |r| r.1),
+        ];
+        for (what, unit, budget, f) in cells {
+            let case = String::leak(format!("backpressure {n} tasks: {what}"));
+            rows.push(Row::time(case, med(&raw, f), med(&ours, f), ratio(f), budget).in_unit(unit));
+        }
     }
     table(&rows);
 }

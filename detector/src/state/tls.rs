@@ -26,8 +26,9 @@ pub(crate) struct Local {
     pub(crate) hold_sample: Cell<u32>,
 }
 
-thread_local! {
-    pub(crate) static LOCAL: Local = const {
+impl Local {
+    /// A thread's locals before its first use of lockscope.
+    pub(crate) const fn fresh() -> Local {
         Local {
             thread_seq: Cell::new(0),
             scope: Cell::new(0),
@@ -39,5 +40,9 @@ thread_local! {
             flavor: Cell::new(0),
             hold_sample: Cell::new(0),
         }
-    };
+    }
+}
+
+thread_local! {
+    pub(crate) static LOCAL: Local = const { Local::fresh() };
 }

@@ -5,7 +5,6 @@
 //! asserts the books: what a snapshot sees is a hold that was taken and not yet released,
 //! whole, and the table ends holding exactly what was not released.
 
-use std::cell::Cell;
 use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -26,17 +25,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// The thread-locals of thread number `seq`, owning `table`.
 fn owner_of(table: &Arc<ThreadHeld>, seq: u64) -> Local {
-    Local {
-        thread_seq: Cell::new(seq),
-        scope: Cell::new(0),
-        held: Cell::new(Arc::as_ptr(table)),
-        mask: Cell::new(0),
-        dead: Cell::new(false),
-        blocking_in_task: Cell::new(0),
-        blocking_task: Cell::new(0),
-        flavor: Cell::new(0),
-        hold_sample: Cell::new(0),
-    }
+    let l = Local::fresh();
+    l.thread_seq.set(seq);
+    l.held.set(Arc::as_ptr(table));
+    l
 }
 
 /// A hold of `prim` by actor `n`, started at `n`, for `n` permits, in scope `n`: every
