@@ -22,6 +22,8 @@ pub mod nested_acquire;
 pub mod starvation;
 pub mod stuck_queue;
 pub mod task_ended;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 /// What a state rule concluded about one candidate.
 #[derive(Debug)]

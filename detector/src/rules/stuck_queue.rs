@@ -190,3 +190,253 @@ impl Rule for StuckQueue {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StuckQueue;
+    use crate::analysis::snapshot::PrimState;
+    use crate::model::finding::{Finding, FindingKind};
+    use crate::rules::Rule;
+    use crate::rules::testkit::{MS, Scope, at, forgot_at, found, hold, state, task, wait};
+    use crate::state::held::{FLAG_MOVABLE, Mode};
+    use crate::state::prim::{PrimKind, site_string};
+
+    /// The findings of one check of `prims` at `now_ms`.
+    fn check(
+        rule: &mut StuckQueue,
+        prims: Vec<PrimState>,
+        scope: &Scope,
+        now_ms: u64,
+    ) -> Vec<Finding> {
+        let verdicts = rule.check(&state(prims, scope, now_ms * MS));
+        let n = verdicts.len();
+        let f = found(verdicts);
+        assert_eq!(f.len(), n, "only findings");
+        f
+    }
+
+    /// Reported once nothing was granted for the threshold (counted from the first check
+    /// that saw the waiters), with each task once, holding and waiting (issue 17: nothing
+    /// checked how a report groups holds and waits per actor).
+    #[test]
+    fn a_queue_granting_nothing_past_the_threshold_is_reported_with_each_actor_once() {
+        let scope = Scope::arm(100, 10_000, None);
+        let sem = scope.prim("stuck/sem", PrimKind::Semaphore, 3);
+        let prims = || {
+            vec![at(
+                &sem,
+                vec![
+                    hold(&sem, task(1), Mode::Permits, 2, 0),
+                    hold(&sem, task(2), Mode::Permits, 1, 0),
+                ],
+                vec![
+                    wait(task(1), 1, Mode::Permits, 1, 0),
+                    wait(task(3), 2, Mode::Permits, 2, 10 * MS),
+                ],
+            )]
+        };
+        let mut rule = StuckQueue::default();
+        assert_eq!(rule.kind(), FindingKind::StuckQueue);
+        assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
+        assert!(check(&mut rule, prims(), &scope, 1_099).is_empty());
+        let f = check(&mut rule, prims(), &scope, 1_100);
+        assert_eq!(f.len(), 1);
+        let f = &f[0];
+        assert_eq!(
+            f.summary,
+            "semaphore \"stuck/sem\" has 2 waiters queued for up to 1100 ms and granted nothing for 100 ms"
+        );
+        let grouped: Vec<(String, usize, usize)> = f
+            .actors
+            .iter()
+            .map(|a| (a.name.clone(), a.holds.len(), a.waits.len()))
+            .collect();
+        assert_eq!(
+            grouped,
+            [
+                ("task 1".to_owned(), 1, 1),
+                ("task 2".to_owned(), 1, 0),
+                ("task 3".to_owned(), 0, 1)
+            ]
+        );
+        assert_eq!(f.actors[0].holds[0].permits, 2);
+        assert_eq!(f.actors[2].waits[0].permits, 2);
+        assert!(f.details.is_empty(), "{:?}", f.details);
+        assert!(f.fix.starts_with("find who holds it"), "{}", f.fix);
+        let id = sem.id().0;
+        assert!(rule.stuck_prims.contains(&id));
+        assert!(rule.active.contains(&format!("stuck-queue:{id}")));
+        // A wait already reported as part of a deadlock does not count.
+        let mut rule = StuckQueue::default();
+        rule.skip_waits.extend([(id, 1), (id, 2)]);
+        assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
+        assert!(check(&mut rule, prims(), &scope, 2_000).is_empty());
+    }
+
+    /// A queue that keeps moving is not stuck however old its waiters (issue 17: the guard
+    /// that restarts the clock on a grant had no negative test); once it stops, it is.
+    #[test]
+    fn a_queue_that_keeps_granting_is_not_stuck_until_it_stops() {
+        let scope = Scope::arm(100, 10_000, None);
+        let m = scope.prim("stuck/moving", PrimKind::Mutex, 1);
+        let prims = |progress| {
+            let mut p = at(
+                &m,
+                vec![hold(&m, task(1), Mode::Exclusive, 1, 0)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 0)],
+            );
+            p.progress = progress;
+            vec![p]
+        };
+        let mut rule = StuckQueue::default();
+        for step in 0..20 {
+            let now = 1_000 + 50 * step;
+            assert!(
+                check(&mut rule, prims(step), &scope, now).is_empty(),
+                "at {now} ms"
+            );
+        }
+        // The last grant was seen at 1950 ms.
+        assert!(check(&mut rule, prims(19), &scope, 2_049).is_empty());
+        let f = check(&mut rule, prims(19), &scope, 2_050);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].summary
+                .ends_with("queued for up to 2050 ms and granted nothing for 100 ms"),
+            "{}",
+            f[0].summary
+        );
+    }
+
+    /// A retry loop between two waits keeps the clock of a held primitive running, but a
+    /// fresh waiter is not stuck until it has waited the threshold itself; a primitive left
+    /// neither held nor waited for starts over.
+    #[test]
+    fn a_stall_is_timed_across_retries_but_only_old_waiters_make_it_stuck() {
+        let scope = Scope::arm(100, 10_000, None);
+        let held = scope.prim("stuck/held", PrimKind::Mutex, 1);
+        let idle = scope.prim("stuck/idle", PrimKind::Semaphore, 1);
+        let holder = || vec![hold(&held, task(1), Mode::Exclusive, 1, 0)];
+        let waiter = |since_ms| vec![wait(task(2), 1, Mode::Exclusive, 1, since_ms * MS)];
+        let sem_waiter = |since_ms| vec![wait(task(3), 1, Mode::Permits, 1, since_ms * MS)];
+        let sem_holder = || vec![hold(&idle, task(4), Mode::Permits, 1, 0)];
+        let mut rule = StuckQueue::default();
+        let mut tick = |now, held_waits, idle_holds, idle_waits| {
+            check(
+                &mut rule,
+                vec![
+                    at(&held, holder(), held_waits),
+                    at(&idle, idle_holds, idle_waits),
+                ],
+                &scope,
+                now,
+            )
+        };
+        assert!(tick(1_000, waiter(990), sem_holder(), sem_waiter(990)).is_empty());
+        // Between two waits: `held` still held, `idle` neither held nor waited for.
+        assert!(tick(1_050, vec![], vec![], vec![]).is_empty());
+        // Back, fresh: 150 ms without a grant, but no waiter has waited 100 ms.
+        assert!(tick(1_150, waiter(1_140), sem_holder(), sem_waiter(1_140)).is_empty());
+        let f = tick(1_240, waiter(1_140), sem_holder(), sem_waiter(1_140));
+        assert_eq!(f.len(), 1, "only `held`, whose clock ran on: {f:#?}");
+        assert_eq!(
+            f[0].summary,
+            "mutex \"stuck/held\" has 1 waiter queued for up to 100 ms and granted nothing for 240 ms"
+        );
+    }
+
+    /// A semaphore of no permits nobody holds is a signal, and a closed one fails its
+    /// waiters: neither is stuck. One whose waiter asks for more permits than exist, or whose
+    /// permits are all checked out, is, and the report says why.
+    #[test]
+    fn signals_and_closed_semaphores_are_not_stuck_but_impossible_asks_and_checkouts_are() {
+        let scope = Scope::arm(100, 10_000, None);
+        let signal = scope.prim("stuck/signal", PrimKind::Semaphore, 0);
+        let closed = scope.prim("stuck/closed", PrimKind::Semaphore, 1);
+        let small = scope.prim("stuck/small", PrimKind::Semaphore, 1);
+        let pool = scope.prim("stuck/pool", PrimKind::Semaphore, 0);
+        let lost = scope.prim("stuck/lost", PrimKind::Semaphore, 2);
+        let forgot_site = std::panic::Location::caller();
+        forgot_at(&pool, forgot_site);
+        let prims = || {
+            let w = |n: u64, permits| wait(task(n), 1, Mode::Permits, permits, 0);
+            let mut c = at(
+                &closed,
+                vec![hold(&closed, task(20), Mode::Permits, 1, 0)],
+                vec![w(21, 1)],
+            );
+            c.closed = true;
+            let mut p = at(&pool, vec![], vec![w(31, 1), w(32, 2)]);
+            p.waiters[1].seq = 2;
+            p.waiters[0].retries = 2;
+            p.forgotten = 2;
+            vec![
+                at(&signal, vec![], vec![w(10, 1)]),
+                c,
+                at(&small, vec![], vec![w(11, 2)]),
+                p,
+                at(&lost, vec![], vec![w(12, 1)]),
+            ]
+        };
+        let mut rule = StuckQueue::default();
+        assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
+        let f = check(&mut rule, prims(), &scope, 1_100);
+        let names: Vec<&str> = f.iter().map(|f| f.primitives[0].name.as_str()).collect();
+        assert_eq!(names, ["stuck/small", "stuck/pool", "stuck/lost"]);
+        let nothing_holds = "nothing holds it, so only add_permits (or a release of permits lost outside lockscope's books, e.g. by std::mem::forget) can grant the waiters: ask for no more permits than exist, or add the missing ones";
+        assert_eq!(
+            f[0].details,
+            [
+                "task 11 asks for 2 permits but only 1 exist: only add_permits can ever grant it, and everyone queued behind it waits too"
+            ]
+        );
+        assert_eq!(f[0].fix, nothing_holds);
+        let at_site = site_string(forgot_site);
+        let retry_site = site_string(prims()[3].waiters[0].site);
+        assert_eq!(
+            f[1].details,
+            [
+                format!(
+                    "2 permits are checked out: forgotten with forget() when taken (latest at {at_site}) (as object pools do), so no guard holds them; only add_permits, when what they stood for is returned, gives them back"
+                ),
+                format!(
+                    "task 31 gave up and waited again 2 times (a timeout-and-retry loop): 1100 ms of waiting in all, at {retry_site}"
+                ),
+            ]
+        );
+        assert!(f[1].sites.contains(&at_site));
+        assert!(
+            f[1].fix.starts_with("the permits are checked out"),
+            "{}",
+            f[1].fix
+        );
+        // Free permits, nothing held, nothing granted: permits lost outside the books.
+        assert!(f[2].details.is_empty(), "{:?}", f[2].details);
+        assert_eq!(f[2].fix, nothing_holds);
+    }
+
+    /// Every permit held by owned guards: the report says they may live anywhere.
+    #[test]
+    fn a_queue_behind_owned_guards_says_so() {
+        let scope = Scope::arm(100, 10_000, None);
+        let m = scope.prim("stuck/owned", PrimKind::Mutex, 1);
+        let prims = || {
+            let mut h = hold(&m, task(1), Mode::Exclusive, 1, 0);
+            h.flags |= FLAG_MOVABLE;
+            vec![at(
+                &m,
+                vec![h],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 0)],
+            )]
+        };
+        let mut rule = StuckQueue::default();
+        assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
+        let f = check(&mut rule, prims(), &scope, 1_100);
+        assert_eq!(
+            f[0].details,
+            [
+                "every permit is held by an owned guard (it may live in a struct or another task that never drops it)"
+            ]
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! States built by hand for the rules' unit tests: a primitive, holds and waits placed where a
+//! test wants them, the clock where it wants it, and thresholds of the test's own (an armed
+//! scope), so that each rule can be judged on one state in microseconds.
+
+use std::panic::Location;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use crate::analysis::snapshot::{PrimState, State};
+use crate::base::config::{self, Config};
+use crate::state::actor::{self, ActorId};
+use crate::state::held::{HoldView, Mode};
+use crate::state::prim::{Prim, PrimKind, register};
+use crate::state::wait::WaiterRec;
+
+/// One millisecond in ns.
+pub(crate) const MS: u64 = 1_000_000;
+
+/// A test scope armed with thresholds of its own (disarmed on drop): what a test puts in it
+/// is judged by them, whatever the process-wide configuration.
+pub(crate) struct Scope(pub(crate) u32);
+
+impl Scope {
+    /// `stuck`, `starvation` and `leak` (`None`: checked at the end of the test) in ms.
+    pub(crate) fn arm(stuck: u64, starvation: u64, leak: Option<u64>) -> Scope {
+        // Far above the ids `TestScope` hands out.
+        static NEXT: AtomicU32 = AtomicU32::new(0xF000_0000);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        config::arm_scope(
+            id,
+            Config {
+                stuck: Duration::from_millis(stuck),
+                starvation: Duration::from_millis(starvation),
+                leak: leak.map(Duration::from_millis),
+                ..Config::test()
+            },
+        );
+        Scope(id)
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        config::disarm_scope(self.0);
+    }
+}
+
+impl Scope {
+    /// A primitive named `name`, registered in this scope (as a test's own primitives are).
+    #[track_caller]
+    pub(crate) fn prim(&self, name: &str, kind: PrimKind, capacity: u64) -> Arc<Prim> {
+        let previous = actor::current_scope();
+        actor::set_thread_scope(self.0);
+        let p = register(Some(name.into()), kind, Location::caller(), capacity);
+        actor::set_thread_scope(previous);
+        p
+    }
+}
+
+/// Task `n`.
+pub(crate) fn task(n: u64) -> ActorId {
+    ActorId::from_task_u64(n)
+}
+
+/// A hold of `permits` of `p` by `actor` since `since` (coarse ns), in `scope`, acquired at
+/// the caller.
+#[track_caller]
+pub(crate) fn hold(p: &Prim, actor: ActorId, mode: Mode, permits: u32, since: u64) -> HoldView {
+    HoldView {
+        prim: p.id().0,
+        actor,
+        site: Location::caller(),
+        since,
+        permits,
+        mode,
+        flags: 0,
+        scope: 0,
+        thread: 1,
+    }
+}
+
+/// A wait of `actor` for `permits` since `since_ns` (precise ns), queued `seq`-th, at the
+/// caller.
+#[track_caller]
+pub(crate) fn wait(actor: ActorId, seq: u64, mode: Mode, permits: u32, since_ns: u64) -> WaiterRec {
+    WaiterRec {
+        seq,
+        actor,
+        thread: 1,
+        site: Location::caller(),
+        since_ns,
+        permits,
+        mode,
+        timed: false,
+        owned: false,
+        scope: 0,
+        on_worker: false,
+        retries: 0,
+    }
+}
+
+/// `p` as a snapshot sees it, with these holds and waits; its capacity as registered,
+/// nothing forgotten, progress and grants 0.
+pub(crate) fn at(p: &Arc<Prim>, holds: Vec<HoldView>, waiters: Vec<WaiterRec>) -> PrimState {
+    PrimState {
+        prim: p.clone(),
+        capacity: p.capacity(),
+        closed: false,
+        forgotten: 0,
+        progress: 0,
+        granted: 0,
+        holds,
+        waiters,
+    }
+}
+
+/// A state of `prims` read at `now` (both clocks), every hold and wait made in `scope`.
+pub(crate) fn state(mut prims: Vec<PrimState>, scope: &Scope, now: u64) -> State {
+    for p in &mut prims {
+        p.holds.iter_mut().for_each(|h| h.scope = scope.0);
+        p.waiters.iter_mut().for_each(|w| w.scope = scope.0);
+    }
+    let mut s = State::from_parts(prims);
+    s.now_coarse = now;
+    s.now_precise = now;
+    s
+}
+
+/// The findings among `verdicts`.
+pub(crate) fn found(verdicts: Vec<crate::rules::Verdict>) -> Vec<crate::model::finding::Finding> {
+    verdicts
+        .into_iter()
+        .filter_map(|v| match v {
+            crate::rules::Verdict::Found(f) => Some(*f),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Records `site` as where `p`'s latest forgotten permits were acquired (what `forget` does).
+pub(crate) fn forgot_at(p: &Prim, site: &'static Location<'static>) {
+    p.forgot_site
+        .store(std::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+}
