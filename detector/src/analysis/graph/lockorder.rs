@@ -217,6 +217,11 @@ impl Graph {
         self.ensure(x);
         self.ensure(y);
         let (lb, ub) = (self.ord(y), self.ord(x));
+        // mutants: `>` -> `>=` and `>` -> `==` are equivalent. Indices are distinct, so
+        // `lb == ub` only for a self edge, which never gets here (the hooks skip a primitive
+        // acquired under itself: a nested acquire). And with `lb > ub` the searches below move
+        // nothing: every node reachable from y has an index above y's (so above ub), every
+        // node reaching x one below x's (so below lb), and x and y get their own indices back.
         if lb > ub {
             self.link(x, y);
             return Ok(());
@@ -232,6 +237,7 @@ impl Graph {
                     return Err(path_to(&parent, n, x));
                 }
                 let o = self.ord(m);
+                // mutants: `<` -> `<=` is equivalent: only x has index ub, handled above.
                 if o < ub && seen.insert(m) {
                     parent.insert(m, n);
                     fwd.push(m);
@@ -245,6 +251,9 @@ impl Graph {
         let mut stack = vec![x];
         while let Some(n) = stack.pop() {
             for &m in &self.nodes[&n].inn {
+                // mutants: `>` -> `>=` is equivalent: only y has index lb, and y cannot reach
+                // x here (every path from y to x runs through indices in [lb, ub], so the
+                // forward search would have returned the cycle).
                 if self.ord(m) > lb && seen_b.insert(m) {
                     bwd.push(m);
                     stack.push(m);
@@ -557,6 +566,68 @@ mod tests {
             !g.edges.contains_key(&(y, x)),
             "an inversion entered the order"
         );
+    }
+
+    /// The forward search visits each node once: a node reached along two paths (a diamond
+    /// inside the region to reorder) must not take two indices from the pool, or two nodes
+    /// end up sharing one and an edge runs against the order.
+    #[test]
+    fn a_node_reached_twice_by_the_forward_search_is_reordered_once() {
+        let mut g = Graph::default();
+        // Indices in creation order: y 1, a 2, n 3, w 4, x 5.
+        let (y, a, n, w, x) = (1, 2, 3, 4, 5);
+        for id in [y, a, n, w, x] {
+            g.ensure(id);
+        }
+        // y reaches n directly and through a; w -> x. All along the order: no reorder yet.
+        for (from, to) in [(y, a), (y, n), (a, n), (w, x)] {
+            g.insert(from, to).unwrap();
+            g.edges.insert((from, to), info());
+        }
+        // x -> y runs against the order: y, a, n move after w and x.
+        g.insert(x, y).unwrap();
+        g.edges.insert((x, y), info());
+        check_strict_order(&g);
+        let mut by_ord: Vec<u64> = [y, a, n, w, x].into_iter().collect();
+        by_ord.sort_by_key(|&id| g.ord(id));
+        assert_eq!(by_ord, [w, x, y, a, n]);
+    }
+
+    /// Forty predecessors of one primitive noted on one thread are all known afterwards
+    /// (four in the primitive's own cache, the rest in the thread's table, where consecutive
+    /// ids take different slots); another thread knows the four the
+    /// primitive keeps (issue 17: nothing checked the caches).
+    #[test]
+    fn noted_edges_are_known_to_the_caches() {
+        use crate::state::prim::{PrimKind, register};
+        let b = register(
+            Some("lockorder/cached".into()),
+            PrimKind::Mutex,
+            Location::caller(),
+            1,
+        );
+        let preds: Vec<u64> = (1_000_001..=1_000_040).collect();
+        assert!(preds.iter().all(|&a| !known(&b, a)));
+        for &a in &preds {
+            remember(&b, a);
+        }
+        // Remembering again changes nothing.
+        remember(&b, preds[0]);
+        let unknown: Vec<u64> = preds.iter().copied().filter(|&a| !known(&b, a)).collect();
+        assert!(unknown.is_empty(), "forgotten: {unknown:?}");
+        assert!(!known(&b, 7));
+        let elsewhere = std::thread::scope(|s| {
+            s.spawn(|| preds.iter().filter(|&&a| known(&b, a)).count())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(elsewhere, b.order_cache.len());
+        // The table's slots (Fibonacci hashing): 40 consecutive predecessors of any primitive
+        // take 40 different ones.
+        for b in [1, 2, 3, 100, 12_345, u64::MAX] {
+            let slots: HashSet<usize> = (1..=40).map(|a| slot(a, b)).collect();
+            assert_eq!(slots.len(), 40, "primitive {b}");
+        }
     }
 
     #[test]
