@@ -349,6 +349,12 @@ pub fn reduce_with(prims: &[MPrim], exec: &Executor) -> Reduction {
 
 /// Whether actor `a` can run on thread `t` once it runs again: pinned to it, or needing a
 /// worker of the runtime `t` serves.
+///
+/// mutants: `-> true` and `&&` -> `||` are equivalent. This only picks which actors to look
+/// at again when `t` runs again, and each is still let go only if `can_go` (so a wider pick
+/// frees no one more); `can_go` turns true for an actor only when it is granted (handled where
+/// the grant is) or when a thread it is pinned to or whose runtime it needs runs again, which
+/// this exact pick already covers.
 fn runs_on(a: &Actor, t: u64, exec: &Executor) -> bool {
     a.pinned.contains(&t) || a.needs.is_some() && a.needs == exec.workers.get(&t).copied()
 }

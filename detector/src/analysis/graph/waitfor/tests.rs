@@ -262,3 +262,72 @@ fn a_holder_pinned_to_its_own_thread() {
     };
     assert_eq!(reduce(&[m]).blocked, BTreeSet::from([4, 9 | 1 << 63]));
 }
+
+/// A writer queued on a parking_lot rwlock that no reader holds claims it: a `read_recursive`
+/// queued ahead of it waits too (it only passes a claim while readers hold the lock), and the
+/// writer goes first (issue 17: no test had this case).
+#[test]
+fn a_claimed_rwlock_with_no_reader_holds_back_a_recursive_read() {
+    let p = MPrim {
+        id: 1,
+        policy: Policy::FairRwLock,
+        capacity: 0,
+        closed: false,
+        holds: vec![],
+        waiters: vec![
+            wait(2, 1, Mode::SharedRecursive),
+            wait(3, 1, Mode::Exclusive),
+        ],
+    };
+    assert_eq!(grantable(&p, &[], &[Some(0), Some(1)]), Some(1));
+    // With a reader holding it, the recursive read passes the claim.
+    let live = [Some((4, 1, Mode::Shared))];
+    assert_eq!(grantable(&p, &live, &[Some(0), Some(1)]), Some(0));
+}
+
+/// A runtime whose workers are not known yet (none counted) is not "every worker blocked":
+/// a task needing it is assumed to run.
+#[test]
+fn a_runtime_with_no_known_worker_does_not_block_its_tasks() {
+    let (m, exec) = every_worker_behind(1);
+    let none = Executor {
+        worker_count: HashMap::from([(5, 0)]),
+        ..exec
+    };
+    assert!(reduce_with(&[m], &none).blocked.is_empty());
+}
+
+/// When a granted blocking wait lets its thread run again, only the tasks that can then go
+/// on do: a task pinned to that thread but caught in a deadlock of its own stays blocked.
+#[test]
+fn a_thread_running_again_frees_only_the_tasks_that_can_go_on() {
+    // Task 2 blocks thread 10 waiting for a parking_lot mutex that task 1 (free) holds.
+    let m1 = MPrim {
+        id: 1,
+        policy: Policy::Exclusive,
+        capacity: 1,
+        closed: false,
+        holds: vec![hold(1, 1, Mode::Exclusive)],
+        waiters: vec![MWait {
+            blocks_thread: Some(10),
+            ..wait(2, 1, Mode::Exclusive)
+        }],
+    };
+    // Tasks 5 (pinned to thread 10 by a blocking guard) and 6: an ABBA deadlock.
+    let m2 = fifo(
+        2,
+        1,
+        vec![hold(6, 1, Mode::Exclusive)],
+        vec![wait(5, 1, Mode::Exclusive)],
+    );
+    let m3 = fifo(
+        3,
+        1,
+        vec![MHold {
+            pinned_thread: Some(10),
+            ..hold(5, 1, Mode::Exclusive)
+        }],
+        vec![wait(6, 1, Mode::Exclusive)],
+    );
+    assert_eq!(reduce(&[m1, m2, m3]).blocked, BTreeSet::from([5, 6]));
+}
