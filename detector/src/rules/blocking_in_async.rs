@@ -197,3 +197,108 @@ pub(crate) fn moved_holding(_prim: &Prim, h: &HoldView, released_on: u64) -> Opt
     );
     Some(held_across_await(h, evidence))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{MS, Scope, at, hold, state, task, wait};
+    use crate::state::held::Mode;
+    use crate::state::prim::PrimKind;
+
+    /// A blocking wait on a worker is reported once it passes the worker-stall threshold, in
+    /// these words; one that is not on a worker, or is shorter, is not.
+    #[test]
+    fn a_blocking_wait_on_a_worker_past_the_stall_threshold_is_reported() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("bia/wait", PrimKind::BlockingMutex, 1);
+        let mut w = wait(task(7), 1, Mode::Exclusive, 1, 0);
+        w.scope = scope.0;
+        let site = site_string(w.site);
+        // Config::test(): a 10 ms worker stall.
+        assert!(
+            check_worker_stall(&m, &w, 100 * MS).is_none(),
+            "not on a worker"
+        );
+        w.on_worker = true;
+        assert!(check_worker_stall(&m, &w, 10 * MS - 1).is_none());
+        let f = check_worker_stall(&m, &w, 10 * MS).expect("reported at the threshold");
+        assert_eq!(
+            f.summary,
+            format!(
+                "task 7 waits for blocking_mutex \"bia/wait\" at {site} on an async runtime worker thread: the whole worker stalls until it is granted (10 ms so far)"
+            )
+        );
+        assert_eq!(f.kind, FindingKind::BlockingInAsync);
+        assert_eq!(f.actors[0].waits[0].for_ms, 10);
+        assert!(f.fix.starts_with("use lockscope::tokio::Mutex"));
+        // The watchdog's check, over a state: only the waits on workers, by their age.
+        let mut off = wait(task(8), 2, Mode::Exclusive, 1, 0);
+        off.on_worker = false;
+        let s = state(vec![at(&m, vec![], vec![w, off])], &scope, 25 * MS);
+        let found = check_stalls(&s);
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].summary.contains("(25 ms so far)"),
+            "{}",
+            found[0].summary
+        );
+    }
+
+    /// Held across an `.await`, told by each kind of evidence.
+    #[test]
+    fn a_guard_held_across_an_await_is_reported_with_its_evidence() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("bia/held", PrimKind::BlockingMutex, 1);
+        let next = scope.prim("bia/next", PrimKind::Mutex, 1);
+        let mut h = hold(&m, task(9), Mode::Exclusive, 1, 0);
+        h.thread = 3;
+        let site = site_string(h.site);
+        let acq = Acq::new(std::panic::Location::caller(), 1, Mode::Exclusive);
+        let at_site = site_string(acq.site());
+        assert!(check_async_wait(&next, task(9), &acq, None).is_none());
+        let f = check_async_wait(&next, task(9), &acq, Some(h)).expect("held");
+        let start = format!(
+            "task 9 holds blocking_mutex \"bia/held\" (acquired at {site}) across an .await: "
+        );
+        assert_eq!(
+            f.summary,
+            format!("{start}task 9 is about to wait for mutex \"bia/next\" at {at_site}")
+        );
+        assert_eq!(f.actors[0].holds.len(), 1);
+        assert_eq!(f.primitives[0].name, "bia/held");
+        assert!(
+            f.fix
+                .starts_with("drop the blocking guard before the .await")
+        );
+        let f = yielded_holding(&h).expect("held");
+        assert_eq!(
+            f.summary,
+            format!(
+                "{start}its poll returned Pending while it held the guard (seen by lockscope's tokio_unstable task hooks), so it is suspended at an .await with the guard held"
+            )
+        );
+        let f = moved_holding(&m, &h, 4).expect("held");
+        assert_eq!(
+            f.summary,
+            format!(
+                "{start}it was acquired on thread #3 and released on thread #4, so the task was suspended and moved while holding it"
+            )
+        );
+    }
+
+    /// A plain thread is no async worker; a multi-thread runtime's worker is.
+    #[test]
+    fn only_a_runtime_worker_is_an_async_worker() {
+        assert!(!on_async_worker());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        assert!(
+            !rt.block_on(async { on_async_worker() }),
+            "the block_on thread"
+        );
+        let on_worker = rt.block_on(async { tokio::spawn(async { on_async_worker() }).await });
+        assert!(on_worker.unwrap());
+    }
+}

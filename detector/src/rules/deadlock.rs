@@ -479,3 +479,430 @@ pub fn report(state: &State, g: &Group) -> Finding {
     };
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Deadlock, blocked_groups, model};
+    use crate::analysis::graph::waitfor::Policy;
+    use crate::analysis::snapshot::{PrimState, State};
+    use crate::model::finding::{Finding, FindingKind};
+    use crate::rules::testkit::{MS, Scope, at, hold, state, task, wait};
+    use crate::rules::{Rule, Verdict};
+    use crate::state::actor::ActorId;
+    use crate::state::executor::{Executors, RuntimeView};
+    use crate::state::held::{FLAG_MOVABLE, FLAG_PINNED_THREAD, Mode};
+    use crate::state::prim::PrimKind;
+    use std::collections::{BTreeSet, HashMap};
+
+    fn thread(n: u64) -> ActorId {
+        ActorId::from_thread_seq(n)
+    }
+
+    /// Two checks of the same state (a deadlock is confirmed on the second).
+    fn confirmed(s: &State) -> Vec<Finding> {
+        let mut rule = Deadlock::default();
+        assert_eq!(rule.kind(), FindingKind::Deadlock);
+        let first = rule.check(s);
+        assert!(
+            !first.is_empty() && first.iter().all(|v| matches!(v, Verdict::Recheck)),
+            "{first:?}"
+        );
+        crate::rules::testkit::found(rule.check(s))
+    }
+
+    /// An ABBA between two tasks: seen once it is a candidate, seen again with no progress
+    /// it is reported in these words; progress in between starts over.
+    #[test]
+    fn an_abba_is_confirmed_on_the_second_look_and_reported() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("dl/a", PrimKind::Mutex, 1);
+        let b = scope.prim("dl/b", PrimKind::Mutex, 1);
+        let prims = |progress| {
+            let mut pa = at(
+                &a,
+                vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 0)],
+            );
+            pa.progress = progress;
+            let pb = at(
+                &b,
+                vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                vec![wait(task(1), 1, Mode::Exclusive, 1, 0)],
+            );
+            vec![pa, pb]
+        };
+        let s = state(prims(0), &scope, 1_000 * MS);
+        let mut rule = Deadlock::default();
+        assert!(matches!(rule.check(&s)[..], [Verdict::Recheck]));
+        // Progress on `a` between the two looks: a torn snapshot, not confirmed.
+        let moved = state(prims(1), &scope, 1_100 * MS);
+        assert!(matches!(rule.check(&moved)[..], [Verdict::Recheck]));
+        assert!(rule.confirmed_waits.is_empty() && rule.active.is_empty());
+        let f = crate::rules::testkit::found(rule.check(&moved));
+        assert_eq!(f.len(), 1);
+        let f = &f[0];
+        assert_eq!(
+            f.summary,
+            "2 tasks can never proceed: each waits for mutex \"dl/b\", mutex \"dl/a\" held by another of them"
+        );
+        let (ia, ib) = (a.id().0, b.id().0);
+        assert_eq!(f.key(), format!("{ia}.1,{ib}.1"));
+        assert!(f.details.is_empty(), "{:?}", f.details);
+        assert!(f.fix.starts_with("take primitives in one global order"));
+        let names: Vec<(&str, usize, usize)> = f
+            .actors
+            .iter()
+            .map(|a| (a.name.as_str(), a.holds.len(), a.waits.len()))
+            .collect();
+        assert_eq!(names, [("task 1", 1, 1), ("task 2", 1, 1)]);
+        assert_eq!(f.actors[0].waits[0].for_ms, 1_100);
+        let mut prims: Vec<&str> = f.primitives.iter().map(|p| p.name.as_str()).collect();
+        prims.sort_unstable();
+        assert_eq!(prims, ["dl/a", "dl/b"]);
+        assert_eq!(rule.confirmed_waits, [(ia, 1), (ib, 1)].into());
+        assert_eq!(rule.confirmed_prims, [ia, ib].into());
+        assert!(rule.active.contains(&format!("deadlock:{}", f.key())));
+    }
+
+    /// One task waiting for what it holds; a semaphore knot between a task and a thread.
+    #[test]
+    fn self_waits_and_knots_are_worded_for_what_they_are() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let c = scope.prim("dl/c", PrimKind::Mutex, 1);
+        let s = state(
+            vec![at(
+                &c,
+                vec![hold(&c, task(3), Mode::Exclusive, 1, 0)],
+                vec![wait(task(3), 1, Mode::Exclusive, 1, 0)],
+            )],
+            &scope,
+            MS,
+        );
+        let f = confirmed(&s);
+        assert_eq!(
+            f[0].summary,
+            "task 3 waits for mutex \"dl/c\" and can never proceed: what it waits for is held by itself"
+        );
+        assert!(
+            f[0].fix
+                .starts_with("release what you hold before waiting for it again")
+        );
+
+        let sem = scope.prim("dl/sem", PrimKind::Semaphore, 1);
+        let m = scope.prim("dl/m", PrimKind::Mutex, 1);
+        let s = state(
+            vec![
+                at(
+                    &sem,
+                    vec![hold(&sem, task(4), Mode::Permits, 1, 0)],
+                    vec![wait(thread(900_005), 1, Mode::Permits, 1, 0)],
+                ),
+                at(
+                    &m,
+                    vec![hold(&m, thread(900_005), Mode::Exclusive, 1, 0)],
+                    vec![wait(task(4), 1, Mode::Exclusive, 1, 0)],
+                ),
+            ],
+            &scope,
+            MS,
+        );
+        let f = confirmed(&s);
+        assert_eq!(
+            f[0].summary,
+            "1 task and 1 thread can never proceed: each waits for mutex \"dl/m\", semaphore \"dl/sem\" held by another of them"
+        );
+        assert_eq!(
+            f[0].details,
+            [
+                "every holder that could free the permits these waiters need is itself waiting (a knot, not just a cycle)"
+            ]
+        );
+    }
+
+    /// Two deadlocks in one state are two groups, each with its own actors, primitives and
+    /// waits; a chain behind a free holder is none; an owned guard links nobody.
+    #[test]
+    fn each_deadlock_is_its_own_group() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let p: Vec<_> = (0..5)
+            .map(|i| scope.prim(&format!("dl/group{i}"), PrimKind::Mutex, 1))
+            .collect();
+        let x = |i: usize, holder, waiter| {
+            at(
+                &p[i],
+                vec![hold(&p[i], task(holder), Mode::Exclusive, 1, 0)],
+                vec![wait(task(waiter), 1, Mode::Exclusive, 1, 0)],
+            )
+        };
+        // 10 <-> 11 on p0/p1, 20 <-> 21 on p2/p3; 30 holds p4 (waits for nothing), 31 waits.
+        let mut prims = vec![
+            x(0, 10, 11),
+            x(1, 11, 10),
+            x(2, 20, 21),
+            x(3, 21, 20),
+            x(4, 30, 31),
+        ];
+        // 20 also holds an owned guard of p4: it links nothing.
+        let mut owned = hold(&p[4], task(20), Mode::Exclusive, 1, 0);
+        owned.flags |= FLAG_MOVABLE;
+        prims[4].holds.push(owned);
+        let s = state(prims, &scope, MS);
+        let groups = blocked_groups(&s);
+        let ids = |i: usize| p[i].id().0;
+        let got: Vec<(BTreeSet<u64>, BTreeSet<u64>, BTreeSet<(u64, u64)>)> = groups
+            .into_iter()
+            .map(|g| (g.actors, g.prims, g.waits))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    BTreeSet::from([10, 11]),
+                    BTreeSet::from([ids(0), ids(1)]),
+                    BTreeSet::from([(ids(0), 1), (ids(1), 1)])
+                ),
+                (
+                    BTreeSet::from([20, 21]),
+                    BTreeSet::from([ids(2), ids(3)]),
+                    BTreeSet::from([(ids(2), 1), (ids(3), 1)])
+                ),
+            ]
+        );
+    }
+
+    /// The model: each kind's grant policy, only primitives held or waited for, threads
+    /// blocked only by blocking waits, and where each holder can run.
+    #[test]
+    fn the_model_follows_each_primitives_policy_and_pins() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let kinds = [
+            (PrimKind::Mutex, Policy::Fifo),
+            (PrimKind::RwLock, Policy::Fifo),
+            (PrimKind::Semaphore, Policy::Fifo),
+            (PrimKind::BlockingMutex, Policy::Exclusive),
+            (PrimKind::BlockingReentrantMutex, Policy::Exclusive),
+            (PrimKind::BlockingRwLock, Policy::FairRwLock),
+        ];
+        let mut prims: Vec<PrimState> = Vec::new();
+        for (i, (kind, _)) in kinds.iter().enumerate() {
+            let p = scope.prim(&format!("dl/model{i}"), *kind, 2);
+            let mut w = wait(task(50), 1, Mode::Exclusive, 1, 0);
+            w.thread = 900_040;
+            w.timed = i == 0;
+            let mut pinned = hold(&p, task(51), Mode::Exclusive, 1, 0);
+            pinned.flags |= FLAG_PINNED_THREAD;
+            pinned.thread = 900_041;
+            let mut owned = hold(&p, task(52), Mode::Exclusive, 1, 0);
+            owned.flags |= FLAG_MOVABLE;
+            prims.push(at(
+                &p,
+                vec![pinned, owned, hold(&p, thread(900_042), Mode::Shared, 1, 0)],
+                vec![w],
+            ));
+        }
+        let idle = scope.prim("dl/model_idle", PrimKind::Mutex, 1);
+        prims.push(at(&idle, vec![], vec![]));
+        let mut closed = at(
+            &idle,
+            vec![],
+            vec![wait(task(53), 1, Mode::Exclusive, 1, 0)],
+        );
+        closed.closed = true;
+        closed.capacity = 5;
+        let s = state(prims, &scope, MS);
+        let m = model(&s);
+        assert_eq!(m.len(), kinds.len(), "the idle primitive is left out");
+        for (mp, (kind, policy)) in m.iter().zip(kinds) {
+            assert_eq!(mp.policy, policy, "{kind:?}");
+            assert_eq!(mp.capacity, 2);
+            assert!(!mp.closed);
+            let blocks = if kind.is_blocking() {
+                Some(900_040)
+            } else {
+                None
+            };
+            assert_eq!(mp.waiters[0].blocks_thread, blocks, "{kind:?}");
+            let pins: Vec<(u64, bool, Option<u64>)> = mp
+                .holds
+                .iter()
+                .map(|h| (h.actor, h.movable, h.pinned_thread))
+                .collect();
+            assert_eq!(
+                pins,
+                [
+                    (task(51).as_u64(), false, Some(900_041)),
+                    (task(52).as_u64(), true, None),
+                    (thread(900_042).as_u64(), false, Some(900_042)),
+                ]
+            );
+        }
+        assert!(m[0].waiters[0].timed && !m[1].waiters[0].timed);
+        let s = state(vec![closed], &scope, MS);
+        let m = model(&s);
+        assert!(m[0].closed);
+        assert_eq!(m[0].capacity, 5);
+    }
+
+    fn runtime(
+        key: u64,
+        multi: bool,
+        workers: usize,
+        block_on: Option<(u64, bool)>,
+    ) -> RuntimeView {
+        RuntimeView {
+            key,
+            multi,
+            workers,
+            block_on,
+        }
+    }
+
+    /// Every worker of a multi-thread runtime blocked on a parking_lot mutex whose holder
+    /// is a task that needs a worker to resume: a deadlock through the executor, told so.
+    #[test]
+    fn every_worker_blocked_behind_a_task_that_needs_one_is_a_deadlock() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dl/workers", PrimKind::BlockingMutex, 1);
+        let other = scope.prim("dl/workers_other", PrimKind::Mutex, 1);
+        let mut h = hold(&m, task(1), Mode::Exclusive, 1, 0);
+        h.thread = 900_110;
+        let on = |actor: u64, t: u64| {
+            let mut w = wait(task(actor), actor, Mode::Exclusive, 1, 0);
+            w.thread = t;
+            w.on_worker = true;
+            w
+        };
+        // A free task holding another primitive on a blocked worker: it needs no worker
+        // (it is running there... as far as the books know, it is the one blocking it).
+        let mut own = hold(&other, task(2), Mode::Exclusive, 1, 0);
+        own.thread = 900_110;
+        let mut s = state(
+            vec![
+                at(&m, vec![h], vec![on(2, 900_110), on(3, 900_111)]),
+                at(&other, vec![own], vec![]),
+            ],
+            &scope,
+            MS,
+        );
+        s.executors = Executors {
+            runtimes: HashMap::from([(7, runtime(7, true, 2, None))]),
+            threads: HashMap::from([(900_110, 7), (900_111, 7)]),
+        };
+        let exec = super::executor(&s);
+        assert_eq!(exec.workers, HashMap::from([(900_110, 7), (900_111, 7)]));
+        assert_eq!(exec.worker_count, HashMap::from([(7, 2)]));
+        assert_eq!(exec.needs_worker, HashMap::from([(task(1).as_u64(), 7)]));
+        let f = confirmed(&s);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].summary,
+            "every worker of the runtime (2 of 2, multi_thread) is blocked waiting for blocking_mutex \"dl/workers\"; its holder, task 1, needs a worker to resume: it holds the guard across an .await, and only a worker can wake it"
+        );
+        assert_eq!(
+            f[0].details,
+            [
+                "blocked workers: thread #900110 by task 2 waiting for blocking_mutex \"dl/workers\"; thread #900111 by task 3 waiting for blocking_mutex \"dl/workers\""
+            ]
+        );
+        assert!(
+            f[0].fix
+                .starts_with("do not hold a blocking guard across an .await")
+        );
+        // A current-thread runtime's workers are not counted (its tasks are pinned instead).
+        s.executors.runtimes.insert(7, runtime(7, false, 2, None));
+        let exec = super::executor(&s);
+        assert!(exec.workers.is_empty() && exec.needs_worker.is_empty());
+    }
+
+    /// A task pinned to a thread that another task blocks, and a thread's own code blocked by
+    /// a task it polls: told apart in the report.
+    #[test]
+    fn a_holder_pinned_to_a_blocked_thread_is_a_deadlock() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let n = scope.prim("dl/pinned", PrimKind::BlockingMutex, 1);
+        let mut h = hold(&n, task(4), Mode::Exclusive, 1, 0);
+        h.flags |= FLAG_PINNED_THREAD;
+        h.thread = 900_120;
+        let mut w = wait(task(5), 1, Mode::Exclusive, 1, 0);
+        w.thread = 900_120;
+        let mut s = state(vec![at(&n, vec![h], vec![w.clone()])], &scope, MS);
+        let f = confirmed(&s);
+        assert_eq!(
+            f[0].summary,
+            "task 4 holds blocking_mutex \"dl/pinned\" across an .await and can only resume on thread #900120 (a current_thread runtime or a LocalSet), which task 5 waiting for blocking_mutex \"dl/pinned\" blocks: it can never run to release it"
+        );
+        s.executors = Executors {
+            runtimes: HashMap::from([(8, runtime(8, false, 1, None))]),
+            threads: HashMap::from([(900_120, 8)]),
+        };
+        assert!(
+            confirmed(&s)[0]
+                .summary
+                .contains("thread #900120 (a current_thread runtime)")
+        );
+        s.executors
+            .runtimes
+            .insert(8, runtime(8, true, 4, Some((900_120, false))));
+        assert!(
+            confirmed(&s)[0]
+                .summary
+                .contains("(a LocalSet on the block_on thread of a multi_thread runtime)")
+        );
+
+        // The thread's own code (a block_on future) holds it.
+        let q = scope.prim("dl/own", PrimKind::BlockingMutex, 1);
+        let mut w = wait(task(6), 1, Mode::Exclusive, 1, 0);
+        w.thread = 900_130;
+        let s = state(
+            vec![at(
+                &q,
+                vec![hold(&q, thread(900_130), Mode::Exclusive, 1, 0)],
+                vec![w],
+            )],
+            &scope,
+            MS,
+        );
+        assert_eq!(
+            confirmed(&s)[0].summary,
+            "thread #900130 holds blocking_mutex \"dl/own\" across an .await, and task 6 waiting for blocking_mutex \"dl/own\", polled on that same thread (a current_thread runtime or a LocalSet), blocks it: the thread can never get back to the code that would release it"
+        );
+    }
+
+    /// A parked `block_on` future of a multi-thread runtime needs a worker to wake it.
+    #[test]
+    fn a_parked_block_on_future_needs_a_worker() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dl/block_on", PrimKind::BlockingMutex, 1);
+        let on = |actor: u64, t: u64| {
+            let mut w = wait(task(actor), actor, Mode::Exclusive, 1, 0);
+            w.thread = t;
+            w.on_worker = true;
+            w
+        };
+        let mut s = state(
+            vec![at(
+                &m,
+                vec![hold(&m, thread(900_140), Mode::Exclusive, 1, 0)],
+                vec![on(2, 900_141)],
+            )],
+            &scope,
+            MS,
+        );
+        s.executors = Executors {
+            runtimes: HashMap::from([(9, runtime(9, true, 1, Some((900_140, true))))]),
+            threads: HashMap::from([(900_141, 9)]),
+        };
+        let exec = super::executor(&s);
+        assert_eq!(
+            exec.needs_worker,
+            HashMap::from([(thread(900_140).as_u64(), 9)])
+        );
+        let f = confirmed(&s);
+        assert!(
+            f[0].summary
+                .contains("its holder, the block_on future on thread #900140, needs a worker"),
+            "{}",
+            f[0].summary
+        );
+    }
+}

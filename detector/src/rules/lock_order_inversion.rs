@@ -139,3 +139,120 @@ fn scenario(edges: &[(u64, u64, EdgeInfo)], name: &dyn Fn(u64) -> String) -> Vec
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cycle;
+    use crate::analysis::graph::lockorder::EdgeInfo;
+    use crate::model::finding::FindingKind;
+    use crate::rules::testkit::{Scope, task};
+    use crate::state::actor::ActorId;
+    use crate::state::held::Mode;
+    use crate::state::prim::{PrimKind, site_string};
+    use std::panic::Location;
+
+    fn edge(from_mode: Mode, to_mode: Mode, actor: ActorId) -> EdgeInfo {
+        EdgeInfo {
+            from_site: Location::caller(),
+            to_site: Location::caller(),
+            from_mode,
+            to_mode,
+            actor,
+            scope: 0,
+        }
+    }
+
+    /// Two primitives taken in opposite orders: the orders oldest first, with their sites,
+    /// and lockdep's table.
+    #[test]
+    fn an_abba_is_told_oldest_order_first_with_the_scenario() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("loi/a", PrimKind::Mutex, 1);
+        let b = scope.prim("loi/b", PrimKind::Mutex, 1);
+        let (ia, ib) = (a.id().0, b.id().0);
+        let old = EdgeInfo {
+            to_site: Location::caller(),
+            ..edge(Mode::Exclusive, Mode::Exclusive, task(1))
+        };
+        let new = EdgeInfo {
+            from_mode: Mode::Shared,
+            ..edge(Mode::Exclusive, Mode::Exclusive, task(2))
+        };
+        let (s_old, s_new) = (site_string(old.to_site), site_string(new.to_site));
+        let f = cycle(&[(ib, ia, new.clone()), (ia, ib, old.clone())]).expect("a cycle");
+        assert_eq!(f.kind, FindingKind::LockOrderInversion);
+        assert_eq!(
+            f.summary,
+            format!(
+                "\"loi/a\" and \"loi/b\" are taken in opposite orders (\"loi/a\" then \"loi/b\" at {s_old}, \"loi/b\" then \"loi/a\" at {s_new}): a possible deadlock"
+            )
+        );
+        let from = site_string(old.from_site);
+        let table: Vec<&str> = f.details.iter().map(String::as_str).collect();
+        assert_eq!(
+            table[0],
+            format!(
+                "order: \"loi/a\" held (lock at {from}) while acquiring \"loi/b\" (lock at {s_old}) by task 1"
+            )
+        );
+        assert!(
+            table[1].starts_with("order: \"loi/b\" held (read at "),
+            "{}",
+            table[1]
+        );
+        assert_eq!(
+            &table[2..],
+            [
+                "possible unsafe locking scenario:",
+                "      task 1                    task 2",
+                "      ----                      ----",
+                "      lock(\"loi/a\")",
+                "                                read(\"loi/b\")",
+                "      lock(\"loi/b\")",
+                "                                lock(\"loi/a\")",
+                "      *** DEADLOCK ***",
+            ]
+        );
+        let orders: Vec<(u64, u64, &str)> = f
+            .orders
+            .iter()
+            .map(|o| (o.from.id, o.to.id, o.actor.as_str()))
+            .collect();
+        assert_eq!(orders, [(ia, ib, "task 1"), (ib, ia, "task 2")]);
+        assert_eq!(f.primitives.len(), 2);
+        assert!(
+            f.fix
+                .starts_with("take these primitives in one global order")
+        );
+        // One actor both ways: two runs of it.
+        let again = cycle(&[(ib, ia, old.clone()), (ia, ib, old)]).expect("a cycle");
+        assert!(
+            again.details[3].contains("one run") && again.details[3].contains("a concurrent run")
+        );
+        assert_eq!(again.key(), f.key(), "one finding per pair of primitives");
+    }
+
+    /// Longer cycles are told as a chain; a cycle of read_recursive acquisitions under shared
+    /// holds cannot deadlock and is not reported.
+    #[test]
+    fn longer_cycles_are_a_chain_and_recursive_reads_are_no_inversion() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let p: Vec<u64> = ["loi/x", "loi/y", "loi/z"]
+            .iter()
+            .map(|n| scope.prim(n, PrimKind::BlockingRwLock, 1).id().0)
+            .collect();
+        let e = || edge(Mode::Exclusive, Mode::Exclusive, task(1));
+        let f = cycle(&[(p[2], p[0], e()), (p[0], p[1], e()), (p[1], p[2], e())]).expect("a cycle");
+        assert_eq!(
+            f.summary,
+            "3 primitives are taken in a cyclic order (\"loi/x\" -> \"loi/y\" -> \"loi/z\" -> \"loi/x\"): a possible deadlock"
+        );
+        assert_eq!(f.details.len(), 3, "the orders, no table: {:?}", f.details);
+        let rr = || edge(Mode::Shared, Mode::SharedRecursive, task(1));
+        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], rr())]).is_none());
+        let write = edge(Mode::Exclusive, Mode::SharedRecursive, task(1));
+        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], write)]).is_some());
+        let read = edge(Mode::Shared, Mode::Shared, task(1));
+        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], read)]).is_some());
+    }
+}

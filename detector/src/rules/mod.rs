@@ -107,3 +107,37 @@ pub(crate) fn waiter(p: &PrimRef, w: &WaiterRec, for_ns: u64) -> ActorReport {
 pub(crate) fn noun(p: &PrimRef) -> String {
     format!("{} {:?}", p.kind, p.label())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{MS, Scope, hold, task, wait};
+    use crate::state::prim::PrimKind;
+
+    /// A primitive's reference by id, also once it is dropped; accesses and entries in ms and
+    /// in the primitive's own verbs.
+    #[test]
+    fn references_accesses_and_entries() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let p = scope.prim("rules/ref", PrimKind::BlockingRwLock, 1);
+        let r = prim_ref_id(p.id().0);
+        assert_eq!((r.name.as_str(), r.kind), ("rules/ref", "blocking_rwlock"));
+        assert_eq!(r.created_at, prim::site_string(p.site()));
+        assert_eq!(noun(&r), "blocking_rwlock \"rules/ref\"");
+        let gone = prim_ref_id(u64::MAX - 1);
+        assert_eq!(gone.name, format!("#{} (dropped)", u64::MAX - 1));
+        assert_eq!((gone.kind, gone.created_at.as_str()), ("unknown", "?"));
+        let h = hold(&p, task(3), Mode::Exclusive, 1, 0);
+        let e = holder(&r, &h, 2_500 * MS);
+        assert_eq!((e.id, e.name.as_str()), (task(3).as_u64(), "task 3"));
+        assert_eq!(e.holds[0].mode, "write");
+        assert_eq!(e.holds[0].for_ms, 2_500);
+        assert_eq!(e.holds[0].site, prim::site_string(h.site));
+        assert!(e.waits.is_empty());
+        let w = wait(task(4), 1, Mode::Shared, 2, 0);
+        let e = waiter(&r, &w, 7 * MS + 999_999);
+        assert_eq!(e.waits[0].for_ms, 7);
+        assert_eq!((e.waits[0].mode, e.waits[0].permits), ("read", 2));
+        assert!(e.holds.is_empty());
+    }
+}

@@ -226,3 +226,180 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{MS, Scope, at, hold, state, task, wait};
+    use crate::state::held::FLAG_MOVABLE;
+
+    fn acq(permits: u32, mode: Mode) -> Acq {
+        Acq::new(Location::caller(), permits, mode)
+    }
+
+    /// Which second accesses can never be granted while the first is held.
+    #[test]
+    fn certain_when_the_accesses_exclude_each_other_or_permits_run_out() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let rw = scope.prim("nested/rw", PrimKind::BlockingRwLock, 1);
+        let sem = scope.prim("nested/sem", PrimKind::Semaphore, 3);
+        let holding = |p: &Prim, mode, permits| hold(p, task(1), mode, permits, 0);
+        let ask = |mode, permits| Ask::from(&acq(permits, mode));
+        use Mode::*;
+        let cases = [
+            (Shared, Shared, false),
+            (Shared, Upgradable, false),
+            (Upgradable, Shared, false),
+            (Upgradable, Upgradable, true),
+            (Shared, Exclusive, true),
+            (Exclusive, Shared, true),
+            (SharedRecursive, Shared, false),
+        ];
+        for (held, asked, want) in cases {
+            let h = holding(&rw, held, 1);
+            assert_eq!(
+                certain(&rw, ask(asked, 1), Some(&h)),
+                want,
+                "{held:?} then {asked:?}"
+            );
+        }
+        assert!(certain(&rw, ask(Shared, 1), None));
+        // A semaphore: certain only when the two asks together pass its permits.
+        let h = holding(&sem, Permits, 1);
+        assert!(!certain(&sem, ask(Permits, 2), Some(&h)));
+        assert!(certain(&sem, ask(Permits, 3), Some(&h)));
+        assert!(!certain(&sem, ask(Permits, 3), None));
+        assert!(certain(&sem, ask(Permits, 4), None));
+    }
+
+    /// A blocking lock taken again by its holder is reported at once, in words that say
+    /// whether it waits, and whether the wait can only time out.
+    #[test]
+    fn a_blocking_lock_taken_again_by_its_holder_is_reported_at_once() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("nested/pl", PrimKind::BlockingMutex, 1);
+        let h = hold(&m, task(1), Mode::Exclusive, 1, 0);
+        let again = acq(1, Mode::Exclusive);
+        let site = site_string(again.site());
+        let start =
+            format!("task 1 waits for blocking_mutex \"nested/pl\" it already holds, at {site}: ");
+        let f = reacquired(&m, task(1), &again, &h, true, false).expect("reported");
+        assert_eq!(f.kind, FindingKind::NestedAcquire);
+        assert_eq!(
+            f.summary,
+            format!("{start}a certain self-deadlock: it waits for itself to release it")
+        );
+        assert_eq!(
+            f.fix,
+            "pass the guard you already hold down to the code that needs it instead of locking again"
+        );
+        let holds: Vec<usize> = f.actors.iter().map(|a| a.holds.len()).collect();
+        assert_eq!(holds, [1]);
+        let f = reacquired(&m, task(1), &again, &h, true, true).expect("reported");
+        assert_eq!(
+            f.summary,
+            format!("{start}it waits for itself to release it, so the wait can only time out")
+        );
+        // Taken at once (a try_lock that succeeded on a reentrant one, say): "acquires".
+        let f = reacquired(&m, task(1), &again, &h, false, false).expect("reported");
+        assert!(
+            f.summary.starts_with("task 1 acquires blocking_mutex"),
+            "{}",
+            f.summary
+        );
+        // The same site counts for a blocking lock: no sibling future can release it.
+        let same = Acq::new(h.site, 1, Mode::Exclusive);
+        assert!(reacquired(&m, task(1), &same, &h, true, false).is_some());
+    }
+
+    /// A tokio primitive taken again may be a sibling future's: at the same site, or as a
+    /// wait that can never be granted, it is left to the watchdog; a latent one is reported.
+    #[test]
+    fn a_tokio_primitive_taken_again_is_reported_only_when_latent() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let sem = scope.prim("nested/tokio_sem", PrimKind::Semaphore, 3);
+        let rw = scope.prim("nested/tokio_rw", PrimKind::RwLock, 32);
+        let h = hold(&sem, task(2), Mode::Permits, 1, 0);
+        let same = Acq::new(h.site, 1, Mode::Permits);
+        assert!(reacquired(&sem, task(2), &same, &h, false, false).is_none());
+        // Two more permits while one is held: certain; waiting, it may be a sibling's.
+        let two = acq(3, Mode::Permits);
+        assert!(reacquired(&sem, task(2), &two, &h, true, false).is_none());
+        let one = acq(1, Mode::Permits);
+        let site = site_string(one.site());
+        let f = reacquired(&sem, task(2), &one, &h, false, false).expect("latent");
+        assert_eq!(
+            f.summary,
+            format!(
+                "task 2 acquires semaphore \"nested/tokio_sem\" it already holds, at {site}: a latent deadlock: once every permit is held by a task waiting for one more, none is ever released"
+            )
+        );
+        assert!(
+            f.fix
+                .starts_with("acquire all the permits the task needs in one `acquire_many`")
+        );
+        let f = reacquired(&sem, task(2), &one, &h, true, false).expect("latent, waiting");
+        assert!(f.summary.starts_with("task 2 waits for semaphore"));
+        let r = hold(&rw, task(3), Mode::Shared, 1, 0);
+        let read = acq(1, Mode::Shared);
+        let f = reacquired(&rw, task(3), &read, &r, false, false).expect("latent");
+        assert!(
+            f.summary.ends_with("a latent deadlock: a writer queued between the two reads blocks the second read, and the writer waits for the first"),
+            "{}",
+            f.summary
+        );
+        assert!(f.fix.ends_with("(or use read_recursive for parking_lot)"));
+    }
+
+    /// The watchdog's part: a task still queued, a tick after it began, for a tokio primitive
+    /// it holds in a way that excludes the wait.
+    #[test]
+    fn a_self_wait_still_queued_a_tick_later_is_reported() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("nested/persist", PrimKind::Mutex, 1);
+        let pl = scope.prim("nested/persist_pl", PrimKind::BlockingMutex, 1);
+        let queue = |p: &Prim, w: &mut crate::state::wait::WaiterRec| {
+            w.seq = p.waiters.lock().push(w.clone());
+        };
+        let mut w = wait(task(4), 0, Mode::Exclusive, 1, 0);
+        queue(&m, &mut w);
+        let site = site_string(w.site);
+        let mut owned = wait(task(4), 0, Mode::Exclusive, 1, 0);
+        owned.owned = true;
+        queue(&m, &mut owned);
+        let mut other = wait(task(5), 0, Mode::Exclusive, 1, 0);
+        queue(&m, &mut other);
+        let mut pw = wait(task(6), 0, Mode::Exclusive, 1, 0);
+        queue(&pl, &mut pw);
+        let mut moved = hold(&m, task(5), Mode::Exclusive, 1, 0);
+        moved.flags |= FLAG_MOVABLE;
+        let prims = || {
+            vec![
+                at(
+                    &m,
+                    vec![hold(&m, task(4), Mode::Exclusive, 1, 0), moved],
+                    vec![w.clone(), owned.clone(), other.clone()],
+                ),
+                at(
+                    &pl,
+                    vec![hold(&pl, task(6), Mode::Exclusive, 1, 0)],
+                    vec![pw.clone()],
+                ),
+            ]
+        };
+        let s = state(prims(), &scope, 150 * MS);
+        assert!(check_persisting(&s, 151 * MS).is_empty(), "not a tick old");
+        let f = check_persisting(&s, 150 * MS);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].summary,
+            format!(
+                "task 4 waits for mutex \"nested/persist\" it already holds, at {site}: a certain self-deadlock: it waits for itself to release it"
+            )
+        );
+        assert_eq!(f[0].actors[0].waits[0].for_ms, 150);
+        // Granted since (no longer queued): nothing.
+        m.waiters.lock().remove(w.seq);
+        assert!(check_persisting(&s, 150 * MS).is_empty());
+    }
+}

@@ -173,3 +173,164 @@ impl Rule for Starvation {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ORDER_SLACK_NS, Starvation, ahead_of};
+    use crate::analysis::snapshot::PrimState;
+    use crate::model::finding::{Finding, FindingKind};
+    use crate::rules::Rule;
+    use crate::rules::testkit::{MS, Scope, at, found, hold, state, task, wait};
+    use crate::state::held::Mode;
+    use crate::state::prim::{PrimKind, site_string};
+
+    fn check(
+        rule: &mut Starvation,
+        prims: Vec<PrimState>,
+        scope: &Scope,
+        now_ms: u64,
+    ) -> Vec<Finding> {
+        let v = rule.check(&state(prims, scope, now_ms * MS));
+        let n = v.len();
+        let f = found(v);
+        assert_eq!(f.len(), n);
+        f
+    }
+
+    /// Waiters that began within the slack of each other may be queued in either order.
+    #[test]
+    fn waiters_ahead_are_the_earlier_ones_and_those_about_as_early() {
+        let all = [
+            wait(task(1), 1, Mode::Exclusive, 1, 0),
+            wait(task(2), 2, Mode::Exclusive, 1, 5 * MS),
+            wait(task(3), 3, Mode::Exclusive, 1, 5 * MS + ORDER_SLACK_NS - 1),
+            wait(task(4), 4, Mode::Exclusive, 1, 5 * MS + ORDER_SLACK_NS),
+        ];
+        let ahead: Vec<u64> = all.iter().map(|w| ahead_of(&all, w)).collect();
+        assert_eq!(ahead, [0, 2, 3, 3]);
+    }
+
+    /// A waiter bypassed past the threshold by more grants than there were waiters ahead of
+    /// it is starved; one only behind its queue is not, nor one not yet old enough.
+    #[test]
+    fn a_waiter_bypassed_past_the_threshold_is_starved() {
+        let scope = Scope::arm(10_000, 100, None);
+        let p = scope.prim("starve/bypassed", PrimKind::BlockingMutex, 1);
+        let first = wait(task(1), 1, Mode::Exclusive, 1, 0);
+        let site = site_string(first.site);
+        let prims = |granted, young_since| {
+            let mut s = at(
+                &p,
+                vec![],
+                vec![
+                    first.clone(),
+                    wait(task(2), 2, Mode::Exclusive, 1, 500 * MS),
+                    wait(task(3), 3, Mode::Exclusive, 1, young_since * MS),
+                ],
+            );
+            s.granted = granted;
+            vec![s]
+        };
+        let mut rule = Starvation::default();
+        assert_eq!(rule.kind(), FindingKind::Starvation);
+        assert!(check(&mut rule, prims(10, 1_000), &scope, 1_000).is_empty());
+        // One grant while task 1, first in the queue, still waits: a bypass of task 1; task
+        // 2 had task 1 ahead of it, so one grant may have been its turn coming closer.
+        let f = check(&mut rule, prims(11, 1_000), &scope, 1_050);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].summary,
+            format!(
+                "task 1 has waited 1050 ms for blocking_mutex \"starve/bypassed\" at {site} while it was granted 1 time to others that were not queued ahead of it"
+            )
+        );
+        assert_eq!(f[0].actors[0].name, "task 1");
+        assert!(rule.active.contains(&format!("starvation:{}", f[0].key())));
+        // Two more: task 1 bypassed 3 times, task 2 twice; task 3 too young.
+        let f = check(&mut rule, prims(13, 1_000), &scope, 1_090);
+        let said: Vec<&str> = f.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(said[0].ends_with("granted 3 times to others that were not queued ahead of it"));
+        assert!(
+            said[1].starts_with("task 2 has waited 590 ms"),
+            "{}",
+            said[1]
+        );
+        // Skipped waits and primitives (reported as a deadlock) are left alone.
+        rule.skip_waits.insert((p.id().0, 1));
+        let f = check(&mut rule, prims(13, 1_000), &scope, 1_090);
+        assert_eq!(f.len(), 1);
+        rule.skip_prims.insert(p.id().0);
+        assert!(check(&mut rule, prims(14, 1_000), &scope, 1_100).is_empty());
+    }
+
+    /// A holder keeping a contended primitive past the threshold while others still get
+    /// through is reported; with no grant at all it is the stuck-queue rule's, unless the
+    /// starvation threshold is below the stuck one.
+    #[test]
+    fn a_long_hold_of_a_contended_primitive_is_reported_only_while_others_get_through() {
+        let scope = Scope::arm(100, 100, None);
+        let p = scope.prim("starve/held", PrimKind::Semaphore, 2);
+        let h = hold(&p, task(5), Mode::Permits, 1, 0);
+        let site = site_string(h.site);
+        let prims = |granted, young_hold: bool| {
+            let mut holds = vec![h];
+            if young_hold {
+                holds.push(hold(&p, task(6), Mode::Permits, 1, 950 * MS));
+            }
+            // A waiter too young to be starved itself.
+            let mut s = at(
+                &p,
+                holds,
+                vec![wait(task(7), 1, Mode::Permits, 1, 990 * MS)],
+            );
+            s.granted = granted;
+            vec![s]
+        };
+        let mut rule = Starvation::default();
+        assert!(check(&mut rule, prims(4, true), &scope, 1_000).is_empty());
+        assert!(
+            check(&mut rule, prims(4, true), &scope, 1_010).is_empty(),
+            "nothing served"
+        );
+        let f = check(&mut rule, prims(5, true), &scope, 1_020);
+        assert_eq!(f.len(), 1, "only the old hold: {f:#?}");
+        assert_eq!(
+            f[0].summary,
+            format!(
+                "task 5 has held semaphore \"starve/held\" for 1020 ms (acquired at {site}) while 1 waiter queues for it"
+            )
+        );
+        let names: Vec<&str> = f[0].actors.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["task 5", "task 7"]);
+        assert!(
+            f[0].fix
+                .starts_with("do not hold the guard across slow work")
+        );
+        // Starvation below the stuck threshold: reported without a grant.
+        let early = Scope::arm(10_000, 100, None);
+        let q = early.prim("starve/early", PrimKind::Mutex, 1);
+        let prims = || {
+            vec![at(
+                &q,
+                vec![hold(&q, task(8), Mode::Exclusive, 1, 0)],
+                vec![
+                    wait(task(9), 1, Mode::Exclusive, 1, 950 * MS),
+                    wait(task(10), 2, Mode::Exclusive, 1, 960 * MS),
+                ],
+            )]
+        };
+        let mut rule = Starvation::default();
+        let f = check(&mut rule, prims(), &early, 1_000);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].summary.ends_with("while 2 waiters queue for it"),
+            "{}",
+            f[0].summary
+        );
+        // Closed: its waiters fail, nobody starves.
+        let mut closed = prims();
+        closed[0].closed = true;
+        assert!(check(&mut rule, closed, &early, 1_100).is_empty());
+    }
+}

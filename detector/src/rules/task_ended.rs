@@ -115,3 +115,97 @@ impl Rule for TaskEnded {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{TaskEnded, ended};
+    use crate::model::finding::FindingKind;
+    use crate::rules::Rule;
+    use crate::rules::testkit::{MS, Scope, at, found, hold, state, task};
+    use crate::state::held::Mode;
+    use crate::state::prim::{PrimKind, site_string};
+
+    /// Permits and guards still held after their task ended are reported once they outlived
+    /// it by the stuck threshold (tests) or the leak threshold; the living task's are not.
+    /// (The only test of the process-wide list of ended tasks.)
+    #[test]
+    fn a_hold_outliving_its_task_is_a_leaked_permit() {
+        let scope = Scope::arm(100, 10_000, None);
+        let sem = scope.prim("ended/sem", PrimKind::Semaphore, 5);
+        let m = scope.prim("ended/mutex", PrimKind::Mutex, 1);
+        ended(task(700_001), 100 * MS);
+        ended(task(700_002), 100 * MS);
+        let h = hold(&sem, task(700_001), Mode::Permits, 2, 50 * MS);
+        let site = site_string(h.site);
+        let prims = || {
+            vec![
+                at(
+                    &sem,
+                    vec![h, hold(&sem, task(700_003), Mode::Permits, 1, 0)],
+                    vec![],
+                ),
+                at(
+                    &m,
+                    vec![hold(&m, task(700_002), Mode::Exclusive, 1, 60 * MS)],
+                    vec![],
+                ),
+            ]
+        };
+        let mut rule = TaskEnded::default();
+        assert_eq!(rule.kind(), FindingKind::LeakedPermit);
+        assert!(rule.check(&state(prims(), &scope, 199 * MS)).is_empty());
+        let f = found(rule.check(&state(prims(), &scope, 250 * MS)));
+        assert_eq!(f.len(), 2);
+        assert_eq!(
+            f[0].summary,
+            format!(
+                "2 permits of semaphore \"ended/sem\" acquired at {site} by task 700001 outlived that task by 150 ms: the task has ended, the permit is still held"
+            )
+        );
+        assert_eq!(f[0].actors.len(), 1);
+        assert_eq!(f[0].actors[0].holds[0].for_ms, 200);
+        assert!(
+            f[1].summary.starts_with("a guard of mutex \"ended/mutex\""),
+            "{}",
+            f[1].summary
+        );
+        assert_eq!(
+            f[0].details,
+            [
+                "it was moved out of its task (an owned guard/permit): look for a struct, a response or a collection that keeps it"
+            ]
+        );
+        assert!(
+            f[0].fix
+                .starts_with("release the permit when the work it limits is done")
+        );
+        assert_eq!(rule.active.len(), 2);
+        // Released: forgotten (nothing held by them any more).
+        let s = state(
+            vec![at(&sem, vec![], vec![]), at(&m, vec![], vec![])],
+            &scope,
+            300 * MS,
+        );
+        assert!(rule.check(&s).is_empty());
+        assert!(rule.check(&state(prims(), &scope, 400 * MS)).is_empty());
+        // With a leak threshold, that is the grace instead; one permit is "1 permit".
+        let leak = Scope::arm(100, 10_000, Some(500));
+        let one = leak.prim("ended/leak", PrimKind::Semaphore, 5);
+        ended(task(700_004), 0);
+        let prims = || {
+            vec![at(
+                &one,
+                vec![hold(&one, task(700_004), Mode::Permits, 1, 0)],
+                vec![],
+            )]
+        };
+        assert!(rule.check(&state(prims(), &leak, 499 * MS)).is_empty());
+        let f = found(rule.check(&state(prims(), &leak, 500 * MS)));
+        assert!(
+            f[0].summary
+                .starts_with("1 permit of semaphore \"ended/leak\""),
+            "{}",
+            f[0].summary
+        );
+    }
+}
