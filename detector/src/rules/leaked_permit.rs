@@ -240,6 +240,9 @@ impl ForgetLog {
         let n = self.samples.len();
         if self.samples.back().is_none_or(|&(_, f)| f != forgot) {
             // The newest sample keeps up with the count; the ones before it stay spaced.
+            // mutants: `<` -> `<=` keeps samples at least, rather than more than, 1/PER_WINDOW
+            // of the threshold apart: both keep the promise above (late by at most that
+            // much), which is all a report can show.
             let recent =
                 n >= 2 && now.saturating_sub(self.samples[n - 2].0) < leak / Self::PER_WINDOW;
             if recent {
@@ -295,6 +298,8 @@ impl Rule for LeakedPermit {
             let leak = leak.as_nanos() as u64;
             let id = p.prim.id().0;
             let (forgot, added) = p.prim.forgot_and_added();
+            // mutants: `>` -> `>=` is equivalent: with nothing ever forgotten, `unpaid` is
+            // 0 whatever the log holds (0 minus the permits added, saturating).
             if forgot > 0 {
                 let mut log = self.forgets.remove(&id).unwrap_or_default();
                 // Never more than the balance (a racing read of the two totals).
@@ -556,6 +561,24 @@ mod tests {
             "{first}"
         );
         assert!(log.samples.len() <= ForgetLog::CAP);
+    }
+
+    /// A pool that forgets a permit every ms and adds one back every ms, but keeps 400 out:
+    /// of them, those forgotten over a threshold (320 ms) ago are unpaid, 80, and the log,
+    /// thinned to one sample per 1/32 of the threshold and at most `CAP`, tells at most 10
+    /// (one spacing) fewer, never more, at every moment.
+    #[test]
+    fn a_busy_pool_that_falls_behind_is_counted_within_one_spacing() {
+        let mut log = ForgetLog::default();
+        let leak = 320 * MS;
+        for ms in 0..3_000 {
+            let forgot = 1_000 + ms;
+            let unpaid = log.unpaid(ms * MS, forgot, forgot - 400, leak);
+            if ms >= 1_000 {
+                assert!((70..=80).contains(&unpaid), "{unpaid} at {ms} ms");
+            }
+            assert!(log.samples.len() <= ForgetLog::CAP);
+        }
     }
 
     #[test]
