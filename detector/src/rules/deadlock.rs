@@ -482,7 +482,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
 
 #[cfg(test)]
 mod tests {
-    use super::{Deadlock, blocked_groups, model};
+    use super::{Deadlock, Group, blocked_groups, model};
     use crate::analysis::graph::waitfor::Policy;
     use crate::analysis::snapshot::{PrimState, State};
     use crate::model::finding::{Finding, FindingKind};
@@ -492,7 +492,7 @@ mod tests {
     use crate::state::executor::{Executors, RuntimeView};
     use crate::state::held::{FLAG_MOVABLE, FLAG_PINNED_THREAD, Mode};
     use crate::state::prim::PrimKind;
-    use std::collections::{BTreeSet, HashMap};
+    use std::collections::HashMap;
 
     fn thread(n: u64) -> ActorId {
         ActorId::from_thread_seq(n)
@@ -649,25 +649,12 @@ mod tests {
         let s = state(prims, &scope, MS);
         let groups = blocked_groups(&s);
         let ids = |i: usize| p[i].id().0;
-        let got: Vec<(BTreeSet<u64>, BTreeSet<u64>, BTreeSet<(u64, u64)>)> = groups
-            .into_iter()
-            .map(|g| (g.actors, g.prims, g.waits))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (
-                    BTreeSet::from([10, 11]),
-                    BTreeSet::from([ids(0), ids(1)]),
-                    BTreeSet::from([(ids(0), 1), (ids(1), 1)])
-                ),
-                (
-                    BTreeSet::from([20, 21]),
-                    BTreeSet::from([ids(2), ids(3)]),
-                    BTreeSet::from([(ids(2), 1), (ids(3), 1)])
-                ),
-            ]
-        );
+        let group = |actors: [u64; 2], i: usize, j: usize| Group {
+            actors: actors.into(),
+            prims: [ids(i), ids(j)].into(),
+            waits: [(ids(i), 1), (ids(j), 1)].into(),
+        };
+        assert_eq!(groups, [group([10, 11], 0, 1), group([20, 21], 2, 3)]);
     }
 
     /// The model: each kind's grant policy, only primitives held or waited for, threads
