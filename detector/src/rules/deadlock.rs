@@ -152,6 +152,9 @@ fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
             .flat_map(|p| p.holds.iter())
             .filter(|h| h.actor.as_u64() == a)
             .collect();
+        // mutants: the guard -> `true` is equivalent: `holder` is only told for a holder that
+        // needs a worker (for a thread, `executor` asks exactly this guard) or that is pinned
+        // to a thread other than its own (never a thread: it is pinned to itself).
         let holder = match id.thread_seq() {
             Some(seq) if state.executors.parked_block_on(seq).is_some() => {
                 format!("the block_on future on {}", id.describe())
@@ -517,6 +520,7 @@ mod tests {
         let scope = Scope::arm(10_000, 10_000, None);
         let a = scope.prim("dl/a", PrimKind::Mutex, 1);
         let b = scope.prim("dl/b", PrimKind::Mutex, 1);
+        let c = scope.prim("dl/bystander", PrimKind::Mutex, 1);
         let prims = |progress| {
             let mut pa = at(
                 &a,
@@ -529,7 +533,9 @@ mod tests {
                 vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
                 vec![wait(task(1), 1, Mode::Exclusive, 1, 0)],
             );
-            vec![pa, pb]
+            // A bystander: held by a task that waits for nothing, no part of the deadlock.
+            let pc = at(&c, vec![hold(&c, task(3), Mode::Exclusive, 1, 0)], vec![]);
+            vec![pc, pa, pb]
         };
         let s = state(prims(0), &scope, 1_000 * MS);
         let mut rule = Deadlock::default();
@@ -555,6 +561,15 @@ mod tests {
             .map(|a| (a.name.as_str(), a.holds.len(), a.waits.len()))
             .collect();
         assert_eq!(names, [("task 1", 1, 1), ("task 2", 1, 1)]);
+        let held: Vec<(&str, &str)> = f
+            .actors
+            .iter()
+            .map(|a| {
+                let (h, w) = (&a.holds[0].primitive.name, &a.waits[0].primitive.name);
+                (h.as_str(), w.as_str())
+            })
+            .collect();
+        assert_eq!(held, [("dl/a", "dl/b"), ("dl/b", "dl/a")]);
         assert_eq!(f.actors[0].waits[0].for_ms, 1_100);
         let mut prims: Vec<&str> = f.primitives.iter().map(|p| p.name.as_str()).collect();
         prims.sort_unstable();
@@ -730,6 +745,29 @@ mod tests {
         assert_eq!(m[0].capacity, 5);
     }
 
+    /// A task's hold taken on a runtime's `block_on` thread (a LocalSet there) can only be
+    /// released on that thread; one taken elsewhere can run anywhere.
+    #[test]
+    fn a_hold_taken_on_a_block_on_thread_is_pinned_there() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dl/local_set", PrimKind::Mutex, 1);
+        let mut on_block_on = hold(&m, task(61), Mode::Exclusive, 1, 0);
+        on_block_on.thread = 900_150;
+        let mut elsewhere = hold(&m, task(62), Mode::Exclusive, 1, 0);
+        elsewhere.thread = 900_151;
+        let mut s = state(
+            vec![at(&m, vec![on_block_on, elsewhere], vec![])],
+            &scope,
+            MS,
+        );
+        s.executors = Executors {
+            runtimes: HashMap::from([(10, runtime(10, true, 2, Some((900_150, false))))]),
+            threads: HashMap::new(),
+        };
+        let pins: Vec<Option<u64>> = model(&s)[0].holds.iter().map(|h| h.pinned_thread).collect();
+        assert_eq!(pins, [Some(900_150), None]);
+    }
+
     fn runtime(
         key: u64,
         multi: bool,
@@ -812,7 +850,23 @@ mod tests {
         h.thread = 900_120;
         let mut w = wait(task(5), 1, Mode::Exclusive, 1, 0);
         w.thread = 900_120;
-        let mut s = state(vec![at(&n, vec![h], vec![w.clone()])], &scope, MS);
+        // Task 98 also blocks that thread for a while, waiting for a lock a free task holds:
+        // no part of the deadlock, not named in it.
+        let z = scope.prim("dl/pinned_other", PrimKind::BlockingMutex, 1);
+        let mut passing = wait(task(98), 1, Mode::Exclusive, 1, 0);
+        passing.thread = 900_120;
+        let mut s = state(
+            vec![
+                at(&n, vec![h], vec![w.clone()]),
+                at(
+                    &z,
+                    vec![hold(&z, task(97), Mode::Exclusive, 1, 0)],
+                    vec![passing],
+                ),
+            ],
+            &scope,
+            MS,
+        );
         let f = confirmed(&s);
         assert_eq!(
             f[0].summary,
