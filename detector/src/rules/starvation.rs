@@ -260,6 +260,16 @@ mod tests {
         rule.skip_waits.insert((p.id().0, 1));
         let f = check(&mut rule, prims(13, 1_000), &scope, 1_090);
         assert_eq!(f.len(), 1);
+        // Task 3, just the threshold old now, bypassed twice (4 grants, 2 ahead of it).
+        let f = check(&mut rule, prims(14, 1_000), &scope, 1_100);
+        let said: Vec<&str> = f.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(
+            said[1].starts_with("task 3 has waited 100 ms"),
+            "{}",
+            said[1]
+        );
+        assert!(said[1].contains("granted 2 times"), "{}", said[1]);
         rule.skip_prims.insert(p.id().0);
         assert!(check(&mut rule, prims(14, 1_000), &scope, 1_100).is_empty());
     }
@@ -273,28 +283,38 @@ mod tests {
         let p = scope.prim("starve/held", PrimKind::Semaphore, 2);
         let h = hold(&p, task(5), Mode::Permits, 1, 0);
         let site = site_string(h.site);
-        let prims = |granted, young_hold: bool| {
-            let mut holds = vec![h];
-            if young_hold {
-                holds.push(hold(&p, task(6), Mode::Permits, 1, 950 * MS));
-            }
+        // Task 12's hold is exactly the threshold old at 1020 ms, task 6's younger.
+        let prims = |granted, waiting: bool| {
+            let holds = vec![
+                h,
+                hold(&p, task(6), Mode::Permits, 1, 950 * MS),
+                hold(&p, task(12), Mode::Permits, 1, 920 * MS),
+            ];
             // A waiter too young to be starved itself.
-            let mut s = at(
-                &p,
-                holds,
-                vec![wait(task(7), 1, Mode::Permits, 1, 990 * MS)],
-            );
+            let waiters = if waiting {
+                vec![wait(task(7), 1, Mode::Permits, 1, 990 * MS)]
+            } else {
+                vec![]
+            };
+            let mut s = at(&p, holds, waiters);
             s.granted = granted;
             vec![s]
         };
         let mut rule = Starvation::default();
         assert!(check(&mut rule, prims(4, true), &scope, 1_000).is_empty());
         assert!(
-            check(&mut rule, prims(4, true), &scope, 1_010).is_empty(),
+            check(&mut rule, prims(4, true), &scope, 1_005).is_empty(),
             "nothing served"
         );
+        // Between two waits, the grants are still counted: one since then is a grant to
+        // others.
+        assert!(check(&mut rule, prims(4, false), &scope, 1_010).is_empty());
         let f = check(&mut rule, prims(5, true), &scope, 1_020);
-        assert_eq!(f.len(), 1, "only the old hold: {f:#?}");
+        assert_eq!(f.len(), 2, "the old holds only: {f:#?}");
+        assert!(
+            f[1].summary
+                .starts_with("task 12 has held semaphore \"starve/held\" for 100 ms")
+        );
         assert_eq!(
             f[0].summary,
             format!(
