@@ -34,6 +34,10 @@ use crate::state::wait::WaiterRec;
 struct Flag(AtomicBool);
 
 impl Wake for Flag {
+    // mutants: `wake` -> `()` cannot change an answer a test can see: the probe reads the
+    // flag within its own poll, where tokio wakes by reference (outside a scheduler) or not
+    // yet (on a worker it defers the wake, which comes by value after the probe has read the
+    // flag; such a late wake can only turn a later probe's "yes" into a miss).
     fn wake(self: Arc<Self>) {
         self.0.store(true, Ordering::Relaxed);
     }

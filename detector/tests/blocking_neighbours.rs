@@ -1,0 +1,80 @@
+//! A blocking guard held across an `.await`, seen when another task runs lockscope code on
+//! the same thread (issue 17: only examples exercised it). Only the blocking guard of the
+//! task that yielded is reported, in these words; an async hold on that thread is not.
+
+use std::panic::Location;
+
+use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::prim::{PrimCell, PrimKind};
+use tokio::sync::oneshot;
+
+/// A primitive for tasks to share (kept for the whole test process).
+fn cell(name: &str, kind: PrimKind) -> &'static PrimCell {
+    Box::leak(Box::new(PrimCell::new(
+        Some(name.into()),
+        kind,
+        Location::caller(),
+        1,
+    )))
+}
+
+#[test]
+fn a_task_running_where_another_holds_a_blocking_guard_reports_that_guard() {
+    let blocking = cell("neighbours/blocking", PrimKind::BlockingMutex);
+    let asynch = cell("neighbours/async", PrimKind::Mutex);
+    let next = cell("neighbours/next", PrimKind::Mutex);
+    let (a_site, c_site) = (Location::caller(), Location::caller());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (ids, found) = rt.block_on(async {
+        let (c_ready, c_held) = oneshot::channel::<()>();
+        let (a_ready, a_held) = oneshot::channel::<()>();
+        let (c_go, c_wait) = oneshot::channel::<()>();
+        let (a_go, a_wait) = oneshot::channel::<()>();
+        // Task C holds an async lock across an await (fine).
+        let c = tokio::spawn(async move {
+            let p = asynch.get();
+            let h = hooks::acquired(p, Acq::new(c_site, 1, Mode::Exclusive));
+            c_ready.send(()).unwrap();
+            c_wait.await.unwrap();
+            hooks::released(p, h);
+        });
+        c_held.await.unwrap();
+        // Task A holds the blocking guard across an await (the bug).
+        let a = tokio::spawn(async move {
+            let p = blocking.get();
+            let h = hooks::acquired(p, Acq::new(a_site, 1, Mode::Exclusive));
+            a_ready.send(()).unwrap();
+            a_wait.await.unwrap();
+            hooks::released(p, h);
+        });
+        a_held.await.unwrap();
+        // Task B runs on the same thread meanwhile.
+        let b = tokio::spawn(async move {
+            let p = next.get();
+            let h = hooks::acquired(p, Acq::new(Location::caller(), 1, Mode::Exclusive));
+            hooks::released(p, h);
+            tokio::task::id()
+        });
+        let ids = (a.id(), b.await.unwrap());
+        a_go.send(()).unwrap();
+        c_go.send(()).unwrap();
+        a.await.unwrap();
+        c.await.unwrap();
+        (ids, lockscope_detector::findings())
+    });
+    let (a_id, b_id) = ids;
+    let ours: Vec<&str> = found
+        .iter()
+        .filter(|f| f.involves("neighbours/blocking") || f.involves("neighbours/async"))
+        .map(|f| f.summary.as_str())
+        .collect();
+    let site = format!("{}:{}:{}", a_site.file(), a_site.line(), a_site.column());
+    assert_eq!(
+        ours,
+        [format!(
+            "task {a_id} holds blocking_mutex \"neighbours/blocking\" (acquired at {site}) across an .await: task {b_id} ran on the same thread while it was held, so its holder had yielded"
+        )]
+    );
+}
