@@ -18,6 +18,24 @@ fn cell(name: &str, kind: PrimKind) -> &'static PrimCell {
     )))
 }
 
+/// Spawns a task that acquires `cell` at `site` and holds it across an `.await` until told to
+/// go on; returns once it holds it.
+async fn hold_across_await(
+    cell: &'static PrimCell,
+    site: &'static Location<'static>,
+) -> (tokio::task::JoinHandle<()>, oneshot::Sender<()>) {
+    let (ready, held) = oneshot::channel::<()>();
+    let (go, wait) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let h = hooks::acquired(cell.get(), Acq::new(site, 1, Mode::Exclusive));
+        ready.send(()).unwrap();
+        wait.await.unwrap();
+        hooks::released(cell.get(), h);
+    });
+    held.await.unwrap();
+    (task, go)
+}
+
 #[test]
 fn a_task_running_where_another_holds_a_blocking_guard_reports_that_guard() {
     let blocking = cell("neighbours/blocking", PrimKind::BlockingMutex);
@@ -28,28 +46,10 @@ fn a_task_running_where_another_holds_a_blocking_guard_reports_that_guard() {
         .build()
         .unwrap();
     let (ids, found) = rt.block_on(async {
-        let (c_ready, c_held) = oneshot::channel::<()>();
-        let (a_ready, a_held) = oneshot::channel::<()>();
-        let (c_go, c_wait) = oneshot::channel::<()>();
-        let (a_go, a_wait) = oneshot::channel::<()>();
-        // Task C holds an async lock across an await (fine).
-        let c = tokio::spawn(async move {
-            let p = asynch.get();
-            let h = hooks::acquired(p, Acq::new(c_site, 1, Mode::Exclusive));
-            c_ready.send(()).unwrap();
-            c_wait.await.unwrap();
-            hooks::released(p, h);
-        });
-        c_held.await.unwrap();
-        // Task A holds the blocking guard across an await (the bug).
-        let a = tokio::spawn(async move {
-            let p = blocking.get();
-            let h = hooks::acquired(p, Acq::new(a_site, 1, Mode::Exclusive));
-            a_ready.send(()).unwrap();
-            a_wait.await.unwrap();
-            hooks::released(p, h);
-        });
-        a_held.await.unwrap();
+        // Task C holds an async lock across an await (fine), then task A the blocking guard
+        // (the bug).
+        let (c, c_go) = hold_across_await(asynch, c_site).await;
+        let (a, a_go) = hold_across_await(blocking, a_site).await;
         // Task B runs on the same thread meanwhile.
         let b = tokio::spawn(async move {
             let p = next.get();
