@@ -115,6 +115,16 @@ pub fn hold_now() -> u64 {
     }
 }
 
+/// The published time as [`hold_now`] reads it, 3 low bits cleared (a hold's start and end);
+/// `None` before the watchdog first publishes it.
+#[inline(always)]
+pub fn published() -> Option<u64> {
+    match TICKED.0.load(Ordering::Relaxed) {
+        0 => None,
+        t => Some(t & !7),
+    }
+}
+
 /// Starts the `lockscope-clock` thread once, if the configuration asks for it (see the module
 /// docs). It reads its period from the configuration on every tick, and stops setting the
 /// time (so that [`hold_now`] reads the coarse clock) while the detector is off or the

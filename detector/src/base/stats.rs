@@ -67,10 +67,10 @@ impl Histogram {
         }
     }
 
-    /// Records one hold counted in bucket `i` with duration `ns`, by the one thread that
-    /// writes this histogram (a load and a store): a tally's stand-in for a hold it did not
-    /// time (see `state::held::tally`).
-    #[inline]
+    /// Records one hold counted in bucket `i` with duration `ns`, by the one writer this
+    /// histogram has now (a load and a store): a tally's, or a mutex holder's, stand-in for a
+    /// hold it did not time (see `state::held::tally`).
+    #[inline(always)]
     pub(crate) fn observe_in(&self, i: usize, ns: u64) {
         bump(&self.buckets[i], 1, true);
         if ns != 0 {
@@ -137,12 +137,36 @@ pub struct Stats {
     pub(crate) cancelled: AtomicU64,
     wait: OnceLock<Box<Histogram>>,
     pub(crate) hold: Histogram,
+    /// A mutex's latest sampled short hold, `bucket << 56 | ns` (see [`Stats::observe_short`]).
+    short_last: AtomicU64,
 }
 
 impl Stats {
     /// Records a wait (the slow path: allocates the wait histogram on first use).
     pub(crate) fn observe_wait(&self, ns: u64, exclusive: bool) {
         self.wait.get_or_init(Box::default).observe(ns, exclusive);
+    }
+
+    /// A mutex's short hold, observed by its holder before the unlock (see
+    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)): `sample` is its
+    /// duration when it was timed precisely; else it counts in the bucket, and with the
+    /// duration, of the latest sampled one, as a thread's tally does (`state::held::tally`).
+    #[inline(always)]
+    pub(crate) fn observe_short(&self, sample: Option<u64>) {
+        const NS: u64 = (1 << 56) - 1;
+        let (i, ns) = match sample {
+            Some(ns) => {
+                let i = bucket_of(ns);
+                self.short_last
+                    .store((i as u64) << 56 | ns.min(NS), Relaxed);
+                (i, ns)
+            }
+            None => {
+                let last = self.short_last.load(Relaxed);
+                ((last >> 56) as usize, last & NS)
+            }
+        };
+        self.hold.observe_in(i, ns);
     }
 
     /// A copy of every counter.

@@ -56,6 +56,16 @@ impl PrimKind {
         )
     }
 
+    /// Whether every hold excludes every other (a mutex, tokio's or a blocking one): its
+    /// holder is alone until it unlocks, so it may update the primitive's statistics with
+    /// plain loads and stores (an RwLock is not: its readers count after their unlock).
+    pub const fn is_mutex(self) -> bool {
+        matches!(
+            self,
+            PrimKind::Mutex | PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex
+        )
+    }
+
     /// Whether the primitive grants waiters in strict FIFO order (tokio's batch semaphore).
     pub const fn is_fifo(self) -> bool {
         matches!(

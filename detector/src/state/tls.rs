@@ -46,3 +46,15 @@ impl Local {
 thread_local! {
     pub(crate) static LOCAL: Local = const { Local::fresh() };
 }
+
+/// This thread's locals, without a closure (a closure passed to `LocalKey::with` on the hot
+/// path keeps it from inlining, at the price of a call and its register saves).
+///
+/// `LOCAL` has a `const` initializer and no destructor, so its storage is valid for the
+/// thread's whole life, destructors of other thread-locals included; and the reference
+/// cannot leave the thread, as `Local` is not `Sync` (its fields are `Cell`s).
+#[inline(always)]
+pub(crate) fn local() -> &'static Local {
+    // SAFETY: as above: valid while the thread lives, and confined to it.
+    LOCAL.with(|l| unsafe { &*std::ptr::from_ref(l) })
+}

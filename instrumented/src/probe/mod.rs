@@ -160,6 +160,24 @@ pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
     Token::new(hold, span)
 }
 
+/// [`granted`], for a lock just taken without waiting, on the detector's quick path when it
+/// applies (see [`hooks::acquired_quick`]) and nobody listens at TRACE; the general path
+/// stays out of line.
+#[inline(always)]
+pub(crate) fn granted_quick(prim: &Prim, acq: Acq) -> Token {
+    if !tracing::level_enabled!(Level::TRACE)
+        && let Some(hold) = hooks::acquired_quick(prim, acq)
+    {
+        return Token::new(hold, None);
+    }
+    granted_general(prim, acq)
+}
+
+#[inline(never)]
+fn granted_general(prim: &Prim, acq: Acq) -> Token {
+    granted(prim, acq)
+}
+
 /// A `try_` form succeeded.
 #[inline]
 pub(crate) fn try_acquired(prim: &Prim, acq: Acq) -> Token {

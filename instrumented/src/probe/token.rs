@@ -129,11 +129,22 @@ impl Token {
     /// Releases the hold in the books only (call before the inner unlock); give what it
     /// returns to [`release_stats`] after the unlock, so that the clock read and the
     /// statistics stay out of the lock's critical section.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release_books(&mut self, prim: &Prim) -> Released {
         if self.0.is_null() {
             return Released::default();
         }
+        // The common release, inline: no span, the detector's quick path (which leaves nothing
+        // for the statistics after the unlock).
+        if self.0.addr() & SPANNED == 0 && hooks::release_quick(prim, self.0) {
+            self.0 = std::ptr::null_mut();
+            return Released::default();
+        }
+        self.release_books_general(prim)
+    }
+
+    #[inline(never)]
+    fn release_books_general(&mut self, prim: &Prim) -> Released {
         let (hold, span) = self.take();
         if let Some(span) = span {
             emit_released(take_span(span), &hold);

@@ -68,3 +68,15 @@ pub(super) fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, e
         prim.stats.hold.observe(ns, exclusive);
     }
 }
+
+/// Records a mutex's `time` in its own statistics, by its holder before the unlock (see
+/// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)): plain loads and stores.
+#[inline]
+pub(super) fn record_mutex_hold(prim: &Prim, time: HoldTime) {
+    match time {
+        HoldTime::None => {}
+        HoldTime::Short => prim.stats.observe_short(None),
+        HoldTime::ShortSample(ns) => prim.stats.observe_short(Some(ns)),
+        HoldTime::Long(ns) => prim.stats.hold.observe(ns, true),
+    }
+}

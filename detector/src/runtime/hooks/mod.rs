@@ -28,13 +28,13 @@ use crate::state::held::{
     FLAG_TRY, NewHold,
 };
 use crate::state::prim::Prim;
-use crate::state::tls::{LOCAL, Local};
+use crate::state::tls::{LOCAL, Local, local};
 use crate::state::wait::WaiterRec;
 
 mod hold_time;
 mod tasks;
 
-use hold_time::{hold_time, record_hold_time};
+use hold_time::{hold_time, record_hold_time, record_mutex_hold};
 use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};
 pub use tasks::{task_ended, task_poll_ended};
 
@@ -159,6 +159,53 @@ pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
     acquired_at(prim, acq, clock::hold_now())
 }
 
+/// The fast path of [`acquired`], for a lock just granted without waiting by a thread (not a
+/// task), with no sample due, where every other hold of the thread is on its inline entries
+/// and is known to come before `prim` in the lock order (so no check has anything to report).
+/// `None`: the caller takes [`acquired`], which handles everything else (a nested acquire, a
+/// new lock-order edge, tasks, the first use of a thread, the sampled acquisition).
+///
+/// The actor is the thread and the start is the published clock; it writes the entry and
+/// nothing more.
+#[inline(always)]
+pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
+    let l = local();
+    let th = l.held.get();
+    let left = l.hold_sample.get();
+    let seq = l.thread_seq.get();
+    let since = clock::published();
+    if th.is_null() | (left == 0) | (seq == 0) | since.is_none() {
+        return None;
+    }
+    let actor = ActorId::from_thread_seq(seq);
+    let mask = l.mask.get();
+    let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
+    // SAFETY: `th` and `mask` are this thread's table and mask, read above.
+    let room = unsafe {
+        held::quick_room(th, mask, actor.as_u64(), |held, flags| {
+            unchecked
+                || flags & FLAG_MOVABLE != 0
+                || (held != prim.id.0 && graph::lockorder::known(prim, held))
+        })
+    };
+    if !room || tokio::task::try_id().is_some() {
+        return None;
+    }
+    l.hold_sample.set(left - 1);
+    prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
+    let hold = NewHold {
+        prim: prim.id.0,
+        actor: actor.as_u64(),
+        site: acq.site(),
+        since: since.unwrap_or_default(),
+        meta: acq.meta,
+        scope: l.scope.get(),
+    };
+    // SAFETY: as above.
+    let entry = unsafe { held::push_quick(l, th, mask, hold) };
+    Some(Hold { entry: Some(entry) })
+}
+
 /// As [`acquired`], with the grant time read by the caller from [`now`] before taking the
 /// lock, which keeps the clock read out of a blocking lock's critical section.
 #[inline]
@@ -234,12 +281,20 @@ pub fn released(prim: &Prim, hold: Hold) {
     if LOCAL
         .try_with(|l| {
             release_entry(prim, &e, meta, Some(l));
-            record_hold_time(prim, time, Some(l), meta_mode(meta).is_exclusive());
+            if prim.kind.is_mutex() {
+                record_mutex_hold(prim, time);
+            } else {
+                record_hold_time(prim, time, Some(l), meta_mode(meta).is_exclusive());
+            }
         })
         .is_err()
     {
         release_entry(prim, &e, meta, None);
-        record_hold_time(prim, time, None, false);
+        if prim.kind.is_mutex() {
+            record_mutex_hold(prim, time);
+        } else {
+            record_hold_time(prim, time, None, false);
+        }
     }
 }
 
@@ -262,6 +317,32 @@ fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
     e.release_in(l);
 }
 
+/// The fast path of [`release_books`], for the common release: a short hold of a mutex (under
+/// a tick of the published clock, not sampled), taken by a thread and released by the same
+/// thread. `raw` is the hold's [`Hold::into_raw`]; `false` means nothing was done: the caller
+/// takes [`release_books`] with the hold.
+///
+/// The holder counts the hold before the unlock (see [`release_books`]), with plain loads and
+/// stores.
+#[inline(always)]
+pub fn release_quick(prim: &Prim, raw: *mut ()) -> bool {
+    // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
+    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
+        return false;
+    };
+    let (since, meta) = e.since_and_meta();
+    let quick = prim.kind.is_mutex()
+        && meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SAMPLED | FLAG_SPLIT) == 0
+        && clock::published() == Some(since);
+    if !quick || !held::release_quick(&e, local()) {
+        // The caller keeps the hold (`EntryRef` has no drop).
+        return false;
+    }
+    resource_released(prim, &e);
+    prim.stats.observe_short(None);
+    true
+}
+
 /// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Released {
@@ -269,9 +350,14 @@ pub struct Released {
     meta: u64,
 }
 
-/// The first half of a release, for blocking locks with tiny critical sections: clears the
-/// hold from the books (call before the inner unlock). [`release_stats`] (after the unlock)
-/// reads the clock and records the statistics, so they stay out of the critical section.
+/// The first half of a release: clears the hold from the books (call before the inner
+/// unlock). [`release_stats`] (after the unlock) records the statistics, so that an atomic
+/// read-modify-write and the precise clock stay out of the critical section.
+///
+/// A mutex's holder is alone until the unlock, so it records its hold time here with plain
+/// loads and stores (the published clock; the precise one for a sampled hold only), and
+/// leaves nothing for [`release_stats`]: every update of a mutex's statistics is made by its
+/// holder, which the mutex itself orders, so none is lost.
 #[inline]
 pub fn release_books(prim: &Prim, hold: Hold) -> Released {
     let Some(e) = hold.entry else {
@@ -283,6 +369,10 @@ pub fn release_books(prim: &Prim, hold: Hold) -> Released {
         .is_err()
     {
         release_entry(prim, &e, meta, None);
+    }
+    if prim.kind.is_mutex() {
+        record_mutex_hold(prim, hold_time(since, meta));
+        return Released::default();
     }
     // Never 0 for a real start (the clock counts from boot): 0 means "nothing".
     Released {
@@ -303,9 +393,16 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
 
 /// The second half of a release: the hold time into this thread's tally (see [`released`])
 /// or the statistics (an atomic RMW: the primitive is no longer held).
-#[inline]
+#[inline(always)]
 pub fn release_stats(prim: &Prim, r: Released) {
     if r.since != 0 {
+        record_released(prim, r);
+    }
+}
+
+#[inline(never)]
+fn record_released(prim: &Prim, r: Released) {
+    {
         let time = hold_time(r.since, r.meta);
         if LOCAL
             .try_with(|l| record_hold_time(prim, time, Some(l), false))

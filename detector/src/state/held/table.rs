@@ -314,6 +314,87 @@ pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
     push_overflow(th, hold)
 }
 
+/// Clears an inline hold of a thread (not a task) from the books, from the thread that took
+/// it, without looking it up: `false` (nothing done) for any other entry, which
+/// [`EntryRef::release_in`] handles.
+#[inline(always)]
+pub(crate) fn release_quick(e: &EntryRef, l: &Local) -> bool {
+    let e = e.entry();
+    let slot = e.slot as usize;
+    if slot >= INLINE
+        || !std::ptr::eq(l.held.get(), e.owner)
+        || !e.task_ref.load(Ordering::Relaxed).is_null()
+    {
+        return false;
+    }
+    // Release: a snapshot that reads 0 here sees no later reuse half-written.
+    e.key.store(0, Ordering::Release);
+    l.mask.set(l.mask.get() & !(1 << slot));
+    true
+}
+
+/// Records a hold in a free inline entry of `th`, this thread's table, whose inline entries
+/// in use are `mask` (not [`FULL`]); nothing spilled over.
+///
+/// # Safety
+///
+/// `th` is `l.held`, non-null, and `mask` is `l.mask`.
+#[inline(always)]
+pub(crate) unsafe fn push_quick(
+    l: &Local,
+    th: *const ThreadHeld,
+    mask: u32,
+    hold: NewHold,
+) -> EntryRef {
+    let i = (!mask).trailing_zeros() as usize;
+    // SAFETY: as the caller promises; the table lives while its thread does (see `push_in`).
+    let e = &unsafe { &*th }.inline[i];
+    e.fill(hold);
+    l.mask.set(mask | (1 << i));
+    EntryRef(NonNull::from(e))
+}
+
+/// Whether the quick path may record a hold on `th`, this thread's table with inline entries
+/// `mask` in use, for `actor`: a free inline entry, nothing spilled over, and `ok(prim, flags)`
+/// for each hold of `actor` among them (those of other actors, and entries released by another
+/// thread, are skipped).
+///
+/// # Safety
+///
+/// `th` is `l.held`, non-null, and `mask` is `l.mask`.
+#[inline(always)]
+pub(crate) unsafe fn quick_room(
+    th: *const ThreadHeld,
+    mask: u32,
+    actor: u64,
+    mut ok: impl FnMut(u64, u8) -> bool,
+) -> bool {
+    if mask == FULL {
+        return false;
+    }
+    if mask == 0 {
+        return true;
+    }
+    // SAFETY: as the caller promises.
+    let th = unsafe { &*th };
+    if th.overflow_len.load(Ordering::Relaxed) != 0 {
+        return false;
+    }
+    let mut m = mask;
+    while m != 0 {
+        let e = &th.inline[m.trailing_zeros() as usize];
+        m &= m - 1;
+        if e.actor.load(Ordering::Relaxed) != actor {
+            continue;
+        }
+        let prim = e.key.load(Ordering::Acquire);
+        if prim != 0 && !ok(prim, (e.meta.load(Ordering::Relaxed) >> 40) as u8) {
+            return false;
+        }
+    }
+    true
+}
+
 #[cold]
 #[inline(never)]
 pub(super) fn push_overflow(th: &ThreadHeld, hold: NewHold) -> Option<EntryRef> {
