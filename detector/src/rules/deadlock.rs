@@ -441,11 +441,13 @@ pub fn report(state: &State, g: &Group) -> Finding {
     };
     let exec = executor(state);
     let stuck_on_executor = executor_details(state, g, &exec);
-    // mutants: `>` -> `>=` is missed and NOT equivalent: a group of one actor stuck only on
-    // the executor (a task pinned to a thread that a separate deadlock blocks, with nothing
-    // else in common with it) gets the self-wait sentence below with no primitive named. No
-    // test pins that wording down, as neither sentence fits that case yet: left to fix.
-    let summary = if let Some(why) = stuck_on_executor.first().filter(|_| g.actors.len() > 1) {
+    // The executor's reason leads when several actors are stuck, and for one actor that waits
+    // on no primitive at all (a task pinned to a thread that a separate deadlock blocks): the
+    // self-wait sentence would name no primitive.
+    let summary = if let Some(why) = stuck_on_executor
+        .first()
+        .filter(|_| g.actors.len() > 1 || waited_names.is_empty())
+    {
         why.clone()
     } else if g.actors.len() == 1 {
         format!(
