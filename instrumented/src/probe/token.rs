@@ -134,11 +134,12 @@ impl Token {
         if self.0.is_null() {
             return Released::default();
         }
-        // The common release, inline: no span, the detector's quick path (which leaves nothing
-        // for the statistics after the unlock).
-        if self.0.addr() & SPANNED == 0 && hooks::release_quick(prim, self.0) {
+        // The common release, inline: no span, the detector's quick path.
+        if self.0.addr() & SPANNED == 0
+            && let Some(released) = hooks::release_quick(prim, self.0)
+        {
             self.0 = std::ptr::null_mut();
-            return Released::default();
+            return released;
         }
         self.release_books_general(prim)
     }

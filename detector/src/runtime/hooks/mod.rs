@@ -159,38 +159,57 @@ pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
     acquired_at(prim, acq, clock::hold_now())
 }
 
-/// The fast path of [`acquired`], for a lock just granted without waiting by a thread (not a
-/// task), with no sample due, where every other hold of the thread is on its inline entries
-/// and is known to come before `prim` in the lock order (so no check has anything to report).
-/// `None`: the caller takes [`acquired`], which handles everything else (a nested acquire, a
-/// new lock-order edge, tasks, the first use of a thread, the sampled acquisition).
+/// The fast path of [`acquired`], for a lock just granted without waiting, with no sample
+/// due, when no check has anything to report: for a thread, every other hold of it is on its
+/// inline entries and known to come before `prim` in the lock order; for a task, it holds
+/// nothing (as the task index knows), `prim` is not a blocking lock and no blocking guard is
+/// held on this thread. `None`: the caller takes [`acquired`], which handles everything else
+/// (a nested acquire, a new lock-order edge, blocking locks in tasks, the first use of a
+/// thread, the sampled acquisition).
 ///
-/// The actor is the thread and the start is the published clock; it writes the entry and
-/// nothing more.
+/// The start is the published clock; it writes the entry (and indexes a task's) and nothing
+/// more.
 #[inline(always)]
 pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
     let l = local();
     let th = l.held.get();
     let left = l.hold_sample.get();
-    let seq = l.thread_seq.get();
     let since = clock::published();
-    if th.is_null() | (left == 0) | (seq == 0) | since.is_none() {
+    if th.is_null() | (left == 0) | since.is_none() {
         return None;
     }
-    let actor = ActorId::from_thread_seq(seq);
     let mask = l.mask.get();
     let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
-    // SAFETY: `th` and `mask` are this thread's table and mask, read above.
-    let room = unsafe {
-        held::quick_room(th, mask, actor.as_u64(), |held, flags| {
-            unchecked
-                || flags & FLAG_MOVABLE != 0
-                || (held != prim.id.0 && graph::lockorder::known(prim, held))
-        })
+    let actor = match tokio::task::try_id() {
+        None => {
+            let seq = l.thread_seq.get();
+            let actor = ActorId::from_thread_seq(seq);
+            // SAFETY: `th` and `mask` are this thread's table and mask, read above.
+            let room = seq != 0
+                && unsafe {
+                    held::quick_room(th, mask, actor.as_u64(), |held, flags| {
+                        unchecked
+                            || flags & FLAG_MOVABLE != 0
+                            || (held != prim.id.0 && graph::lockorder::known(prim, held))
+                    })
+                };
+            if !room {
+                return None;
+            }
+            actor
+        }
+        Some(id) => {
+            let actor = ActorId::task(id);
+            if prim.kind.is_blocking()
+                || l.blocking_in_task.get() != 0
+                || mask == held::FULL
+                || (!unchecked && held::task_any(actor.as_u64()))
+            {
+                return None;
+            }
+            actor
+        }
     };
-    if !room || tokio::task::try_id().is_some() {
-        return None;
-    }
     l.hold_sample.set(left - 1);
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
     let hold = NewHold {
@@ -203,6 +222,9 @@ pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
     };
     // SAFETY: as above.
     let entry = unsafe { held::push_quick(l, th, mask, hold) };
+    if actor.is_task() {
+        entry.index_task(actor.as_u64());
+    }
     Some(Hold { entry: Some(entry) })
 }
 
@@ -317,30 +339,35 @@ fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
     e.release_in(l);
 }
 
-/// The fast path of [`release_books`], for the common release: a short hold of a mutex (under
-/// a tick of the published clock, not sampled), taken by a thread and released by the same
-/// thread. `raw` is the hold's [`Hold::into_raw`]; `false` means nothing was done: the caller
-/// takes [`release_books`] with the hold.
+/// The fast path of [`release_books`], for the common release: a hold taken on this thread
+/// (by the thread or a task), not split, no blocking guard of a task, and for a mutex a short
+/// one (under a tick of the published clock, not sampled). `raw` is the hold's
+/// [`Hold::into_raw`]; `None` means nothing was done: the caller takes [`release_books`]
+/// with the hold. `Some` is what to give [`release_stats`] after the unlock.
 ///
-/// The holder counts the hold before the unlock (see [`release_books`]), with plain loads and
-/// stores.
+/// A mutex's holder counts the hold before the unlock (see [`release_books`]), with plain
+/// loads and stores, and leaves nothing for [`release_stats`].
 #[inline(always)]
-pub fn release_quick(prim: &Prim, raw: *mut ()) -> bool {
+pub fn release_quick(prim: &Prim, raw: *mut ()) -> Option<Released> {
     // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
-    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
-        return false;
-    };
+    let e = unsafe { EntryRef::from_ptr(raw.cast()) }?;
     let (since, meta) = e.since_and_meta();
-    let quick = prim.kind.is_mutex()
-        && meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SAMPLED | FLAG_SPLIT) == 0
-        && clock::published() == Some(since);
+    let mutex = prim.kind.is_mutex();
+    let quick = meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0
+        && (!mutex || (meta_flags(meta) & FLAG_SAMPLED == 0 && clock::published() == Some(since)));
+    // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
     if !quick || !held::release_quick(&e, local()) {
-        // The caller keeps the hold (`EntryRef` has no drop).
-        return false;
+        return None;
     }
     resource_released(prim, &e);
-    prim.stats.observe_short(None);
-    true
+    if mutex {
+        prim.stats.observe_short(None);
+        return Some(Released::default());
+    }
+    Some(Released {
+        since: since.max(8),
+        meta,
+    })
 }
 
 /// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags.

@@ -56,7 +56,8 @@ pub(crate) use task_index::*;
 
 /// Inline entries per thread (two in the loom models, to keep them small).
 pub const INLINE: usize = if cfg!(loom) { 2 } else { 16 };
-const FULL: u32 = (1u32 << INLINE) - 1;
+/// Every inline entry in use (a thread's mask).
+pub(crate) const FULL: u32 = (1u32 << INLINE) - 1;
 const CHUNK: usize = 32;
 
 // The hold table's data, defined here so that its parts (the submodules) share the private

@@ -314,19 +314,16 @@ pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
     push_overflow(th, hold)
 }
 
-/// Clears an inline hold of a thread (not a task) from the books, from the thread that took
-/// it, without looking it up: `false` (nothing done) for any other entry, which
-/// [`EntryRef::release_in`] handles.
+/// Clears an inline hold from the books, from the thread that took it, without looking it
+/// up: `false` (nothing done) for any other entry, which [`EntryRef::release_in`] handles.
 #[inline(always)]
 pub(crate) fn release_quick(e: &EntryRef, l: &Local) -> bool {
     let e = e.entry();
     let slot = e.slot as usize;
-    if slot >= INLINE
-        || !std::ptr::eq(l.held.get(), e.owner)
-        || !e.task_ref.load(Ordering::Relaxed).is_null()
-    {
+    if slot >= INLINE || !std::ptr::eq(l.held.get(), e.owner) {
         return false;
     }
+    unindex(e);
     // Release: a snapshot that reads 0 here sees no later reuse half-written.
     e.key.store(0, Ordering::Release);
     l.mask.set(l.mask.get() & !(1 << slot));
