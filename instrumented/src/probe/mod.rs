@@ -130,7 +130,7 @@ macro_rules! acquire {
     ($prim:expr, $acq:expr, $take:expr, $queue:expr) => {{
         let prim = $prim;
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
-            Ok($crate::probe::granted_quick(prim, $acq))
+            Ok($crate::probe::granted_in_task(prim, $acq))
         } else {
             $crate::probe::queued(prim, $acq, $queue)
                 .await
@@ -160,16 +160,28 @@ pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
     Token::new(hold, span)
 }
 
-/// [`granted`], for a primitive just taken without waiting, on the detector's quick path when it
-/// applies (see [`hooks::acquired_quick`]) and nobody listens at TRACE; the general path
-/// stays out of line.
+/// [`granted`], for a blocking lock just taken without waiting, on the detector's quick path
+/// when it applies (see [`hooks::acquired_quick`]) and nobody listens at TRACE; the general
+/// path stays out of line. The caller checked [`hooks::enabled`].
 #[inline(always)]
 pub(crate) fn granted_quick(prim: &Prim, acq: Acq) -> Token {
+    if !tracing::level_enabled!(Level::TRACE)
+        && let Some(hold) = hooks::acquired_quick(prim, acq)
+    {
+        return Token::new(hold, None);
+    }
+    granted_general(prim, acq)
+}
+
+/// [`granted`] for an async primitive, on the detector's quick path for tasks (see
+/// [`hooks::acquired_quick_task`]) when it applies.
+#[inline(always)]
+pub(crate) fn granted_in_task(prim: &Prim, acq: Acq) -> Token {
     if !hooks::enabled() {
         return Token::none();
     }
     if !tracing::level_enabled!(Level::TRACE)
-        && let Some(hold) = hooks::acquired_quick(prim, acq)
+        && let Some(hold) = hooks::acquired_quick_task(prim, acq)
     {
         return Token::new(hold, None);
     }

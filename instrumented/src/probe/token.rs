@@ -135,11 +135,12 @@ impl Token {
             return Released::default();
         }
         // The common release, inline: no span, the detector's quick path.
-        if self.0.addr() & SPANNED == 0
-            && let Some(released) = hooks::release_quick(prim, self.0)
-        {
-            self.0 = std::ptr::null_mut();
-            return released;
+        if self.0.addr() & SPANNED == 0 {
+            let released = hooks::release_quick(prim, self.0);
+            if released.is_done() {
+                self.0 = std::ptr::null_mut();
+                return released;
+            }
         }
         self.release_books_general(prim)
     }

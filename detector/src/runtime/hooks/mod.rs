@@ -159,58 +159,84 @@ pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
     acquired_at(prim, acq, clock::hold_now())
 }
 
-/// The fast path of [`acquired`], for a lock just granted without waiting, with no sample
-/// due, when no check has anything to report: for a thread, every other hold of it is on its
-/// inline entries and known to come before `prim` in the lock order; for a task, it holds
-/// nothing (as the task index knows), `prim` is not a blocking lock and no blocking guard is
-/// held on this thread. `None`: the caller takes [`acquired`], which handles everything else
-/// (a nested acquire, a new lock-order edge, blocking locks in tasks, the first use of a
-/// thread, the sampled acquisition).
+/// The fast path of [`acquired`] for a thread (not a task), for a lock just granted without
+/// waiting, with no sample due, where every other hold of the thread is on its inline entries
+/// and is known to come before `prim` in the lock order (so no check has anything to report).
+/// `None`: the caller takes [`acquired`], which handles everything else (a nested acquire, a
+/// new lock-order edge, tasks, the first use of a thread, the sampled acquisition).
 ///
-/// The start is the published clock; it writes the entry (and indexes a task's) and nothing
-/// more.
+/// The actor is the thread and the start is the published clock; it writes the entry and
+/// nothing more.
 #[inline(always)]
 pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
     let l = local();
     let th = l.held.get();
     let left = l.hold_sample.get();
+    let seq = l.thread_seq.get();
     let since = clock::published();
-    if th.is_null() | (left == 0) | since.is_none() {
+    if th.is_null() | (left == 0) | (seq == 0) | since.is_none() {
         return None;
     }
+    let actor = ActorId::from_thread_seq(seq);
     let mask = l.mask.get();
     let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
-    let actor = match tokio::task::try_id() {
-        None => {
-            let seq = l.thread_seq.get();
-            let actor = ActorId::from_thread_seq(seq);
-            // SAFETY: `th` and `mask` are this thread's table and mask, read above.
-            let room = seq != 0
-                && unsafe {
-                    held::quick_room(th, mask, actor.as_u64(), |held, flags| {
-                        unchecked
-                            || flags & FLAG_MOVABLE != 0
-                            || (held != prim.id.0 && graph::lockorder::known(prim, held))
-                    })
-                };
-            if !room {
-                return None;
-            }
-            actor
-        }
-        Some(id) => {
-            let actor = ActorId::task(id);
-            if prim.kind.is_blocking()
-                || l.blocking_in_task.get() != 0
-                || mask == held::FULL
-                || (!unchecked && held::task_any(actor.as_u64()))
-            {
-                return None;
-            }
-            actor
-        }
+    // SAFETY: `th` and `mask` are this thread's table and mask, read above.
+    let room = unsafe {
+        held::quick_room(th, mask, actor.as_u64(), |held, flags| {
+            unchecked
+                || flags & FLAG_MOVABLE != 0
+                || (held != prim.id.0 && graph::lockorder::known(prim, held))
+        })
     };
-    l.hold_sample.set(left - 1);
+    if !room || tokio::task::try_id().is_some() {
+        return None;
+    }
+    Some(quick_push(l, th, mask, prim, actor, acq, since))
+}
+
+/// [`acquired_quick`] for a task: one that holds nothing (as the task index knows), taking a
+/// primitive that is not a blocking lock, on a thread where no task holds a blocking guard.
+/// `None` (also outside a task): the caller takes [`acquired`].
+#[inline(always)]
+pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
+    let l = local();
+    let th = l.held.get();
+    let left = l.hold_sample.get();
+    let mask = l.mask.get();
+    let since = clock::published();
+    if th.is_null()
+        | (left == 0)
+        | (mask == held::FULL)
+        | since.is_none()
+        | prim.kind.is_blocking()
+        | (l.blocking_in_task.get() != 0)
+    {
+        return None;
+    }
+    let actor = ActorId::task(tokio::task::try_id()?);
+    if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && held::task_any(actor.as_u64()) {
+        return None;
+    }
+    let hold = quick_push(l, th, mask, prim, actor, acq, since);
+    if let Some(e) = &hold.entry {
+        e.index_task(actor.as_u64());
+    }
+    Some(hold)
+}
+
+/// The entry of a quick acquisition, on this thread's table `th` with inline entries `mask`
+/// in use (not full).
+#[inline(always)]
+fn quick_push(
+    l: &Local,
+    th: *const held::ThreadHeld,
+    mask: u32,
+    prim: &Prim,
+    actor: ActorId,
+    acq: Acq,
+    since: Option<u64>,
+) -> Hold {
+    l.hold_sample.set(l.hold_sample.get() - 1);
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
     let hold = NewHold {
         prim: prim.id.0,
@@ -220,12 +246,9 @@ pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
         meta: acq.meta,
         scope: l.scope.get(),
     };
-    // SAFETY: as above.
+    // SAFETY: the callers read `th` and `mask` from this thread's locals, `mask` not full.
     let entry = unsafe { held::push_quick(l, th, mask, hold) };
-    if actor.is_task() {
-        entry.index_task(actor.as_u64());
-    }
-    Some(Hold { entry: Some(entry) })
+    Hold { entry: Some(entry) }
 }
 
 /// As [`acquired`], with the grant time read by the caller from [`now`] before taking the
@@ -342,32 +365,35 @@ fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
 /// The fast path of [`release_books`], for the common release: a hold taken on this thread
 /// (by the thread or a task), not split, no blocking guard of a task, and for a mutex a short
 /// one (under a tick of the published clock, not sampled). `raw` is the hold's
-/// [`Hold::into_raw`]; `None` means nothing was done: the caller takes [`release_books`]
-/// with the hold. `Some` is what to give [`release_stats`] after the unlock.
+/// [`Hold::into_raw`]. It returns what to give [`release_stats`] after the unlock, or, when
+/// nothing was done ([`Released::is_done`] false), the caller takes [`release_books`] with
+/// the hold. (Not an `Option`: two words come back in registers, three through memory.)
 ///
 /// A mutex's holder counts the hold before the unlock (see [`release_books`]), with plain
 /// loads and stores, and leaves nothing for [`release_stats`].
 #[inline(always)]
-pub fn release_quick(prim: &Prim, raw: *mut ()) -> Option<Released> {
+pub fn release_quick(prim: &Prim, raw: *mut ()) -> Released {
     // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
-    let e = unsafe { EntryRef::from_ptr(raw.cast()) }?;
+    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
+        return Released::UNDONE;
+    };
     let (since, meta) = e.since_and_meta();
     let mutex = prim.kind.is_mutex();
     let quick = meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0
         && (!mutex || (meta_flags(meta) & FLAG_SAMPLED == 0 && clock::published() == Some(since)));
     // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
     if !quick || !held::release_quick(&e, local()) {
-        return None;
+        return Released::UNDONE;
     }
     resource_released(prim, &e);
     if mutex {
         prim.stats.observe_short(None);
-        return Some(Released::default());
+        return Released::default();
     }
-    Some(Released {
+    Released {
         since: since.max(8),
         meta,
-    })
+    }
 }
 
 /// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags.
@@ -375,6 +401,17 @@ pub fn release_quick(prim: &Prim, raw: *mut ()) -> Option<Released> {
 pub struct Released {
     since: u64,
     meta: u64,
+}
+
+impl Released {
+    /// [`release_quick`] did nothing (a start is never 1: its low bits are cleared).
+    const UNDONE: Released = Released { since: 1, meta: 0 };
+
+    /// Whether [`release_quick`] released the hold.
+    #[inline(always)]
+    pub fn is_done(&self) -> bool {
+        self.since != 1
+    }
 }
 
 /// The first half of a release: clears the hold from the books (call before the inner
