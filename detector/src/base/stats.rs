@@ -78,6 +78,30 @@ impl Histogram {
         }
     }
 
+    /// A short hold, by the one writer this histogram has now: `sample` is its duration when
+    /// it was timed precisely (remembered in `last`, `bucket << 56 | ns`); a hold that was not
+    /// is counted in the bucket, and with the duration, of the latest sampled one. Each short
+    /// hold is counted once, at once, in a bucket drawn from the short holds' own
+    /// distribution, so every count is exact, the buckets and the sum are right in
+    /// expectation, and no count ever goes down.
+    #[inline(always)]
+    pub(crate) fn observe_short(&self, last: &AtomicU64, sample: Option<u64>) {
+        const NS: u64 = (1 << 56) - 1;
+        let (i, ns) = match sample {
+            Some(ns) => {
+                let i = bucket_of(ns);
+                last.store((i as u64) << 56 | ns.min(NS), Relaxed);
+                (i, ns)
+            }
+            None => {
+                let last = last.load(Relaxed);
+                ((last >> 56) as usize, last & NS)
+            }
+        };
+        // Release (in `observe_in`): visible only after the hold it counts has left the books.
+        self.observe_in(i, ns);
+    }
+
     /// Zeroes every count (a tally slot taken by another primitive; nobody else writes it).
     pub(crate) fn reset(&self) {
         for b in &self.buckets {
@@ -148,25 +172,11 @@ impl Stats {
     }
 
     /// A mutex's short hold, observed by its holder before the unlock (see
-    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)): `sample` is its
-    /// duration when it was timed precisely; else it counts in the bucket, and with the
-    /// duration, of the latest sampled one, as a thread's tally does (`state::held::tally`).
+    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)), as a thread's tally
+    /// counts one (see [`Histogram::observe_short`]).
     #[inline(always)]
     pub(crate) fn observe_short(&self, sample: Option<u64>) {
-        const NS: u64 = (1 << 56) - 1;
-        let (i, ns) = match sample {
-            Some(ns) => {
-                let i = bucket_of(ns);
-                self.short_last
-                    .store((i as u64) << 56 | ns.min(NS), Relaxed);
-                (i, ns)
-            }
-            None => {
-                let last = self.short_last.load(Relaxed);
-                ((last >> 56) as usize, last & NS)
-            }
-        };
-        self.hold.observe_in(i, ns);
+        self.hold.observe_short(&self.short_last, sample);
     }
 
     /// A copy of every counter.

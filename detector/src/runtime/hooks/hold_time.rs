@@ -55,9 +55,13 @@ fn sampled_time(since: u64, tick: u64) -> HoldTime {
     }
 }
 
-/// Records `time` in this thread's tally (`l`), else in the primitive's histogram.
+/// Records `time` in this thread's tally (`l`), else in the primitive's histogram; a mutex's
+/// in its own statistics, by its holder (see [`record_mutex_hold`]).
 #[inline]
 pub(super) fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, exclusive: bool) {
+    if prim.kind.is_mutex() {
+        return record_mutex_hold(prim, time);
+    }
     let (ns, sample) = match time {
         HoldTime::None => return,
         HoldTime::Short => (0, None),

@@ -326,20 +326,12 @@ pub fn released(prim: &Prim, hold: Hold) {
     if LOCAL
         .try_with(|l| {
             release_entry(prim, &e, meta, Some(l));
-            if prim.kind.is_mutex() {
-                record_mutex_hold(prim, time);
-            } else {
-                record_hold_time(prim, time, Some(l), meta_mode(meta).is_exclusive());
-            }
+            record_hold_time(prim, time, Some(l), meta_mode(meta).is_exclusive());
         })
         .is_err()
     {
         release_entry(prim, &e, meta, None);
-        if prim.kind.is_mutex() {
-            record_mutex_hold(prim, time);
-        } else {
-            record_hold_time(prim, time, None, false);
-        }
+        record_hold_time(prim, time, None, false);
     }
 }
 

@@ -305,11 +305,8 @@ pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
         l.mask.set(mask);
     }
     if mask != FULL {
-        let i = (!mask).trailing_zeros() as usize;
-        let e = &th.inline[i];
-        e.fill(hold);
-        l.mask.set(mask | (1 << i));
-        return Some(EntryRef(NonNull::from(e)));
+        // SAFETY: `th` is `l.held` and `mask` is `l.mask`, not full.
+        return Some(unsafe { push_quick(l, th, mask, hold) });
     }
     push_overflow(th, hold)
 }
@@ -318,15 +315,11 @@ pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
 /// up: `false` (nothing done) for any other entry, which [`EntryRef::release_in`] handles.
 #[inline(always)]
 pub(crate) fn release_quick(e: &EntryRef, l: &Local) -> bool {
-    let e = e.entry();
-    let slot = e.slot as usize;
-    if slot >= INLINE || !std::ptr::eq(l.held.get(), e.owner) {
+    let entry = e.entry();
+    if entry.slot as usize >= INLINE || !std::ptr::eq(l.held.get(), entry.owner) {
         return false;
     }
-    unindex(e);
-    // Release: a snapshot that reads 0 here sees no later reuse half-written.
-    e.key.store(0, Ordering::Release);
-    l.mask.set(l.mask.get() & !(1 << slot));
+    e.release_in(Some(l));
     true
 }
 

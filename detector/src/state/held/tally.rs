@@ -52,21 +52,7 @@ pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
 
 #[inline]
 fn count(t: &Tally, sample: Option<u64>) {
-    const NS: u64 = (1 << 56) - 1;
-    let (i, ns) = match sample {
-        Some(ns) => {
-            let i = crate::base::stats::bucket_of(ns);
-            t.last
-                .store((i as u64) << 56 | ns.min(NS), Ordering::Relaxed);
-            (i, ns)
-        }
-        None => {
-            let last = t.last.load(Ordering::Relaxed);
-            ((last >> 56) as usize, last & NS)
-        }
-    };
-    // Release (in `observe_in`): visible only after the hold it counts has left the books.
-    t.hold.observe_in(i, ns);
+    t.hold.observe_short(&t.last, sample);
 }
 
 /// Every primitive's short holds released so far (all threads): id -> their histogram.
