@@ -9,18 +9,29 @@ use crate::state::tls::Local;
 
 use super::{TIME, meta_flags};
 
+/// Holds shorter than this are "short": the published clock cannot time them (it moves at
+/// least every [`clock::PUBLISH_EVERY`], so a hold under that crosses at most one publish),
+/// and they are counted from the samples. Longer ones are recorded with their own duration.
+///
+/// Why not "a tick or more": an untimed hold that happens to cross one publish would be
+/// recorded as lasting a whole tick, a count that is right in expectation on its own (it
+/// happens with probability `d / tick`) but comes on top of the samples, which already
+/// stand for that hold: the sum came out twice the true one, and phantom 100 ms holds
+/// appeared in the buckets.
+const LONG_HOLD_NS: u64 = 2 * clock::PUBLISH_EVERY.as_nanos() as u64;
+
 /// How long a hold lasted, as far as the statistics are concerned.
 #[derive(Clone, Copy, Default, Debug)]
 pub(super) enum HoldTime {
     /// Not an acquisition of its own (a split-off part), or nothing was recorded.
     #[default]
     None,
-    /// Under a tick of the published clock, and not timed: counted in the bucket of the
-    /// latest sampled short hold (see `state::held::tally`).
+    /// Under [`LONG_HOLD_NS`] by the published clock, and not timed: counted in the bucket of
+    /// the latest sampled short hold (see `state::held::tally`).
     Short,
-    /// Under a tick, timed precisely (a sample): `ns`.
+    /// Under [`LONG_HOLD_NS`], timed precisely (a sample): `ns`.
     ShortSample(u64),
-    /// A tick or more: `ns`, precise when sampled, else in whole ticks (unbiased).
+    /// [`LONG_HOLD_NS`] or more: `ns`, precise when sampled, else by the published clock.
     Long(u64),
 }
 
@@ -34,21 +45,21 @@ pub(super) fn hold_time(since: u64, meta: u64) -> HoldTime {
     let tick = clock::hold_now() & TIME;
     if flags & FLAG_SAMPLED == 0 {
         match tick.saturating_sub(since) {
-            0 => HoldTime::Short,
+            ns if ns < LONG_HOLD_NS => HoldTime::Short,
             ns => HoldTime::Long(ns),
         }
     } else {
-        sampled_time(since, tick)
+        sampled_time(since)
     }
 }
 
 #[cold]
 #[inline(never)]
-fn sampled_time(since: u64, tick: u64) -> HoldTime {
+fn sampled_time(since: u64) -> HoldTime {
     let ns = (clock::precise_now() & TIME).saturating_sub(since);
-    // Short if no tick was published since the precise start: the same test the unsampled
-    // holds pass (their start and end read the same tick), so both classes hold the same holds.
-    if tick <= since {
+    // The same threshold as the untimed holds', so that both classes hold (nearly) the same
+    // holds: they differ only for holds within a publish of the threshold.
+    if ns < LONG_HOLD_NS {
         HoldTime::ShortSample(ns)
     } else {
         HoldTime::Long(ns)
