@@ -67,25 +67,16 @@ impl Histogram {
         }
     }
 
-    /// Records one hold counted in bucket `i` with duration `ns`, by the one writer this
-    /// histogram has now (a load and a store): a tally's, or a mutex holder's, stand-in for a
-    /// hold it did not time (see `state::held::tally`).
-    #[inline(always)]
-    pub(crate) fn observe_in(&self, i: usize, ns: u64) {
-        bump(&self.buckets[i], 1, true);
-        if ns != 0 {
-            bump(&self.sum_ns, ns, true);
-        }
-    }
-
     /// A short hold, by the one writer this histogram has now: `sample` is its duration when
     /// it was timed precisely (remembered in `last`, `bucket << 56 | ns`); a hold that was not
     /// is counted in the bucket, and with the duration, of the latest sampled one. Each short
     /// hold is counted once, at once, in a bucket drawn from the short holds' own
     /// distribution, so every count is exact, the buckets and the sum are right in
     /// expectation, and no count ever goes down.
+    /// `exclusive`: the caller is the one writer (a tally, a mutex's holder); else the counts
+    /// are atomic adds (a semaphore's waiters, granted side by side).
     #[inline(always)]
-    pub(crate) fn observe_short(&self, last: &AtomicU64, sample: Option<u64>) {
+    pub(crate) fn observe_short(&self, last: &AtomicU64, sample: Option<u64>, exclusive: bool) {
         const NS: u64 = (1 << 56) - 1;
         let (i, ns) = match sample {
             Some(ns) => {
@@ -98,8 +89,11 @@ impl Histogram {
                 ((last >> 56) as usize, last & NS)
             }
         };
-        // Release (in `observe_in`): visible only after the hold it counts has left the books.
-        self.observe_in(i, ns);
+        // Release (in `bump`): visible only after the hold it counts has left the books.
+        bump(&self.buckets[i], 1, exclusive);
+        if ns != 0 {
+            bump(&self.sum_ns, ns, exclusive);
+        }
     }
 
     /// Zeroes every count (a tally slot taken by another primitive; nobody else writes it).
@@ -149,6 +143,25 @@ impl HistogramSnapshot {
     }
 }
 
+/// A wait's duration, as far as the statistics are concerned (see `runtime::hooks`: one wait
+/// in `WAIT_SAMPLE_EVERY` per thread is timed precisely).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WaitTime {
+    /// Short by the published clock, and not timed.
+    Short,
+    /// Short, timed precisely: `ns`.
+    ShortSample(u64),
+    /// Long: `ns`, precise when timed, else by the published clock.
+    Long(u64),
+}
+
+/// The wait histogram and its latest sampled short wait (`bucket << 56 | ns`; 0: none yet).
+#[derive(Default)]
+struct WaitHistogram {
+    hist: Histogram,
+    last: AtomicU64,
+}
+
 /// The statistics kept on every primitive.
 ///
 /// The wait histogram is allocated the first time the primitive is contended: most
@@ -159,16 +172,32 @@ pub struct Stats {
     pub(crate) try_failures: AtomicU64,
     pub(crate) timeouts: AtomicU64,
     pub(crate) cancelled: AtomicU64,
-    wait: OnceLock<Box<Histogram>>,
+    wait: OnceLock<Box<WaitHistogram>>,
     pub(crate) hold: Histogram,
     /// A mutex's latest sampled short hold, `bucket << 56 | ns` (see [`Stats::observe_short`]).
     short_last: AtomicU64,
 }
 
 impl Stats {
-    /// Records a wait (the slow path: allocates the wait histogram on first use).
-    pub(crate) fn observe_wait(&self, ns: u64, exclusive: bool) {
-        self.wait.get_or_init(Box::default).observe(ns, exclusive);
+    /// Records a wait (the slow path: allocates the wait histogram on first use): `Long(ns)`
+    /// with its duration; a short one as [`Histogram::observe_short`] counts a short hold, in
+    /// the bucket of the latest sampled short wait of this primitive unless it is one.
+    pub(crate) fn observe_wait(&self, time: WaitTime, exclusive: bool) {
+        let w = self.wait.get_or_init(Box::default);
+        match time {
+            WaitTime::Long(ns) => w.hist.observe(ns, exclusive),
+            WaitTime::Short => w.hist.observe_short(&w.last, None, exclusive),
+            WaitTime::ShortSample(ns) => w.hist.observe_short(&w.last, Some(ns), exclusive),
+        }
+    }
+
+    /// Whether a short wait of this primitive was ever timed precisely (the next one is, if
+    /// not: an untimed wait is counted like the latest sample, so there must be one).
+    #[inline]
+    pub(crate) fn has_wait_sample(&self) -> bool {
+        self.wait
+            .get()
+            .is_some_and(|w| w.last.load(Relaxed) != 0)
     }
 
     /// A mutex's short hold, observed by its holder before the unlock (see
@@ -176,7 +205,7 @@ impl Stats {
     /// counts one (see [`Histogram::observe_short`]).
     #[inline(always)]
     pub(crate) fn observe_short(&self, sample: Option<u64>) {
-        self.hold.observe_short(&self.short_last, sample);
+        self.hold.observe_short(&self.short_last, sample, true);
     }
 
     /// A copy of every counter.
@@ -186,7 +215,7 @@ impl Stats {
             try_failures: self.try_failures.load(Relaxed),
             timeouts: self.timeouts.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
-            wait: self.wait.get().map(|h| h.read()).unwrap_or_default(),
+            wait: self.wait.get().map(|w| w.hist.read()).unwrap_or_default(),
             hold: self.hold.read(),
         }
     }

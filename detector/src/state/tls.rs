@@ -24,6 +24,8 @@ pub(crate) struct Local {
     /// Acquisitions left before the next one whose hold is timed precisely (see
     /// `base::clock::SAMPLE_EVERY`); 0: the next one is.
     pub(crate) hold_sample: Cell<u32>,
+    /// Waits left before the next one timed precisely (see `runtime::hooks::wait_begin`).
+    pub(crate) wait_sample: Cell<u32>,
 }
 
 impl Local {
@@ -39,6 +41,7 @@ impl Local {
             blocking_task: Cell::new(0),
             flavor: Cell::new(0),
             hold_sample: Cell::new(0),
+            wait_sample: Cell::new(0),
         }
     }
 }

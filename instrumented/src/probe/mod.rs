@@ -119,7 +119,7 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -
 /// An async acquisition, written inside the wrapper's own `async` block (a macro rather than
 /// an `async fn`, so that no second state machine wraps the first): the fast path of
 /// [`poll_fast`] with `$take`, else `$queue` (tokio's acquire future, its permit forgotten)
-/// boxed under [`Acquire`]. Evaluates to `Result<Token, E>`.
+/// under [`Acquire`], in the same state machine: no box on the contended path. Evaluates to `Result<Token, E>`.
 ///
 /// `$acq` (a cheap constructor expression) is evaluated where it is used rather than kept in
 /// the future, and the fast path's `poll_fn` returns a bool, the token being made after it in
@@ -132,19 +132,13 @@ macro_rules! acquire {
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
             Ok($crate::probe::granted_in_task(prim, $acq))
         } else {
-            $crate::probe::queued(prim, $acq, $queue)
+            $crate::probe::Acquire::new(prim, $acq, $queue)
                 .await
                 .map(|((), token)| token)
         }
     }};
 }
 pub(crate) use acquire;
-
-/// The boxed slow path (a concrete type, so the future's `Send` follows the inner one's).
-#[inline(never)]
-pub(crate) fn queued<'p, F>(prim: &'p Prim, acq: Acq, slow: F) -> Pin<Box<Acquire<'p, F>>> {
-    Box::pin(Acquire::new(prim, acq, slow))
-}
 
 /// Records an acquisition granted without waiting (also: a lock re-taken after a condvar wait).
 #[inline(always)]
@@ -314,7 +308,7 @@ fn blocking_with<P, E>(
     }
     let mut guard = Unwind {
         prim,
-        waiting: Some(hooks::wait_begin(prim, acq, timed)),
+        waiting: Some(wait_begin(prim, acq, timed, &span)),
     };
     let r = block();
     // UNWRAP: `waiting` is Some until here; `Unwind` only takes it on unwinding.
@@ -331,6 +325,16 @@ fn blocking_with<P, E>(
             missed(prim, w, span);
             Err(e)
         }
+    }
+}
+
+/// [`hooks::wait_begin`], timed precisely when a span shows the wait's length.
+#[inline]
+fn wait_begin(prim: &Prim, acq: Acq, timed: bool, span: &Option<SpanPtr>) -> Waiting {
+    if span.is_some() {
+        hooks::wait_begin_timed_precisely(prim, acq, timed)
+    } else {
+        hooks::wait_begin(prim, acq, timed)
     }
 }
 
@@ -451,7 +455,7 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
             Poll::Pending => {
                 if let State::Start = this.state {
                     let span = span(this.prim, this.acq);
-                    let w = hooks::wait_begin(this.prim, *this.acq, *this.timed);
+                    let w = wait_begin(this.prim, *this.acq, *this.timed, &span);
                     *this.state = State::Waiting { w, span };
                 }
                 Poll::Pending

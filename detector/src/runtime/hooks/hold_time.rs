@@ -9,7 +9,7 @@ use crate::state::tls::Local;
 
 use super::{TIME, meta_flags};
 
-/// Holds shorter than this are "short": the published clock cannot time them (it moves at
+/// Holds (and waits) shorter than this are "short": the published clock cannot time them (it moves at
 /// least every [`clock::PUBLISH_EVERY`], so a hold under that crosses at most one publish),
 /// and they are counted from the samples. Longer ones are recorded with their own duration.
 ///
@@ -18,7 +18,7 @@ use super::{TIME, meta_flags};
 /// happens with probability `d / tick`) but comes on top of the samples, which already
 /// stand for that hold: the sum came out twice the true one, and phantom 100 ms holds
 /// appeared in the buckets.
-const LONG_HOLD_NS: u64 = 2 * clock::PUBLISH_EVERY.as_nanos() as u64;
+pub(super) const LONG_NS: u64 = 2 * clock::PUBLISH_EVERY.as_nanos() as u64;
 
 /// How long a hold lasted, as far as the statistics are concerned.
 #[derive(Clone, Copy, Default, Debug)]
@@ -26,12 +26,12 @@ pub(super) enum HoldTime {
     /// Not an acquisition of its own (a split-off part), or nothing was recorded.
     #[default]
     None,
-    /// Under [`LONG_HOLD_NS`] by the published clock, and not timed: counted in the bucket of
+    /// Under [`LONG_NS`] by the published clock, and not timed: counted in the bucket of
     /// the latest sampled short hold (see `state::held::tally`).
     Short,
-    /// Under [`LONG_HOLD_NS`], timed precisely (a sample): `ns`.
+    /// Under [`LONG_NS`], timed precisely (a sample): `ns`.
     ShortSample(u64),
-    /// [`LONG_HOLD_NS`] or more: `ns`, precise when sampled, else by the published clock.
+    /// [`LONG_NS`] or more: `ns`, precise when sampled, else by the published clock.
     Long(u64),
 }
 
@@ -45,7 +45,7 @@ pub(super) fn hold_time(since: u64, meta: u64) -> HoldTime {
     let tick = clock::hold_now() & TIME;
     if flags & FLAG_SAMPLED == 0 {
         match tick.saturating_sub(since) {
-            ns if ns < LONG_HOLD_NS => HoldTime::Short,
+            ns if ns < LONG_NS => HoldTime::Short,
             ns => HoldTime::Long(ns),
         }
     } else {
@@ -59,7 +59,7 @@ fn sampled_time(since: u64) -> HoldTime {
     let ns = (clock::precise_now() & TIME).saturating_sub(since);
     // The same threshold as the untimed holds', so that both classes hold (nearly) the same
     // holds: they differ only for holds within a publish of the threshold.
-    if ns < LONG_HOLD_NS {
+    if ns < LONG_NS {
         HoldTime::ShortSample(ns)
     } else {
         HoldTime::Long(ns)

@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering;
 
 use crate::analysis::graph;
 use crate::base::clock;
+use crate::base::stats::WaitTime;
 use crate::rules;
 use crate::state::actor::{self, ActorId};
 use crate::state::held::{
@@ -34,7 +35,7 @@ use crate::state::wait::WaiterRec;
 mod hold_time;
 mod tasks;
 
-use hold_time::{hold_time, record_hold_time, record_mutex_hold};
+use hold_time::{LONG_NS, hold_time, record_hold_time, record_mutex_hold};
 use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};
 pub use tasks::{task_ended, task_poll_ended};
 
@@ -145,6 +146,19 @@ const TIME: u64 = !7;
 pub struct Waiting {
     seq: u64,
     since_ns: u64,
+    /// `since_ns` is a precise reading (else the published clock's): see [`wait_begin`].
+    precise: bool,
+}
+
+impl Waiting {
+    /// The clock this wait is timed with, read now.
+    fn now(&self) -> u64 {
+        if self.precise {
+            clock::precise_now()
+        } else {
+            clock::hold_now()
+        }
+    }
 }
 
 /// The current hold time ([`clock::hold_now`]), for [`acquired_at`].
@@ -550,8 +564,55 @@ fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: 
 
 /// The acquisition must wait: records the waiter (and checks for a self-wait, lock-order
 /// edges and blocking-in-async before the wait starts).
+///
+/// One untimed wait for an async primitive in [`WAIT_SAMPLE_EVERY`] per thread is timed
+/// precisely (and the first of each primitive); the others start and end on the published
+/// clock, which costs a load where the precise clock costs a system call's worth (26 ns on
+/// the reference VM), twice per contended acquisition. A short untimed wait is counted in the
+/// bucket of the primitive's latest sampled one, as short holds are (see `base::clock`).
+/// Blocking and timed waits are always timed precisely: a worker stall is judged in
+/// milliseconds, and a timeout error says how long it waited.
 #[cold]
 pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
+    wait_begin_with(prim, acq, timed, false)
+}
+
+/// [`wait_begin`] for a wait whose length is shown (the events of an `acquire` span): timed
+/// precisely, always.
+#[cold]
+pub fn wait_begin_timed_precisely(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
+    wait_begin_with(prim, acq, timed, true)
+}
+
+/// One untimed async wait in this many, per thread, is timed precisely (see [`wait_begin`]).
+pub const WAIT_SAMPLE_EVERY: u32 = 16;
+
+/// Whether this wait is timed precisely: `precise` asked, or a sample is due (the thread's
+/// countdown, or a primitive with no sampled short wait yet).
+#[inline]
+fn wait_sampled(prim: &Prim, precise: bool) -> bool {
+    if precise {
+        return true;
+    }
+    let due = LOCAL
+        .try_with(|l| match l.wait_sample.get() {
+            0 => {
+                // The next in WAIT_SAMPLE_EVERY on average, jittered by the thread's hold
+                // countdown, so that a periodic workload is not sampled in step.
+                let jitter = l.hold_sample.get() % WAIT_SAMPLE_EVERY;
+                l.wait_sample.set(WAIT_SAMPLE_EVERY / 2 + jitter);
+                true
+            }
+            n => {
+                l.wait_sample.set(n - 1);
+                false
+            }
+        })
+        .unwrap_or(true);
+    due || !prim.stats.has_wait_sample()
+}
+
+fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting {
     let actor = actor::current();
     if acq.flags() & FLAG_REENTRY == 0 {
         check_held(prim, actor, &acq, true, timed);
@@ -571,7 +632,12 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
             blocking_held_here(actor),
         ));
     }
-    let since_ns = clock::precise_now();
+    let precise = wait_sampled(prim, precise || timed || prim.kind.is_blocking());
+    let since_ns = if precise {
+        clock::precise_now()
+    } else {
+        clock::hold_now()
+    };
     let rec = WaiterRec {
         seq: 0,
         actor,
@@ -593,7 +659,11 @@ pub fn wait_begin(prim: &Prim, acq: Acq, timed: bool) -> Waiting {
         prim.resource.waiters(q.len());
         seq
     };
-    Waiting { seq, since_ns }
+    Waiting {
+        seq,
+        since_ns,
+        precise,
+    }
 }
 
 /// Takes the waiter off the books; `gave_up`: it ends without a grant (a timeout, a cancelled
@@ -634,11 +704,16 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
 #[cold]
 pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) {
     end_wait(prim, &w, false);
-    let now = clock::precise_now();
+    let now = w.now();
     let waited = now.saturating_sub(w.since_ns);
     let exclusive = acq.mode().is_exclusive();
+    let time = match (waited < LONG_NS, w.precise) {
+        (true, true) => WaitTime::ShortSample(waited),
+        (true, false) => WaitTime::Short,
+        (false, _) => WaitTime::Long(waited),
+    };
     // An exclusive holder is alone, so it may update these without an atomic RMW.
-    prim.stats.observe_wait(waited, exclusive);
+    prim.stats.observe_wait(time, exclusive);
     if exclusive {
         prim.stats.contended.store(
             prim.stats.contended.load(Ordering::Relaxed) + 1,
@@ -647,8 +722,8 @@ pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) 
     } else {
         prim.stats.contended.fetch_add(1, Ordering::Relaxed);
     }
-    // The precise reading doubles as the hold's start: both clocks share one timeline (a
-    // coarse reading lags by under a tick, so a release within the tick reads 0).
+    // The reading doubles as the hold's start: both clocks share one timeline (a published
+    // reading lags by under a tick, so a release within the tick reads 0).
     let hold = LOCAL
         .try_with(|l| record_hold(l, prim, actor::current_in(l), acq, now))
         .unwrap_or_default();
@@ -683,7 +758,7 @@ pub fn timed_out_at_once(prim: &Prim) {
 
 /// Milliseconds a wait has lasted.
 pub fn waited_ms(w: &Waiting) -> f64 {
-    clock::ms_between(w.since_ns, clock::precise_now())
+    clock::ms_between(w.since_ns, w.now())
 }
 
 /// A `try_` form found the primitive unavailable.

@@ -52,7 +52,7 @@ pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
 
 #[inline]
 fn count(t: &Tally, sample: Option<u64>) {
-    t.hold.observe_short(&t.last, sample);
+    t.hold.observe_short(&t.last, sample, true);
 }
 
 /// Every primitive's short holds released so far (all threads): id -> their histogram.
