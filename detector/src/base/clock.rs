@@ -17,8 +17,10 @@
 //! the price of its wake-ups (0.4 s of CPU per 10 s on the reference VM). It pauses while the
 //! detector is off.
 //!
-//! [`precise_now`] (`CLOCK_MONOTONIC`) times waits, which are on the slow path anyway, and
-//! the sampled holds.
+//! [`precise_now`] (`CLOCK_MONOTONIC`) times the sampled holds, blocking and timed waits, and
+//! one untimed async wait in `WAIT_SAMPLE_EVERY` per thread (the others read the published
+//! word: in a convoy of tasks on a contended mutex, two precise readings per acquisition were
+//! a tenth of the CPU; see `runtime::hooks::wait_begin`).
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};

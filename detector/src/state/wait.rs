@@ -25,7 +25,8 @@ pub struct WaiterRec {
     pub thread: u64,
     /// Call site of the acquisition.
     pub site: &'static Location<'static>,
-    /// When the wait started (precise clock, ns).
+    /// When the wait started (ns): the precise clock, or for an untimed async wait that is
+    /// not a sample the published one, behind by at most a publish period.
     pub since_ns: u64,
     /// Permits requested.
     pub permits: u32,

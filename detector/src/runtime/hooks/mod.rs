@@ -587,29 +587,32 @@ pub fn wait_begin_timed_precisely(prim: &Prim, acq: Acq, timed: bool) -> Waiting
 /// One untimed async wait in this many, per thread, is timed precisely (see [`wait_begin`]).
 pub const WAIT_SAMPLE_EVERY: u32 = 16;
 
-/// Whether this wait is timed precisely: `precise` asked, or a sample is due (the thread's
-/// countdown, or a primitive with no sampled short wait yet).
+/// When a wait starts, and whether on the precise clock: `precise` asked, or a sample is due
+/// (the thread's countdown, or a primitive with no sampled short wait yet).
 #[inline]
-fn wait_sampled(prim: &Prim, precise: bool) -> bool {
-    if precise {
-        return true;
+fn wait_start(prim: &Prim, precise: bool) -> (u64, bool) {
+    let due = precise
+        || LOCAL
+            .try_with(|l| {
+                let left = l.wait_sample.get();
+                l.wait_sample.set(left.saturating_sub(1));
+                left == 0
+            })
+            .unwrap_or(true)
+        || !prim.stats.has_wait_sample();
+    if !due {
+        return (clock::hold_now(), false);
     }
-    let due = LOCAL
-        .try_with(|l| match l.wait_sample.get() {
-            0 => {
-                // The next in WAIT_SAMPLE_EVERY on average, jittered by the thread's hold
-                // countdown, so that a periodic workload is not sampled in step.
-                let jitter = l.hold_sample.get() % WAIT_SAMPLE_EVERY;
-                l.wait_sample.set(WAIT_SAMPLE_EVERY / 2 + jitter);
-                true
-            }
-            n => {
-                l.wait_sample.set(n - 1);
-                false
-            }
-        })
-        .unwrap_or(true);
-    due || !prim.stats.has_wait_sample()
+    let now = clock::precise_now();
+    let _ = LOCAL.try_with(|l| {
+        if l.wait_sample.get() == 0 {
+            // The next in WAIT_SAMPLE_EVERY on average, jittered by the clock's low bits so
+            // that a periodic workload (long, short, long, ...) is not sampled in step.
+            let jitter = ((now >> 4) % u64::from(WAIT_SAMPLE_EVERY)) as u32;
+            l.wait_sample.set(WAIT_SAMPLE_EVERY / 2 + jitter);
+        }
+    });
+    (now, true)
 }
 
 fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting {
@@ -632,12 +635,7 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
             blocking_held_here(actor),
         ));
     }
-    let precise = wait_sampled(prim, precise || timed || prim.kind.is_blocking());
-    let since_ns = if precise {
-        clock::precise_now()
-    } else {
-        clock::hold_now()
-    };
+    let (since_ns, precise) = wait_start(prim, precise || timed || prim.kind.is_blocking());
     let rec = WaiterRec {
         seq: 0,
         actor,
