@@ -385,15 +385,22 @@ pub fn release_quick(prim: &Prim, raw: *mut ()) -> Released {
     };
     let (since, meta) = e.since_and_meta();
     let mutex = prim.kind.is_mutex();
-    let quick = meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0
-        && (!mutex || (meta_flags(meta) & FLAG_SAMPLED == 0 && clock::published() == Some(since)));
+    let short = meta_flags(meta) & FLAG_SAMPLED == 0 && clock::published() == Some(since);
+    let quick =
+        meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0 && (!mutex || short);
+    let l = local();
     // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
-    if !quick || !held::release_quick(&e, local()) {
+    if !quick || !held::release_quick(&e, l) {
         return Released::UNDONE;
     }
     resource_released(prim, &e);
     if mutex {
         prim.stats.observe_short(None);
+        return Released::default();
+    }
+    // A short hold of a shared primitive in this thread's tally, when the tally has its slot:
+    // plain loads and stores on this thread's table, nothing left for after the unlock.
+    if short && held::tally_quick(l, prim.id.0) {
         return Released::default();
     }
     Released {

@@ -225,7 +225,7 @@ impl EntryRef {
     }
 
     /// Clears the hold, with this thread's locals at hand (`None`: the thread is exiting).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release_in(&self, l: Option<&Local>) {
         let e = self.entry();
         let slot = e.slot as usize;

@@ -50,7 +50,24 @@ pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
     }
 }
 
-#[inline]
+/// [`tally_in`] for an untimed short hold, when the slot is already `prim`'s (else false: the
+/// caller takes the general path).
+#[inline(always)]
+pub(crate) fn tally_quick(l: &Local, prim: u64) -> bool {
+    let h = l.held.get();
+    if h.is_null() {
+        return false;
+    }
+    // SAFETY: as in `push_in`: this thread's live table.
+    let t = &unsafe { &*h }.tallies[tally_slot(prim)];
+    let mine = t.prim.load(Ordering::Relaxed) == prim;
+    if mine {
+        count(t, None);
+    }
+    mine
+}
+
+#[inline(always)]
 fn count(t: &Tally, sample: Option<u64>) {
     t.hold.observe_short(&t.last, sample, true);
 }

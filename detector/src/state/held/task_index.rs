@@ -69,7 +69,7 @@ pub(super) fn claim(s: &TaskSlot, task: u64) -> bool {
 }
 
 /// Indexes `e`, a new hold of `task`.
-#[inline]
+#[inline(always)]
 pub(crate) fn index_task(e: &Entry, task: u64) {
     let s = slot_of(task);
     if s.task.load(Ordering::Relaxed) != task && !claim(s, task) {
@@ -103,7 +103,7 @@ pub(crate) fn index_task(e: &Entry, task: u64) {
 }
 
 /// Drops `e` from the task index (before its key is cleared).
-#[inline]
+#[inline(always)]
 pub(super) fn unindex(e: &Entry) {
     let r = e.task_ref.load(Ordering::Relaxed);
     if !r.is_null() {
