@@ -19,7 +19,8 @@
 //   1. entry point: the wrapper calls `runtime::hooks::wait_begin(prim, acq)`.
 //   2. state: hooks reads the actor's holds in `state::held`, notes each lock-order edge in
 //      `analysis::graph::lockorder` (which returns the cycle a new edge closes, if any), and
-//      queues a `state::wait::WaiterRec` on the primitive.
+//      queues a `state::wait::WaiterRec` on the primitive (the common wait of a task that
+//      holds nothing takes a slot of its thread's table instead: `state::held::waits`).
 //   3. rule: hooks hands the cycle to `rules::lock_order_inversion` (a hold of the same
 //      primitive to `rules::nested_acquire`), which returns a `model::finding::Finding`. Rules
 //      that need time (deadlock, stuck queue, starvation, leaks) run on the watchdog thread

@@ -25,7 +25,10 @@ fn sampled_wait_histogram_matches_exact_durations() {
         .build()
         .expect("runtime");
     let exact = rt.block_on(async {
-        let m = Arc::new(lockscope::tokio::Mutex::named("wait-histogram/synthetic", 0u64));
+        let m = Arc::new(lockscope::tokio::Mutex::named(
+            "wait-histogram/synthetic",
+            0u64,
+        ));
         let mut exact = [0u64; 14];
         for i in 0..N {
             let g = m.lock().await;
@@ -57,7 +60,10 @@ fn sampled_wait_histogram_matches_exact_durations() {
         .into_iter()
         .find(|s| &*s.lock == "wait-histogram/synthetic")
         .expect("the series");
-    assert_eq!(series.contended, N as u64, "every waiter queued: {series:?}");
+    assert_eq!(
+        series.contended, N as u64,
+        "every waiter queued: {series:?}"
+    );
     let wait = series.wait;
     assert_eq!(wait.count(), N as u64, "every wait counted once: {wait:?}");
     // Exact: half in (0, 100 µs] (bucket 0), half in (100 µs, 500 µs] (bucket 1), give or

@@ -195,9 +195,7 @@ impl Stats {
     /// not: an untimed wait is counted like the latest sample, so there must be one).
     #[inline]
     pub(crate) fn has_wait_sample(&self) -> bool {
-        self.wait
-            .get()
-            .is_some_and(|w| w.last.load(Relaxed) != 0)
+        self.wait.get().is_some_and(|w| w.last.load(Relaxed) != 0)
     }
 
     /// A mutex's short hold, observed by its holder before the unlock (see

@@ -112,6 +112,8 @@ pub fn metrics() -> MetricsSnapshot {
         for s in all {
             by_kind.entry(s.kind.as_str()).or_insert(0);
         }
+        // The waits recorded in threads' slots (see `state::held::waits`), by primitive.
+        let slot_waits = held::waits_by_prim();
         walk(&mut |p| {
             live += 1;
             *by_kind.entry(p.kind().as_str()).or_insert(0) += 1;
@@ -127,14 +129,25 @@ pub fn metrics() -> MetricsSnapshot {
             m.cancelled += st.cancelled;
             m.wait.merge(&st.wait);
             m.hold.merge(&st.hold);
+            let mut oldest = None;
             if p.waiting() > 0 {
                 let q = p.waiters.lock();
                 m.waiters += q.len() as u64;
-                if let Some(oldest) = q.oldest_since() {
-                    let age = now.saturating_sub(oldest) as f64 / 1e9;
-                    if age > m.oldest_wait_seconds {
-                        m.oldest_wait_seconds = age;
-                    }
+                oldest = q.oldest_since();
+            }
+            if let Some(w) = slot_waits.get(&p.id().0) {
+                m.waiters += w.len() as u64;
+                // Sorted by start: the first is the oldest.
+                let first = w.first().map(|w| w.since_ns);
+                oldest = match (oldest, first) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            if let Some(oldest) = oldest {
+                let age = now.saturating_sub(oldest) as f64 / 1e9;
+                if age > m.oldest_wait_seconds {
+                    m.oldest_wait_seconds = age;
                 }
             }
             let cap = p.kind().is_semaphore().then(|| p.capacity());

@@ -208,7 +208,7 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
             // The state is read waiters first, holds after: a wait granted in between shows
             // as its own hold. Still queued now, after the hold was read, it was queued while
             // the hold existed: a real self-wait.
-            if !p.prim.waiters.lock().contains(w.seq) {
+            if !crate::state::wait::still_waiting(&p.prim, w.seq) {
                 continue;
             }
             out.push(build(

@@ -45,6 +45,12 @@ pub struct Prim {
     pub(crate) epoch: AtomicU64,
     /// Waiters queued now (kept equal to the queue length under its lock; read without it).
     pub(crate) waiting: AtomicU32,
+    /// The queue remembers waits that gave up (a retry loop may be at work): every wait goes
+    /// to the queue, which tells a retry from a new wait (kept under the queue's lock).
+    pub(crate) retrying: AtomicBool,
+    /// A semaphore that saw a wait for more than one permit: its waits keep their FIFO order
+    /// in the queue from then on (see `runtime::hooks::wait_begin`).
+    pub(crate) mixed: AtomicBool,
     /// The actor that created it (raw id).
     pub(crate) creator: u64,
     pub(crate) stats: Stats,
@@ -310,6 +316,8 @@ pub fn register(
         closed: AtomicBool::new(false),
         epoch: AtomicU64::new(0),
         waiting: AtomicU32::new(0),
+        retrying: AtomicBool::new(false),
+        mixed: AtomicBool::new(false),
         creator: actor::current().as_u64(),
         stats: Stats::default(),
         waiters: Mutex::new(WaitQueue::default()),

@@ -26,6 +26,10 @@ pub(crate) struct Local {
     pub(crate) hold_sample: Cell<u32>,
     /// Waits left before the next one timed precisely (see `runtime::hooks::wait_begin`).
     pub(crate) wait_sample: Cell<u32>,
+    /// Wait slots this thread filled and has not seen freed (may over-report), and the count
+    /// of waits recorded in them (see `state::held::waits`).
+    pub(crate) wait_mask: Cell<u64>,
+    pub(crate) wait_seq: Cell<u64>,
 }
 
 impl Local {
@@ -42,6 +46,8 @@ impl Local {
             flavor: Cell::new(0),
             hold_sample: Cell::new(0),
             wait_sample: Cell::new(0),
+            wait_mask: Cell::new(0),
+            wait_seq: Cell::new(0),
         }
     }
 }

@@ -7,6 +7,10 @@
 //! (the head, granted) is O(1), any other a binary search. The queue's lock is held while a
 //! contended lock changes hands, so this matters: a linear search through 64 waiters cost
 //! about 100 ns per contended acquisition.
+//!
+//! The common wait (a task that holds nothing, waiting for a tokio mutex or one permit) skips
+//! the queue and its lock: it takes a slot in its thread's table (`state::held::waits`), and
+//! readers add those waits to the queue's.
 
 use std::collections::VecDeque;
 use std::panic::Location;
@@ -46,6 +50,16 @@ pub struct WaiterRec {
     /// future) and came back within [`RETRY_GAP_NS`]: a retry loop. `since_ns` is then the
     /// start of the first of those waits.
     pub retries: u32,
+}
+
+/// Whether the wait numbered `seq` still waits for `prim`: in the queue, or in a thread's wait
+/// slots (see `state::held::waits`).
+pub(crate) fn still_waiting(prim: &crate::state::prim::Prim, seq: u64) -> bool {
+    if seq & crate::state::held::SLOT_SEQ != 0 {
+        crate::state::held::wait_live(seq)
+    } else {
+        prim.waiters.lock().contains(seq)
+    }
 }
 
 /// A wait that ends without a grant and starts again within this long (100 ms) is one wait
@@ -119,6 +133,11 @@ impl WaitQueue {
             at_ns,
             retries: rec.retries,
         });
+    }
+
+    /// Whether it remembers waits that gave up (see [`RETRY_GAP_NS`]).
+    pub(crate) fn retrying(&self) -> bool {
+        !self.gave_up.is_empty()
     }
 
     /// Whether the waiter numbered `seq` is still queued.

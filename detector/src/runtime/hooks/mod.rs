@@ -146,6 +146,9 @@ const TIME: u64 = !7;
 pub struct Waiting {
     seq: u64,
     since_ns: u64,
+    /// A wait recorded in its thread's slots, not in the primitive's queue (see
+    /// `state::held::waits`).
+    slot: Option<held::WaitRef>,
     /// `since_ns` is a precise reading (else the published clock's): see [`wait_begin`].
     precise: bool,
 }
@@ -386,8 +389,7 @@ pub fn release_quick(prim: &Prim, raw: *mut ()) -> Released {
     let (since, meta) = e.since_and_meta();
     let mutex = prim.kind.is_mutex();
     let short = meta_flags(meta) & FLAG_SAMPLED == 0 && clock::published() == Some(since);
-    let quick =
-        meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0 && (!mutex || short);
+    let quick = meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0 && (!mutex || short);
     let l = local();
     // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
     if !quick || !held::release_quick(&e, l) {
@@ -623,6 +625,9 @@ fn wait_start(prim: &Prim, precise: bool) -> (u64, bool) {
 }
 
 fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting {
+    if let Some(w) = wait_begin_quick(prim, acq, timed, precise) {
+        return w;
+    }
     let actor = actor::current();
     if acq.flags() & FLAG_REENTRY == 0 {
         check_held(prim, actor, &acq, true, timed);
@@ -660,6 +665,7 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
     let seq = {
         let mut q = prim.waiters.lock();
         let seq = q.push(rec);
+        prim.retrying.store(q.retrying(), Ordering::Relaxed);
         prim.waiting.store(q.len() as u32, Ordering::Relaxed);
         prim.resource.waiters(q.len());
         seq
@@ -667,13 +673,84 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
     Waiting {
         seq,
         since_ns,
+        slot: None,
         precise,
     }
 }
 
+/// The common wait, in this thread's wait slots instead of the primitive's queue: a task that
+/// holds nothing (so no self-wait, no lock-order edge, no guard across an `.await` to find),
+/// on a thread where no task holds a blocking guard, waiting untimed for a tokio mutex or for
+/// one permit of a semaphore whose waits all asked for one, whose queue remembers no given-up
+/// wait. `None`: the caller queues it.
+///
+/// Why only those: readers see the slots' waits after the queue's, ordered by their start
+/// (coarse, for most), not in tokio's FIFO order, and the order matters to the wait-for graph
+/// only where waits ask for different amounts (a large `acquire_many` blocks later small
+/// ones; a queued writer blocks later readers).
+#[inline]
+fn wait_begin_quick(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Option<Waiting> {
+    let alike = match prim.kind {
+        PrimKind::Mutex => true,
+        PrimKind::Semaphore => {
+            if acq.permits() != 1 {
+                prim.mixed.store(true, Ordering::Relaxed);
+            }
+            !prim.mixed.load(Ordering::Relaxed)
+        }
+        _ => false,
+    };
+    if !alike
+        || timed
+        || cfg!(feature = "console")
+        || acq.flags() & FLAG_REENTRY != 0
+        || prim.retrying.load(Ordering::Relaxed)
+    {
+        return None;
+    }
+    let l = local();
+    if l.held.get().is_null() || l.blocking_in_task.get() != 0 {
+        return None;
+    }
+    let actor = ActorId::task(tokio::task::try_id()?);
+    if held::task_any(actor.as_u64()) {
+        return None;
+    }
+    let (since_ns, precise) = wait_start(prim, precise);
+    let w = held::NewWait {
+        prim: prim.id.0,
+        actor,
+        site: acq.site(),
+        since_ns,
+        permits: acq.permits(),
+        mode: acq.mode(),
+        owned: acq.flags() & FLAG_MOVABLE != 0,
+        scope: l.scope.get(),
+    };
+    let (slot, seq) = held::wait_push(l, &w)?;
+    Some(Waiting {
+        seq,
+        since_ns,
+        slot: Some(slot),
+        precise,
+    })
+}
+
 /// Takes the waiter off the books; `gave_up`: it ends without a grant (a timeout, a cancelled
 /// future), so a wait by the same task or thread soon after is a retry of this one.
-fn end_wait(prim: &Prim, w: &Waiting, gave_up: bool) {
+fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
+    if let Some(slot) = w.slot.take() {
+        // A slot's wait: one store. One that gave up is remembered by the queue, so that the
+        // same task waiting again soon is seen as retrying it.
+        let rec = gave_up.then(|| slot.view()).flatten();
+        slot.clear(Some(local()));
+        if let Some(rec) = rec {
+            let mut q = prim.waiters.lock();
+            q.gave_up(&rec, clock::precise_now());
+            prim.retrying.store(true, Ordering::Relaxed);
+        }
+        return;
+    }
     let mut now = None;
     let rec = {
         let mut q = prim.waiters.lock();
@@ -682,6 +759,7 @@ fn end_wait(prim: &Prim, w: &Waiting, gave_up: bool) {
             let t = *now.insert(clock::precise_now());
             q.gave_up(rec, t);
         }
+        prim.retrying.store(q.retrying(), Ordering::Relaxed);
         prim.waiting.store(q.len() as u32, Ordering::Relaxed);
         prim.resource.waiters(q.len());
         rec
@@ -707,8 +785,8 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
 /// As [`acquired_after_wait`], also returning how long it waited in milliseconds (for the
 /// `acquired` event; one clock reading serves both).
 #[cold]
-pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) {
-    end_wait(prim, &w, false);
+pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, f64) {
+    end_wait(prim, &mut w, false);
     let now = w.now();
     let waited = now.saturating_sub(w.since_ns);
     let exclusive = acq.mode().is_exclusive();
@@ -737,22 +815,22 @@ pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, w: Waiting) -> (Hold, f64) 
 
 /// The acquire future was dropped while waiting.
 #[cold]
-pub fn wait_cancelled(prim: &Prim, w: Waiting) {
-    end_wait(prim, &w, true);
+pub fn wait_cancelled(prim: &Prim, mut w: Waiting) {
+    end_wait(prim, &mut w, true);
     prim.stats.cancelled.fetch_add(1, Ordering::Relaxed);
 }
 
 /// A timed acquisition gave up.
 #[cold]
-pub fn wait_timed_out(prim: &Prim, w: Waiting) {
-    end_wait(prim, &w, true);
+pub fn wait_timed_out(prim: &Prim, mut w: Waiting) {
+    end_wait(prim, &mut w, true);
     prim.stats.timeouts.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The wait ended without a grant for another reason (the semaphore was closed).
 #[cold]
-pub fn wait_failed(prim: &Prim, w: Waiting) {
-    end_wait(prim, &w, false);
+pub fn wait_failed(prim: &Prim, mut w: Waiting) {
+    end_wait(prim, &mut w, false);
 }
 
 /// A timed form gave up without ever queueing (deadline already past).

@@ -48,11 +48,14 @@ mod tally;
 mod task_index;
 #[cfg(test)]
 mod tests;
+mod waits;
 
 pub use entry::*;
 pub use table::*;
 pub(crate) use tally::*;
 pub(crate) use task_index::*;
+pub(crate) use waits::{NewWait, wait_push};
+pub use waits::{SLOT_SEQ, WAITS, WaitRef, wait_live, waits_by_prim};
 
 /// Inline entries per thread (two in the loom models, to keep them small).
 pub const INLINE: usize = if cfg!(loom) { 2 } else { 16 };
@@ -105,6 +108,9 @@ pub struct ThreadHeld {
     orphaned: AtomicBool,
     /// Short holds released on this thread, per primitive: see [`tally_in`].
     tallies: [Tally; TALLIES],
+    /// Waits that began on this thread (see `waits`), and those of them ended elsewhere.
+    waits: [waits::WaitSlot; WAITS],
+    waits_freed: waits::Freed,
 }
 
 /// Where a hold lives, so that its guard can clear it from any thread: one pointer.

@@ -43,6 +43,8 @@ impl ThreadHeld {
             overflow_len: AtomicUsize::new(0),
             orphaned: AtomicBool::new(false),
             tallies: Default::default(),
+            waits: std::array::from_fn(|i| waits::WaitSlot::new(me.as_ptr(), i as u32)),
+            waits_freed: Default::default(),
         })
     }
 
@@ -62,6 +64,7 @@ impl ThreadHeld {
 
     pub(super) fn occupied(&self) -> bool {
         self.overflow_len.load(Ordering::Acquire) != 0
+            || self.waits_occupied()
             || self
                 .inline
                 .iter()
@@ -144,6 +147,7 @@ pub(super) fn init(l: &Local) -> Option<*const ThreadHeld> {
     OWNER.try_with(|o| o.set(Some(OwnerGuard(th)))).ok()?;
     l.held.set(ptr);
     l.mask.set(0);
+    l.wait_mask.set(0);
     Some(ptr)
 }
 

@@ -1,0 +1,315 @@
+//! Wait slots: the common wait, recorded on the thread where it began, without a lock.
+//!
+//! A primitive's waiter queue (`state::wait`) sits behind a mutex that every waiting task
+//! takes twice, once to queue and once when granted; in a convoy of tasks on one contended
+//! tokio mutex, those locks and the queue's memory bounced between the workers at every
+//! acquisition. The common wait needs none of what the queue does besides recording it: a
+//! task that holds nothing, waiting untimed for an async primitive. Such a wait takes a slot
+//! in its thread's table instead, filled as a hold entry is (relaxed stores, a seqlock
+//! generation, a release store of the key), and cleared with one store of its key from
+//! whichever thread ends the wait. Every other wait (blocking, timed, by a task that holds
+//! something, a retry, a thread whose slots are all taken) goes to the queue as before.
+//!
+//! Readers (snapshots, scrapes) add the slots' waits to the queues' (see [`waits_by_prim`]).
+//! A slot's wait carries a sequence number with [`SLOT_SEQ`] set, unique per thread, so that
+//! rules tell it apart from a queue's.
+
+use std::collections::HashMap;
+use std::panic::Location;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+
+use crate::base::loom::{AtomicPtr, AtomicU64, fence};
+use crate::model::mode::Mode;
+use crate::state::actor::ActorId;
+use crate::state::tls::Local;
+use crate::state::wait::WaiterRec;
+
+use super::{THREADS, ThreadHeld};
+
+/// Wait slots per thread (two in the loom models): as many as the tasks of a convoy on one
+/// contended mutex (64 on two workers in the yardstick) that may wait on one worker.
+pub const WAITS: usize = if cfg!(loom) { 2 } else { 64 };
+const WAITS_FULL: u64 = if WAITS == 64 {
+    u64::MAX
+} else {
+    (1u64 << WAITS) - 1
+};
+
+/// Set in the sequence number of a wait recorded in a slot (a queue's count from 1 up).
+pub const SLOT_SEQ: u64 = 1 << 63;
+
+/// One wait in a thread's table: as a hold [`Entry`](super::Entry), a key (the primitive's
+/// id, 0: free) and a seqlock generation around the fields.
+pub(crate) struct WaitSlot {
+    key: AtomicU64,
+    /// `generation | scope << 32`: odd while the owner fills the slot.
+    tag: AtomicU64,
+    actor: AtomicU64,
+    site: AtomicPtr<Location<'static>>,
+    since: AtomicU64,
+    seq: AtomicU64,
+    /// Permits, `mode << 32`, `owned << 40`.
+    meta: AtomicU64,
+    /// The table this slot belongs to, and its index there (fixed at creation).
+    owner: *const ThreadHeld,
+    index: u32,
+}
+
+/// Slots freed by threads other than the owner, for the owner to take back (a bit per slot).
+pub(super) type Freed = std::sync::atomic::AtomicU64;
+
+impl WaitSlot {
+    pub(super) fn new(owner: *const ThreadHeld, index: u32) -> WaitSlot {
+        WaitSlot {
+            key: AtomicU64::new(0),
+            tag: AtomicU64::new(0),
+            actor: AtomicU64::new(0),
+            site: AtomicPtr::new(std::ptr::null_mut()),
+            since: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+            meta: AtomicU64::new(0),
+            owner,
+            index,
+        }
+    }
+
+    fn fill(&self, w: &NewWait, seq: u64) {
+        let generation = (self.tag.load(Ordering::Relaxed) as u32) | 1;
+        let scope = u64::from(w.scope) << 32;
+        self.tag
+            .store(u64::from(generation) | scope, Ordering::Relaxed);
+        // As in `Entry::fill`: a reader that sees a field below sees the odd generation.
+        fence(Ordering::Release);
+        self.actor.store(w.actor.as_u64(), Ordering::Relaxed);
+        self.site.store(
+            (w.site as *const Location<'static>).cast_mut(),
+            Ordering::Relaxed,
+        );
+        self.since.store(w.since_ns, Ordering::Relaxed);
+        self.seq.store(seq, Ordering::Relaxed);
+        let meta =
+            u64::from(w.permits) | (u64::from(w.mode as u8) << 32) | (u64::from(w.owned) << 40);
+        self.meta.store(meta, Ordering::Relaxed);
+        self.key.store(w.prim, Ordering::Release);
+        self.tag.store(
+            u64::from(generation.wrapping_add(1)) | scope,
+            Ordering::Release,
+        );
+    }
+
+    /// A consistent copy: the primitive's id and the wait, or `None` (free, or being filled).
+    fn view(&self, thread: u64) -> Option<(u64, WaiterRec)> {
+        let tag = self.tag.load(Ordering::Acquire);
+        if tag & 1 != 0 {
+            return None;
+        }
+        let prim = self.key.load(Ordering::Acquire);
+        if prim == 0 {
+            return None;
+        }
+        let actor = self.actor.load(Ordering::Relaxed);
+        let site = self.site.load(Ordering::Relaxed);
+        let since_ns = self.since.load(Ordering::Relaxed);
+        let seq = self.seq.load(Ordering::Relaxed);
+        let meta = self.meta.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if self.tag.load(Ordering::Relaxed) != tag || site.is_null() {
+            return None;
+        }
+        // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
+        let site = unsafe { &*site };
+        let rec = WaiterRec {
+            seq,
+            actor: ActorId::from_u64(actor)?,
+            thread,
+            site,
+            since_ns,
+            permits: meta as u32,
+            mode: Mode::from_u8((meta >> 32) as u8),
+            timed: false,
+            owned: (meta >> 40) & 1 != 0,
+            scope: (tag >> 32) as u32,
+            on_worker: false,
+            retries: 0,
+        };
+        Some((prim, rec))
+    }
+}
+
+/// What a wait slot records.
+pub(crate) struct NewWait {
+    pub(crate) prim: u64,
+    pub(crate) actor: ActorId,
+    pub(crate) site: &'static Location<'static>,
+    pub(crate) since_ns: u64,
+    pub(crate) permits: u32,
+    pub(crate) mode: Mode,
+    pub(crate) owned: bool,
+    pub(crate) scope: u32,
+}
+
+/// Where a wait lives, so that whichever thread ends it can clear it: one pointer (tables are
+/// never freed).
+pub struct WaitRef(NonNull<WaitSlot>);
+
+// SAFETY: a `WaitRef` only clears its slot with atomic stores (the owner's mask, a thread-local,
+// only from the owner's thread); tables are never freed.
+unsafe impl Send for WaitRef {}
+// SAFETY: as above.
+unsafe impl Sync for WaitRef {}
+
+impl WaitRef {
+    fn slot(&self) -> &WaitSlot {
+        // SAFETY: tables (so their slots) are never freed.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The wait as recorded (`None` once ended).
+    pub(crate) fn view(&self) -> Option<WaiterRec> {
+        self.slot().view(0).map(|(_, w)| w)
+    }
+
+    /// Ends the wait: frees the slot, in the owner's mask when this is its thread (`l`), else
+    /// in the table's `freed` bits, which the owner takes back when its mask fills up.
+    pub(crate) fn clear(self, l: Option<&Local>) {
+        let s = self.slot();
+        // Release: a reader that sees the slot free sees no later reuse half-written.
+        s.key.store(0, Ordering::Release);
+        let bit = 1u64 << s.index;
+        match l {
+            Some(l) if std::ptr::eq(l.held.get(), s.owner) => {
+                l.wait_mask.set(l.wait_mask.get() & !bit);
+            }
+            // SAFETY: tables are never freed.
+            _ => {
+                _ = unsafe { &*s.owner }
+                    .waits_freed
+                    .fetch_or(bit, Ordering::Release)
+            }
+        }
+    }
+}
+
+/// Records `w` in a free slot of this thread's table (`None`: no table yet, or every slot is
+/// taken: the caller queues the wait instead).
+#[inline]
+pub(crate) fn wait_push(l: &Local, w: &NewWait) -> Option<(WaitRef, u64)> {
+    let h = l.held.get();
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: this thread's live table (as in `push_in`).
+    let th: &ThreadHeld = unsafe { &*h };
+    let mut mask = l.wait_mask.get();
+    if mask == WAITS_FULL {
+        // Acquire: the slots freed elsewhere are seen free (their keys cleared) before reuse.
+        mask &= !th.waits_freed.swap(0, Ordering::Acquire);
+        if mask == WAITS_FULL {
+            return None;
+        }
+    }
+    let i = (!mask).trailing_zeros() as usize;
+    let n = l.wait_seq.get().wrapping_add(1);
+    l.wait_seq.set(n);
+    let seq = SLOT_SEQ | (l.thread_seq.get() << 36) | (n & ((1 << 36) - 1));
+    let slot = &th.waits[i];
+    slot.fill(w, seq);
+    l.wait_mask.set(mask | (1 << i));
+    Some((WaitRef(NonNull::from(slot)), seq))
+}
+
+impl ThreadHeld {
+    /// Whether a wait is still recorded here (a table is recycled only once it has none).
+    pub(super) fn waits_occupied(&self) -> bool {
+        self.waits
+            .iter()
+            .any(|s| s.key.load(Ordering::Acquire) != 0)
+    }
+}
+
+/// Every wait recorded in a slot, by primitive id.
+pub fn waits_by_prim() -> HashMap<u64, Vec<WaiterRec>> {
+    let mut out: HashMap<u64, Vec<WaiterRec>> = HashMap::new();
+    for t in THREADS.lock().iter() {
+        let thread = t.thread.load(Ordering::Relaxed);
+        for s in &t.waits {
+            if let Some((prim, w)) = s.view(thread) {
+                out.entry(prim).or_default().push(w);
+            }
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|w| (w.since_ns, w.seq));
+    }
+    out
+}
+
+/// Whether the slot wait numbered `seq` is still recorded.
+pub fn wait_live(seq: u64) -> bool {
+    THREADS.lock().iter().any(|t| {
+        t.waits
+            .iter()
+            .any(|s| s.key.load(Ordering::Acquire) != 0 && s.seq.load(Ordering::Relaxed) == seq)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tls::LOCAL;
+
+    fn wait(prim: u64) -> NewWait {
+        NewWait {
+            prim,
+            actor: ActorId::from_thread_seq(1),
+            site: Location::caller(),
+            since_ns: 5,
+            permits: 2,
+            mode: Mode::Permits,
+            owned: true,
+            scope: 0,
+        }
+    }
+
+    /// A slot wait is seen by readers until it is cleared, from any thread; when every slot
+    /// is taken the caller is told to queue instead, and slots cleared remotely are reused.
+    #[test]
+    fn slots_record_clear_and_refill() {
+        // A hold first, so that this thread has its table.
+        let h = super::super::push(1, 1, Location::caller(), 0, 0).expect("a table");
+        let w = wait(0xfeed_0001);
+        let mut refs = Vec::new();
+        LOCAL.with(|l| {
+            for _ in 0..WAITS {
+                refs.push(wait_push(l, &w).expect("a free slot"));
+            }
+            assert!(
+                wait_push(l, &w).is_none(),
+                "every slot taken: queue instead"
+            );
+        });
+        let seen = waits_by_prim();
+        let mine = &seen[&0xfeed_0001];
+        assert_eq!(mine.len(), WAITS);
+        assert!(
+            mine.iter()
+                .all(|r| r.seq & SLOT_SEQ != 0 && r.permits == 2 && r.owned)
+        );
+        let (first, seq) = refs.remove(0);
+        assert!(wait_live(seq));
+        // Cleared from another thread, as a task granted on another worker does.
+        std::thread::spawn(move || first.clear(None))
+            .join()
+            .unwrap();
+        assert!(!wait_live(seq));
+        let again = LOCAL
+            .with(|l| wait_push(l, &w))
+            .expect("the cleared slot is reused");
+        LOCAL.with(|l| refs.into_iter().for_each(|(r, _)| r.clear(Some(l))));
+        assert_eq!(waits_by_prim()[&0xfeed_0001].len(), 1);
+        LOCAL.with(|l| again.0.clear(Some(l)));
+        assert!(!waits_by_prim().contains_key(&0xfeed_0001));
+        h.release();
+    }
+}
