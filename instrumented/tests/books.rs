@@ -937,3 +937,90 @@ async fn unindexed_task_holds_are_counted_as_dropped_events() {
         events()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Wait slots
+// ---------------------------------------------------------------------------------------------
+
+/// The waits of tasks that hold nothing take slots of their thread's table (64 per thread),
+/// and past those they queue: either way the books show each waiter once, with its own task;
+/// a waiter whose task is aborted leaves no ghost; and they all drain.
+#[test]
+fn many_task_waiters_are_in_the_books_once_and_drain() {
+    const N: usize = 100;
+    paused_runtime().block_on(async {
+        const NAME: &str = "books_slots_m";
+        let m = Arc::new(Mutex::named(NAME, 0u64));
+        let g = m.lock().await;
+        let hs: Vec<_> = (0..N)
+            .map(|_| {
+                let m = m.clone();
+                tokio::spawn(async move { *m.lock().await += 1 })
+            })
+            .collect();
+        until_waiters(NAME, N).await;
+        assert_eq!(series(NAME).waiters, N as u64);
+        let in_slots = detector::held::waits_by_prim()
+            .get(&snap(NAME).id)
+            .map_or(0, Vec::len);
+        assert_eq!(
+            in_slots,
+            detector::held::WAITS,
+            "the slots full, the rest queued"
+        );
+        let mut tasks: Vec<u64> = snap(NAME).waiters.iter().map(|w| w.actor_id).collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        assert_eq!(tasks.len(), N, "each waiter once, with its own task");
+        hs[0].abort();
+        until_waiters(NAME, N - 1).await;
+        assert_eq!(series(NAME).waiters, (N - 1) as u64);
+        drop(g);
+        for h in hs.into_iter().skip(1) {
+            h.await.unwrap();
+        }
+        assert_eq!(*m.lock().await, (N - 1) as u64);
+        assert_eq!(books(NAME), (0, 0, 1, 1));
+        assert_eq!(series(NAME).waiters, 0);
+        assert_eq!(
+            counters(NAME)[1],
+            (N - 1) as u64,
+            "every grant after a wait counted"
+        );
+        assert_eq!(
+            counters(NAME)[4],
+            1,
+            "the aborted wait counted as cancelled"
+        );
+    });
+}
+
+/// A semaphore's one-permit waits take slots until a wait asks for more; from then on its
+/// waits queue, so that the books keep their FIFO order where it matters (a large
+/// `acquire_many` blocks the small ones behind it). The books show them all.
+#[test]
+fn a_semaphore_with_mixed_waits_keeps_them_all_in_the_books() {
+    paused_runtime().block_on(async {
+        const NAME: &str = "books_slots_s";
+        let s = Arc::new(Semaphore::named(NAME, 3));
+        let all = s.clone().acquire_many_owned(3).await.unwrap();
+        let wait = |n: u32| {
+            let s = s.clone();
+            tokio::spawn(async move { drop(s.acquire_many(n).await.unwrap()) })
+        };
+        let one = wait(1);
+        until_waiters(NAME, 1).await;
+        let three = wait(3);
+        until_waiters(NAME, 2).await;
+        let after = wait(1);
+        until_waiters(NAME, 3).await;
+        let l = snap(NAME);
+        let permits: Vec<u32> = l.waiters.iter().map(|w| w.permits).collect();
+        assert_eq!(permits, [1, 3, 1], "queue order kept once mixed: {l:#?}");
+        drop(all);
+        for h in [one, three, after] {
+            h.await.unwrap();
+        }
+        assert_eq!(books(NAME), (0, 0, 3, 3));
+    });
+}

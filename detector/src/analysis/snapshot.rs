@@ -58,17 +58,15 @@ impl State {
         let mut index = HashMap::new();
         // Read before the primitives: a count only grows, so progress is never overstated.
         let tallies = held::tallies();
-        // Waits in threads' slots (see `state::held::waits`) follow the queue's, by start.
+        // Waits in threads' slots (see `state::held::waits`), placed among the queue's.
         let mut slot_waits = held::waits_by_prim();
         prim::for_each(|p| {
-            let mut waiters = if p.waiting() > 0 {
-                p.waiters.lock().ordered()
-            } else {
-                Vec::new()
+            let slots = slot_waits.remove(&p.id().0);
+            let waiters = match slots {
+                Some(w) => p.waiters.lock().ordered_with(w),
+                None if p.waiting() > 0 => p.waiters.lock().ordered(),
+                None => Vec::new(),
             };
-            if let Some(w) = slot_waits.remove(&p.id().0) {
-                waiters.extend(w);
-            }
             index.insert(p.id().0, prims.len());
             let tallied = tallies.get(&p.id().0).map_or(0, HistogramSnapshot::count);
             prims.push(PrimState {

@@ -88,6 +88,16 @@ impl Resource {
         }
     }
 
+    /// Whether a console subscriber follows this resource (its waiter count is kept only in
+    /// the primitive's queue, so every wait goes there then).
+    #[inline]
+    pub(crate) fn followed(&self) -> bool {
+        #[cfg(feature = "console")]
+        return !self.span.is_disabled();
+        #[cfg(not(feature = "console"))]
+        false
+    }
+
     /// The number of waiters changed.
     #[inline]
     #[cfg_attr(not(feature = "console"), allow(unused_variables))]

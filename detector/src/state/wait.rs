@@ -86,6 +86,9 @@ pub struct WaitQueue {
     pub(crate) list: VecDeque<WaiterRec>,
     /// Recent waits that ended without a grant (at most [`GAVE_UP_MEMORY`]).
     gave_up: Vec<GaveUp>,
+    /// The first queued wait of a semaphore that turned mixed (0: none): waits recorded in
+    /// threads' slots all began before it (see `runtime::hooks::wait_begin`).
+    pub(crate) mixed_from: u64,
 }
 
 impl WaitQueue {
@@ -102,6 +105,19 @@ impl WaitQueue {
     /// Waiters in queue order.
     pub fn ordered(&self) -> Vec<WaiterRec> {
         self.list.iter().cloned().collect()
+    }
+
+    /// Waiters in queue order, with `slots` (waits recorded in threads' slots) where they
+    /// belong: before the wait that turned the semaphore mixed, else after all the others
+    /// (every wait then asks the same, so the order does not matter).
+    pub(crate) fn ordered_with(&self, slots: Vec<WaiterRec>) -> Vec<WaiterRec> {
+        let mut out = self.ordered();
+        let at = match self.mixed_from {
+            0 => out.len(),
+            from => out.iter().position(|w| w.seq >= from).unwrap_or(out.len()),
+        };
+        out.splice(at..at, slots);
+        out
     }
 
     pub(crate) fn push(&mut self, mut rec: WaiterRec) -> u64 {

@@ -665,6 +665,9 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
     let seq = {
         let mut q = prim.waiters.lock();
         let seq = q.push(rec);
+        if q.mixed_from == 0 && prim.mixed.load(Ordering::Relaxed) {
+            q.mixed_from = seq;
+        }
         prim.retrying.store(q.retrying(), Ordering::Relaxed);
         prim.waiting.store(q.len() as u32, Ordering::Relaxed);
         prim.resource.waiters(q.len());
@@ -702,7 +705,7 @@ fn wait_begin_quick(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Option
     };
     if !alike
         || timed
-        || cfg!(feature = "console")
+        || prim.resource.followed()
         || acq.flags() & FLAG_REENTRY != 0
         || prim.retrying.load(Ordering::Relaxed)
     {
