@@ -28,12 +28,23 @@ struct FirstSeen {
 /// order: the books record a wait just after the primitive queued it, on any worker.
 const ORDER_SLACK_NS: u64 = 1_000_000;
 
-/// How many of `all` may be queued ahead of `w`: those that began waiting before it, or about
-/// when it did (the books and the primitive may disagree on their order).
-fn ahead_of(all: &[crate::state::wait::WaiterRec], w: &crate::state::wait::WaiterRec) -> u64 {
-    all.iter()
-        .filter(|o| o.seq != w.seq && o.since_ns < w.since_ns.saturating_add(ORDER_SLACK_NS))
-        .count() as u64
+/// The wait starts of a primitive's waiters, sorted, for [`ahead_of`].
+fn starts(all: &[crate::state::wait::WaiterRec]) -> Vec<u64> {
+    let mut v: Vec<u64> = all.iter().map(|w| w.since_ns).collect();
+    v.sort_unstable();
+    v
+}
+
+/// How many of the waiters whose sorted starts are `starts` may be queued ahead of `w` (one of
+/// them): those that began waiting before it, or about when it did (the books and the
+/// primitive may disagree on their order). A binary search, so that a tick over a million
+/// new waiters is O(n log n), not O(n^2) (which kept the watchdog busy for the whole of a
+/// million-task backpressure run).
+fn ahead_of(starts: &[u64], w: &crate::state::wait::WaiterRec) -> u64 {
+    let bound = w.since_ns.saturating_add(ORDER_SLACK_NS);
+    let n = starts.partition_point(|&s| s < bound) as u64;
+    // `w` itself is among them unless its start is the bound (saturated).
+    n - u64::from(w.since_ns < bound)
 }
 
 #[derive(Default)]
@@ -56,16 +67,17 @@ impl Rule for Starvation {
         self.active.clear();
         let mut seen = HashMap::new();
         for p in &state.prims {
+            // Sorted once per primitive, and only if a waiter is new.
+            let mut sorted = None;
             for w in &p.waiters {
                 let key = (p.prim.id().0, w.seq);
-                let first = self
-                    .first_seen
-                    .get(&key)
-                    .copied()
-                    .unwrap_or_else(|| FirstSeen {
+                let first = self.first_seen.get(&key).copied().unwrap_or_else(|| {
+                    let starts = sorted.get_or_insert_with(|| starts(&p.waiters));
+                    FirstSeen {
                         granted: p.granted,
-                        ahead: ahead_of(&p.waiters, w),
-                    });
+                        ahead: ahead_of(starts, w),
+                    }
+                });
                 seen.insert(key, first);
             }
         }
@@ -176,7 +188,7 @@ impl Rule for Starvation {
 
 #[cfg(test)]
 mod tests {
-    use super::{ORDER_SLACK_NS, Starvation, ahead_of};
+    use super::{ORDER_SLACK_NS, Starvation, ahead_of, starts};
     use crate::analysis::snapshot::PrimState;
     use crate::model::finding::{Finding, FindingKind};
     use crate::rules::Rule;
@@ -206,8 +218,38 @@ mod tests {
             wait(task(3), 3, Mode::Exclusive, 1, 5 * MS + ORDER_SLACK_NS - 1),
             wait(task(4), 4, Mode::Exclusive, 1, 5 * MS + ORDER_SLACK_NS),
         ];
-        let ahead: Vec<u64> = all.iter().map(|w| ahead_of(&all, w)).collect();
+        let sorted = starts(&all);
+        let ahead: Vec<u64> = all.iter().map(|w| ahead_of(&sorted, w)).collect();
         assert_eq!(ahead, [0, 2, 3, 3]);
+    }
+
+    /// A tick over a hundred thousand new waiters counts those ahead of each in O(n log n):
+    /// a scan per waiter took minutes here, and kept the watchdog busy for the whole of a
+    /// million-task backpressure run. Generous bound.
+    #[test]
+    fn a_tick_over_many_new_waiters_is_not_quadratic() {
+        const N: u64 = 100_000;
+        let scope = Scope::arm(10_000, 100, None);
+        let p = scope.prim("starve/many", PrimKind::Semaphore, 20);
+        let waiters = (1..=N)
+            .map(|i| wait(task(i), i, Mode::Permits, 1, i * 1_000))
+            .collect();
+        let start = std::time::Instant::now();
+        let f = check(
+            &mut Starvation::default(),
+            vec![at(&p, vec![], waiters)],
+            &scope,
+            1,
+        );
+        assert!(
+            f.is_empty(),
+            "a queue that just formed starves nobody: {f:?}"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{:?} for {N} waiters",
+            start.elapsed()
+        );
     }
 
     /// A waiter bypassed past the threshold by more grants than there were waiters ahead of

@@ -234,6 +234,8 @@ pub fn reduce_with(prims: &[MPrim], exec: &Executor) -> Reduction {
         .collect();
     let mut to_release: Vec<u64> = Vec::new();
     let mut dirty: Vec<usize> = (0..prims.len()).collect();
+    // Per primitive, where its pending waiters start (see `unserved`).
+    let mut heads = vec![0usize; prims.len()];
     loop {
         // Phase 1: actors that may go on stop waiting (and unblock their threads).
         while let Some(id) = work.pop() {
@@ -275,7 +277,11 @@ pub fn reduce_with(prims: &[MPrim], exec: &Executor) -> Reduction {
             let round = std::mem::take(&mut dirty);
             for pi in round {
                 // Grant one at a time: each grant changes what the next may get.
-                while let Some(wi) = grantable(&prims[pi], &live[pi], &pending[pi]) {
+                while let Some(wi) = grantable(
+                    &prims[pi],
+                    &live[pi],
+                    unserved(&pending[pi], &mut heads[pi]),
+                ) {
                     let w = &prims[pi].waiters[wi];
                     let actor = w.actor;
                     pending[pi][wi] = None;
@@ -360,6 +366,16 @@ fn runs_on(a: &Actor, t: u64, exec: &Executor) -> bool {
 }
 
 /// The next waiter of one primitive that would be granted now, if any.
+/// The pending waiters of a queue from its first unserved one on: a waiter only ever leaves
+/// `pending`, so `head` only moves forward, and a queue of a million waiters granted one by
+/// one is walked once, not once per grant (which made a tick quadratic in the waiters).
+fn unserved<'a>(pending: &'a [Option<usize>], head: &mut usize) -> &'a [Option<usize>] {
+    while pending.get(*head).is_some_and(Option::is_none) {
+        *head += 1;
+    }
+    &pending[*head..]
+}
+
 fn grantable(
     p: &MPrim,
     live: &[Option<(u64, u32, Mode)>],
