@@ -44,7 +44,7 @@ impl ThreadHeld {
             orphaned: AtomicBool::new(false),
             tallies: Default::default(),
             waits: std::array::from_fn(|i| waits::WaitSlot::new(me.as_ptr(), i as u32)),
-            waits_freed: Default::default(),
+            waits_freed: AtomicU64::new(0),
         })
     }
 

@@ -57,7 +57,7 @@ pub(crate) struct WaitSlot {
 }
 
 /// Slots freed by threads other than the owner, for the owner to take back (a bit per slot).
-pub(super) type Freed = std::sync::atomic::AtomicU64;
+pub(super) type Freed = AtomicU64;
 
 impl WaitSlot {
     pub(super) fn new(owner: *const ThreadHeld, index: u32) -> WaitSlot {
@@ -203,8 +203,7 @@ pub(crate) fn wait_push(l: &Local, w: &NewWait) -> Option<(WaitRef, u64)> {
     let th: &ThreadHeld = unsafe { &*h };
     let mut mask = l.wait_mask.get();
     if mask == WAITS_FULL {
-        // Acquire: the slots freed elsewhere are seen free (their keys cleared) before reuse.
-        mask &= !th.waits_freed.swap(0, Ordering::Acquire);
+        mask = reclaim(th, mask);
         if mask == WAITS_FULL {
             return None;
         }
@@ -226,6 +225,23 @@ impl ThreadHeld {
             .iter()
             .any(|s| s.key.load(Ordering::Acquire) != 0)
     }
+}
+
+/// `mask` without the slots other threads freed since the last call. A bit is trusted only if
+/// its slot's key is clear: a bit can outlive its wait (set by a clear in flight while the
+/// table was recycled for another thread), and must not free a slot in use.
+#[cold]
+fn reclaim(th: &ThreadHeld, mut mask: u64) -> u64 {
+    // Acquire: pairs with the clearer's Release, after its key store.
+    let mut freed = th.waits_freed.swap(0, Ordering::Acquire);
+    while freed != 0 {
+        let i = freed.trailing_zeros() as usize;
+        freed &= freed - 1;
+        if th.waits[i].key.load(Ordering::Acquire) == 0 {
+            mask &= !(1 << i);
+        }
+    }
+    mask
 }
 
 /// Every wait recorded in a slot, by primitive id.
@@ -252,6 +268,88 @@ pub fn wait_live(seq: u64) -> bool {
             .iter()
             .any(|s| s.key.load(Ordering::Acquire) != 0 && s.seq.load(Ordering::Relaxed) == seq)
     })
+}
+
+/// Loom models of the wait slots (run with the hold table's, see `held::loom_models`): a wait
+/// ended on another thread while the owner records more and a reader looks, and the owner
+/// taking the freed slot back.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A wait whose every number field says `n`, so that a view mixing two waits shows.
+    fn wait(prim: u64, n: u64) -> NewWait {
+        NewWait {
+            prim,
+            actor: ActorId::from_thread_seq(n),
+            site: Location::caller(),
+            since_ns: n,
+            permits: n as u32,
+            mode: Mode::Permits,
+            owned: false,
+            scope: n as u32,
+        }
+    }
+
+    /// Every wait the table shows, each checked whole: `(prim, n)`, sorted.
+    fn books(th: &ThreadHeld) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = th
+            .waits
+            .iter()
+            .filter_map(|s| s.view(1))
+            .map(|(prim, w)| {
+                assert_eq!(u64::from(w.permits), w.since_ns, "{w:?} mixes two waits");
+                assert_eq!(u64::from(w.scope), w.since_ns, "{w:?} mixes two waits");
+                (prim, w.since_ns)
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    fn loom_a_wait_ended_elsewhere_frees_its_slot_for_the_owner() {
+        let mut b = loom::model::Builder::new();
+        if b.preemption_bound.is_none() {
+            b.preemption_bound = Some(3);
+        }
+        b.check(|| {
+            let th = ThreadHeld::new(1);
+            let l = Local::fresh();
+            l.thread_seq.set(1);
+            l.held.set(Arc::as_ptr(&th));
+            let (a, _) = wait_push(&l, &wait(7, 1)).expect("a free slot");
+            let remote = loom::thread::spawn(move || a.clear(None));
+            let reader = {
+                let th = th.clone();
+                loom::thread::spawn(move || books(&th))
+            };
+            let (b, _) = wait_push(&l, &wait(8, 2)).expect("the second slot");
+            // Both slots taken in the owner's view: the third takes the first back if its
+            // wait has ended, else it queues.
+            let c = wait_push(&l, &wait(9, 3));
+            remote.join().unwrap();
+            let seen = reader.join().unwrap();
+            assert!(
+                seen.iter().all(|w| [(7, 1), (8, 2), (9, 3)].contains(w)),
+                "{seen:?}"
+            );
+            let c = c
+                .or_else(|| wait_push(&l, &wait(9, 3)))
+                .expect("the freed slot");
+            assert_eq!(books(&th), [(8, 2), (9, 3)]);
+            b.clear(Some(&l));
+            c.0.clear(Some(&l));
+            assert_eq!(books(&th), []);
+            assert_eq!(
+                l.wait_mask.get(),
+                0,
+                "the owner's own clears free its slots"
+            );
+        });
+    }
 }
 
 #[cfg(test)]
