@@ -41,6 +41,7 @@ impl Semaphore {
     /// back as one 16-byte load, which stalls on store forwarding (a quarter of S2's time in
     /// this function). The block uses its captures in place.
     #[inline]
+    #[allow(clippy::manual_async_fn)] // on purpose: see above
     fn acquire_n<O, P>(
         this: O,
         site: Site,

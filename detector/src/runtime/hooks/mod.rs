@@ -687,10 +687,11 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
 /// one permit of a semaphore whose waits all asked for one, whose queue remembers no given-up
 /// wait. `None`: the caller queues it.
 ///
-/// Why only those: readers see the slots' waits after the queue's, ordered by their start
-/// (coarse, for most), not in tokio's FIFO order, and the order matters to the wait-for graph
-/// only where waits ask for different amounts (a large `acquire_many` blocks later small
-/// ones; a queued writer blocks later readers).
+/// Why only those: readers cannot tell the slots' waits apart in tokio's FIFO order (they are
+/// placed among the queue's by [`WaitQueue::ordered_with`](crate::wait::WaitQueue)), and the
+/// order matters to the wait-for graph only where waits ask for different amounts (a large
+/// `acquire_many` blocks later small ones; a queued writer blocks later readers). A semaphore
+/// turns "mixed" at its first wait for more than one permit, and its waits queue from then on.
 #[inline]
 fn wait_begin_quick(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Option<Waiting> {
     let alike = match prim.kind {
