@@ -118,7 +118,8 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -
 
 /// An async acquisition, written inside the wrapper's own `async` block (a macro rather than
 /// an `async fn`, so that no second state machine wraps the first): the fast path of
-/// [`poll_fast`] with `$take`, else `$queue` (tokio's acquire future, its permit forgotten)
+/// [`poll_fast`] with `$take`, else `$queue` (tokio's acquire future, its permit forgotten
+/// with `tokio::acquire::forget`)
 /// under [`Acquire`], in the same state machine: no box on the contended path. Evaluates to `Result<Token, E>`.
 ///
 /// `$acq` (a cheap constructor expression) is evaluated where it is used rather than kept in
@@ -134,7 +135,10 @@ macro_rules! acquire {
         } else {
             $crate::probe::Acquire::new(prim, $acq, $queue)
                 .await
-                .map(|((), token)| token)
+                .map(|(permit, token)| {
+                    $crate::tokio::acquire::forget(permit);
+                    token
+                })
         }
     }};
 }

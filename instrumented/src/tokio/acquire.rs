@@ -20,9 +20,21 @@ pub(crate) fn take(sem: &Semaphore, n: u32) -> bool {
     sem.try_acquire_many(n).map(SemaphorePermit::forget).is_ok()
 }
 
-/// Queues for `n` permits (tokio's FIFO acquire future).
-pub(crate) async fn queue(sem: &Semaphore, n: u32) -> Result<(), AcquireError> {
-    sem.acquire_many(n).await.map(SemaphorePermit::forget)
+/// Queues for `n` permits: tokio's FIFO acquire future itself (no `async` layer around it,
+/// which would grow every waiting task's future); `probe::acquire!` forgets the permit it
+/// gives ([`forget`]).
+#[inline]
+pub(crate) fn queue(
+    sem: &Semaphore,
+    n: u32,
+) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> {
+    sem.acquire_many(n)
+}
+
+/// A permit of the raw semaphore, kept by the guard's count instead (see the module docs).
+#[inline]
+pub(crate) fn forget(permit: SemaphorePermit<'_>) {
+    permit.forget();
 }
 
 /// `n` permits, or a [`TimeoutError`] after `timeout` (or when the semaphore is closed). The
