@@ -126,16 +126,28 @@ pub fn executor(state: &State) -> Executor {
 /// group is a plain cycle of waits.
 fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
     let mut out = Vec::new();
+    // The blocking waits on `thread`: the group's own (a passer-by is not named), else, for a
+    // group blocked by another deadlock's wait (a lone pinned task), every one there.
     let blocked_waits = |thread: u64| -> Vec<(String, String)> {
-        let mut v = Vec::new();
-        for p in &state.prims {
-            for w in p.waiters.iter().filter(|w| w.thread == thread) {
-                if p.prim.kind().is_blocking() && g.actors.contains(&w.actor.as_u64()) {
-                    v.push((w.actor.describe(), noun(&prim_ref(&p.prim))));
+        let on_thread = |ours: bool| {
+            let mut v = Vec::new();
+            for p in &state.prims {
+                for w in p.waiters.iter().filter(|w| w.thread == thread) {
+                    if p.prim.kind().is_blocking()
+                        && (!ours || g.actors.contains(&w.actor.as_u64()))
+                    {
+                        v.push((w.actor.describe(), noun(&prim_ref(&p.prim))));
+                    }
                 }
             }
+            v
+        };
+        let ours = on_thread(true);
+        if ours.is_empty() {
+            on_thread(false)
+        } else {
+            ours
         }
-        v
     };
     for &a in &g.actors {
         let id = ActorId::from_u64(a).unwrap_or(ActorId::from_thread_seq(0));
@@ -912,6 +924,55 @@ mod tests {
         assert_eq!(
             confirmed(&s)[0].summary,
             "thread #900130 holds blocking_mutex \"dl/own\" across an .await, and task 6 waiting for blocking_mutex \"dl/own\", polled on that same thread (a current_thread runtime or a LocalSet), blocks it: the thread can never get back to the code that would release it"
+        );
+    }
+
+    /// A task that waits for nothing, pinned to a thread that a separate deadlock blocks, is a
+    /// group of its own, worded by the executor's reason, naming the other deadlock's wait that
+    /// blocks the thread: the self-wait sentence would name no primitive ("waits for  and can
+    /// never proceed", the wording a mutant found), and the blockers were taken from the group
+    /// alone ("which  blocks", found by this test).
+    #[test]
+    fn a_lone_task_stuck_only_on_the_executor_is_worded_by_it() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("dl/lone_a", PrimKind::BlockingMutex, 1);
+        let b = scope.prim("dl/lone_b", PrimKind::BlockingMutex, 1);
+        let p = scope.prim("dl/lone_pinned", PrimKind::BlockingMutex, 1);
+        // Tasks 21 and 22 deadlock (ABBA); 22 waits on thread #900160, blocking it.
+        let mut w21 = wait(task(21), 1, Mode::Exclusive, 1, 0);
+        w21.thread = 900_161;
+        let mut w22 = wait(task(22), 2, Mode::Exclusive, 1, 0);
+        w22.thread = 900_160;
+        // Task 23 holds a lock nobody waits for, across an .await, pinned to that thread.
+        let mut pinned = hold(&p, task(23), Mode::Exclusive, 1, 0);
+        pinned.flags |= FLAG_PINNED_THREAD;
+        pinned.thread = 900_160;
+        let s = state(
+            vec![
+                at(
+                    &a,
+                    vec![hold(&a, task(21), Mode::Exclusive, 1, 0)],
+                    vec![w22],
+                ),
+                at(
+                    &b,
+                    vec![hold(&b, task(22), Mode::Exclusive, 1, 0)],
+                    vec![w21],
+                ),
+                at(&p, vec![pinned], vec![]),
+            ],
+            &scope,
+            MS,
+        );
+        let found = confirmed(&s);
+        let lone: Vec<&Finding> = found
+            .iter()
+            .filter(|f| f.actors.iter().map(|a| a.id).eq([task(23).as_u64()]))
+            .collect();
+        assert_eq!(lone.len(), 1, "task 23 is a group of its own: {found:#?}");
+        assert_eq!(
+            lone[0].summary,
+            "task 23 holds blocking_mutex \"dl/lone_pinned\" across an .await and can only resume on thread #900160 (a current_thread runtime or a LocalSet), which task 22 waiting for blocking_mutex \"dl/lone_a\" blocks: it can never run to release it"
         );
     }
 
