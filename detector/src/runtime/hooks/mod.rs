@@ -290,10 +290,7 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, mut since: 
     match l.hold_sample.get() {
         0 => {
             since = clock::precise_now();
-            // The next sample in SAMPLE_EVERY on average, jittered by the clock's low bits so
-            // that a periodic workload (long, short, long, ...) is not sampled in step.
-            let jitter = ((since >> 4) % u64::from(clock::SAMPLE_EVERY)) as u32;
-            l.hold_sample.set(clock::SAMPLE_EVERY / 2 + jitter);
+            l.hold_sample.set(next_sample(since, clock::SAMPLE_EVERY));
             acq = acq.with_flags(FLAG_SAMPLED);
         }
         n => l.hold_sample.set(n - 1),
@@ -600,28 +597,30 @@ pub const WAIT_SAMPLE_EVERY: u32 = 16;
 /// (the thread's countdown, or a primitive with no sampled short wait yet).
 #[inline]
 fn wait_start(prim: &Prim, precise: bool) -> (u64, bool) {
+    let l = local();
     let due = precise
-        || LOCAL
-            .try_with(|l| {
-                let left = l.wait_sample.get();
-                l.wait_sample.set(left.saturating_sub(1));
-                left == 0
-            })
-            .unwrap_or(true)
+        || {
+            let left = l.wait_sample.get();
+            l.wait_sample.set(left.saturating_sub(1));
+            left == 0
+        }
         || !prim.stats.has_wait_sample();
     if !due {
         return (clock::hold_now(), false);
     }
     let now = clock::precise_now();
-    let _ = LOCAL.try_with(|l| {
-        if l.wait_sample.get() == 0 {
-            // The next in WAIT_SAMPLE_EVERY on average, jittered by the clock's low bits so
-            // that a periodic workload (long, short, long, ...) is not sampled in step.
-            let jitter = ((now >> 4) % u64::from(WAIT_SAMPLE_EVERY)) as u32;
-            l.wait_sample.set(WAIT_SAMPLE_EVERY / 2 + jitter);
-        }
-    });
+    if l.wait_sample.get() == 0 {
+        l.wait_sample.set(next_sample(now, WAIT_SAMPLE_EVERY));
+    }
     (now, true)
+}
+
+/// The countdown to the next sample after one read at `now`: `every` on average, jittered by
+/// the clock's low bits so that a periodic workload (long, short, long, ...) is not sampled in
+/// step.
+#[inline]
+fn next_sample(now: u64, every: u32) -> u32 {
+    every / 2 + ((now >> 4) % u64::from(every)) as u32
 }
 
 fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting {

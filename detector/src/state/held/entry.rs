@@ -80,53 +80,85 @@ pub(crate) struct NewHold {
     pub(crate) scope: u32,
 }
 
+/// The seqlock of a table's hold entries and wait slots, written once (the module docs above
+/// say why): the writer, the slot's only owner, marks the generation in `tag` odd (keeping the
+/// test scope in its upper half), stores the fields (`fields`), publishes `key` (the
+/// primitive's id) and marks the generation even.
+#[inline(always)]
+pub(super) fn seq_fill(
+    tag: &AtomicU64,
+    key: &AtomicU64,
+    prim: u64,
+    scope: u32,
+    fields: impl FnOnce(),
+) {
+    let generation = (tag.load(Ordering::Relaxed) as u32) | 1;
+    let scope = u64::from(scope) << 32;
+    tag.store(u64::from(generation) | scope, Ordering::Relaxed);
+    // Release fence: a reader that sees any field stored below sees the odd generation
+    // above (or later), so it drops what it read (the seqlock's writer side).
+    fence(Ordering::Release);
+    fields();
+    // Release: a reader that sees this key (Acquire) sees the fields stored above (the
+    // owner's bitmap refresh and the task index read the key alone).
+    key.store(prim, Ordering::Release);
+    // Release: a reader that sees this even generation (Acquire) sees the fields above.
+    tag.store(
+        u64::from(generation.wrapping_add(1)) | scope,
+        Ordering::Release,
+    );
+}
+
+/// The reader's side of [`seq_fill`]: `read`'s loads of the fields, with the key and the test
+/// scope, if they all come from one fill; `None` when the slot is free or being refilled.
+#[inline(always)]
+pub(super) fn seq_view<R>(
+    tag: &AtomicU64,
+    key: &AtomicU64,
+    read: impl FnOnce() -> R,
+) -> Option<(u64, u32, R)> {
+    // Acquire: pairs with the Release of the even generation in `seq_fill`.
+    let t = tag.load(Ordering::Acquire);
+    if t & 1 != 0 {
+        return None; // being filled
+    }
+    let prim = key.load(Ordering::Acquire);
+    if prim == 0 {
+        return None;
+    }
+    let r = read();
+    // Acquire fence: if a load in `read` saw a later fill's store, the generation below is
+    // that fill's (or later), not `t` (the seqlock's reader side).
+    fence(Ordering::Acquire);
+    (tag.load(Ordering::Relaxed) == t).then_some((prim, (t >> 32) as u32, r))
+}
+
 impl Entry {
     /// Fills a free entry. Only the table's owner fills, so the generation has one writer.
     #[inline]
     pub(super) fn fill(&self, h: NewHold) {
-        let generation = (self.tag.load(Ordering::Relaxed) as u32) | 1;
-        let scope = u64::from(h.scope) << 32;
-        self.tag
-            .store(u64::from(generation) | scope, Ordering::Relaxed);
-        // Release fence: a reader that sees any field stored below sees the odd generation
-        // above (or later), so it drops what it read (the seqlock's writer side).
-        fence(Ordering::Release);
-        self.actor.store(h.actor, Ordering::Relaxed);
-        self.site.store(
-            (h.site as *const Location<'static>).cast_mut(),
-            Ordering::Relaxed,
-        );
-        self.since.store(h.since, Ordering::Relaxed);
-        self.meta.store(h.meta, Ordering::Relaxed);
-        // Release: a reader that sees this key (Acquire) sees the fields stored above (the
-        // owner's bitmap refresh and the task index read the key alone).
-        self.key.store(h.prim, Ordering::Release);
-        // Release: a reader that sees this even generation (Acquire) sees the fields above.
-        self.tag.store(
-            u64::from(generation.wrapping_add(1)) | scope,
-            Ordering::Release,
-        );
+        seq_fill(&self.tag, &self.key, h.prim, h.scope, || {
+            self.actor.store(h.actor, Ordering::Relaxed);
+            self.site.store(
+                (h.site as *const Location<'static>).cast_mut(),
+                Ordering::Relaxed,
+            );
+            self.since.store(h.since, Ordering::Relaxed);
+            self.meta.store(h.meta, Ordering::Relaxed);
+        });
     }
 
     /// A consistent copy of the hold, or `None` when the entry is free or being refilled.
     pub(super) fn view(&self, thread: u64) -> Option<HoldView> {
-        // Acquire: pairs with the Release of the even generation in `fill`.
-        let tag = self.tag.load(Ordering::Acquire);
-        if tag & 1 != 0 {
-            return None; // being filled
-        }
-        let prim = self.key.load(Ordering::Acquire);
-        if prim == 0 {
-            return None;
-        }
-        let actor = self.actor.load(Ordering::Relaxed);
-        let site = self.site.load(Ordering::Relaxed);
-        let since = self.since.load(Ordering::Relaxed);
-        let meta = self.meta.load(Ordering::Relaxed);
-        // Acquire fence: if a load above saw a later fill's store, the generation below is
-        // that fill's (or later), not `tag` (the seqlock's reader side).
-        fence(Ordering::Acquire);
-        if self.tag.load(Ordering::Relaxed) != tag || site.is_null() {
+        let (prim, scope, (actor, site, since, meta)) = seq_view(&self.tag, &self.key, || {
+            (
+                self.actor.load(Ordering::Relaxed),
+                self.site.load(Ordering::Relaxed),
+                self.since.load(Ordering::Relaxed),
+                self.meta.load(Ordering::Relaxed),
+            )
+        })?;
+        if site.is_null() {
             return None;
         }
         Some(HoldView {
@@ -138,7 +170,7 @@ impl Entry {
             permits: meta as u32,
             mode: Mode::from_u8((meta >> 32) as u8),
             flags: (meta >> 40) as u8,
-            scope: (tag >> 32) as u32,
+            scope,
             thread,
         })
     }

@@ -28,12 +28,9 @@ pub(super) fn tally_slot(prim: u64) -> usize {
 /// expectation, and no count ever goes down (a scrape sees counters only grow).
 #[inline]
 pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
-    let h = l.held.get();
-    if h.is_null() {
+    let Some(t) = slot_in(l, prim) else {
         return false;
-    }
-    // SAFETY: as in `push_in`: this thread's live table.
-    let t = &unsafe { &*h }.tallies[tally_slot(prim)];
+    };
     let owner = t.prim.load(Ordering::Relaxed);
     if owner == prim {
         count(t, sample);
@@ -54,17 +51,19 @@ pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
 /// caller takes the general path).
 #[inline(always)]
 pub(crate) fn tally_quick(l: &Local, prim: u64) -> bool {
-    let h = l.held.get();
-    if h.is_null() {
-        return false;
-    }
-    // SAFETY: as in `push_in`: this thread's live table.
-    let t = &unsafe { &*h }.tallies[tally_slot(prim)];
-    let mine = t.prim.load(Ordering::Relaxed) == prim;
-    if mine {
+    let mine = slot_in(l, prim).filter(|t| t.prim.load(Ordering::Relaxed) == prim);
+    if let Some(t) = mine {
         count(t, None);
     }
-    mine
+    mine.is_some()
+}
+
+/// `prim`'s tally slot in this thread's table (`None`: no table yet).
+#[inline(always)]
+fn slot_in(l: &Local, prim: u64) -> Option<&Tally> {
+    let h = l.held.get();
+    // SAFETY: as in `push_in`: this thread's live table.
+    (!h.is_null()).then(|| &unsafe { &*h }.tallies[tally_slot(prim)])
 }
 
 #[inline(always)]

@@ -19,7 +19,7 @@ use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
-use crate::base::loom::{AtomicPtr, AtomicU64, fence};
+use crate::base::loom::{AtomicPtr, AtomicU64};
 use crate::model::mode::Mode;
 use crate::state::actor::ActorId;
 use crate::state::tls::Local;
@@ -40,7 +40,7 @@ const WAITS_FULL: u64 = if WAITS == 64 {
 pub const SLOT_SEQ: u64 = 1 << 63;
 
 /// One wait in a thread's table: as a hold [`Entry`](super::Entry), a key (the primitive's
-/// id, 0: free) and a seqlock generation around the fields.
+/// id, 0: free) and a seqlock generation around the fields (`entry::seq_fill`).
 pub(crate) struct WaitSlot {
     key: AtomicU64,
     /// `generation | scope << 32`: odd while the owner fills the slot.
@@ -75,46 +75,33 @@ impl WaitSlot {
     }
 
     fn fill(&self, w: &NewWait, seq: u64) {
-        let generation = (self.tag.load(Ordering::Relaxed) as u32) | 1;
-        let scope = u64::from(w.scope) << 32;
-        self.tag
-            .store(u64::from(generation) | scope, Ordering::Relaxed);
-        // As in `Entry::fill`: a reader that sees a field below sees the odd generation.
-        fence(Ordering::Release);
-        self.actor.store(w.actor.as_u64(), Ordering::Relaxed);
-        self.site.store(
-            (w.site as *const Location<'static>).cast_mut(),
-            Ordering::Relaxed,
-        );
-        self.since.store(w.since_ns, Ordering::Relaxed);
-        self.seq.store(seq, Ordering::Relaxed);
-        let meta =
-            u64::from(w.permits) | (u64::from(w.mode as u8) << 32) | (u64::from(w.owned) << 40);
-        self.meta.store(meta, Ordering::Relaxed);
-        self.key.store(w.prim, Ordering::Release);
-        self.tag.store(
-            u64::from(generation.wrapping_add(1)) | scope,
-            Ordering::Release,
-        );
+        super::entry::seq_fill(&self.tag, &self.key, w.prim, w.scope, || {
+            self.actor.store(w.actor.as_u64(), Ordering::Relaxed);
+            self.site.store(
+                (w.site as *const Location<'static>).cast_mut(),
+                Ordering::Relaxed,
+            );
+            self.since.store(w.since_ns, Ordering::Relaxed);
+            self.seq.store(seq, Ordering::Relaxed);
+            let meta =
+                u64::from(w.permits) | (u64::from(w.mode as u8) << 32) | (u64::from(w.owned) << 40);
+            self.meta.store(meta, Ordering::Relaxed);
+        });
     }
 
     /// A consistent copy: the primitive's id and the wait, or `None` (free, or being filled).
     fn view(&self, thread: u64) -> Option<(u64, WaiterRec)> {
-        let tag = self.tag.load(Ordering::Acquire);
-        if tag & 1 != 0 {
-            return None;
-        }
-        let prim = self.key.load(Ordering::Acquire);
-        if prim == 0 {
-            return None;
-        }
-        let actor = self.actor.load(Ordering::Relaxed);
-        let site = self.site.load(Ordering::Relaxed);
-        let since_ns = self.since.load(Ordering::Relaxed);
-        let seq = self.seq.load(Ordering::Relaxed);
-        let meta = self.meta.load(Ordering::Relaxed);
-        fence(Ordering::Acquire);
-        if self.tag.load(Ordering::Relaxed) != tag || site.is_null() {
+        let (prim, scope, (actor, site, since_ns, seq, meta)) =
+            super::entry::seq_view(&self.tag, &self.key, || {
+                (
+                    self.actor.load(Ordering::Relaxed),
+                    self.site.load(Ordering::Relaxed),
+                    self.since.load(Ordering::Relaxed),
+                    self.seq.load(Ordering::Relaxed),
+                    self.meta.load(Ordering::Relaxed),
+                )
+            })?;
+        if site.is_null() {
             return None;
         }
         // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
@@ -129,7 +116,7 @@ impl WaitSlot {
             mode: Mode::from_u8((meta >> 32) as u8),
             timed: false,
             owned: (meta >> 40) & 1 != 0,
-            scope: (tag >> 32) as u32,
+            scope,
             on_worker: false,
             retries: 0,
         };
