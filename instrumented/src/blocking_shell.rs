@@ -29,10 +29,14 @@ pub(crate) fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
 /// and a branch, inlined into the wrapper (`prim` is not even looked up). Recording, the
 /// uncontended grant (`fast`'s first try and [`probe::granted_quick`]) is inline too; the
 /// waits stay out of line, so that they do not keep the wrapper from inlining.
+///
+/// `stays`: the guard made of `P` cannot leave this thread (it is `!Send`; see
+/// [`Token::quick`](crate::probe::Token)).
 #[inline(always)]
 pub(crate) fn blocking<'p, P>(
     prim: impl FnOnce() -> &'p Prim,
     acq: Acq,
+    stays: bool,
     mut fast: impl FnMut() -> Option<P>,
     block: impl FnOnce() -> P,
 ) -> (P, Token) {
@@ -42,7 +46,7 @@ pub(crate) fn blocking<'p, P>(
     let prim = prim();
     // Uncontended, the common case: one `try_` and the probe's quick grant, inline.
     if let Some(p) = fast() {
-        return (p, probe::granted_quick(prim, acq));
+        return (p, probe::granted_quick(prim, acq, stays));
     }
     blocking_recorded(prim, acq, fast, block)
 }

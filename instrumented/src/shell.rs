@@ -14,6 +14,7 @@
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
+use lockscope_detector::hooks;
 use lockscope_detector::prim::Prim;
 
 use crate::probe::{self, Token};
@@ -26,6 +27,10 @@ use crate::probe::{self, Token};
 pub(crate) trait Owner<G> {
     /// The primitive whose books the guard's token is in.
     fn prim(&self) -> &Prim;
+
+    /// Whether the primitive is a mutex (`PrimKind::is_mutex`), when the owner's type says so
+    /// (`None`: the release reads the primitive's kind).
+    const MUTEX: Option<bool> = None;
 
     /// Hands the lock back. The default drops `inner`: the wrapped lock's own guard, whose
     /// drop unlocks.
@@ -113,10 +118,28 @@ impl<O: Owner<G>, G> Guard<O, G> {
 impl<O: Owner<G>, G> Drop for Guard<O, G> {
     #[inline]
     fn drop(&mut self) {
-        let prim = self.owner.prim();
-        let released = self.token.release_books(prim);
-        // SAFETY: `inner` is taken once, here, and never used again.
+        // SAFETY: `inner` is taken once, here, and never used again (moving it out does not
+        // unlock: `unlock` below does).
         let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        if self.token.is_quick() {
+            // The thread's own untimed hold, on the thread that took it: the books in two
+            // stores, the unlock, then the hold time (see `hooks::release_own`).
+            let hold = self.token.take_quick();
+            let prim = self.owner.prim();
+            let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
+            // SAFETY: the hold of a quick token, released once (the token is now empty), on
+            // its thread (quick tokens are made only for guards that cannot leave it).
+            let released = unsafe { hooks::release_own(prim, hold, mutex) };
+            self.owner.unlock(inner);
+            return probe::release_stats(prim, released);
+        }
+        if self.token.is_none() {
+            // Nothing recorded (the detector was off): not even the primitive is looked up.
+            return self.owner.unlock(inner);
+        }
+        let prim = self.owner.prim();
+        let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
+        let released = self.token.release_books(prim, mutex);
         self.owner.unlock(inner);
         // The primitive outlives the unlock (the owner keeps it), so `prim` is still good.
         probe::release_stats(prim, released);

@@ -127,6 +127,13 @@ pub fn published() -> Option<u64> {
     }
 }
 
+/// The published word itself: 0 before the watchdog first publishes it (else a time whose
+/// 3 low bits the caller clears).
+#[inline(always)]
+pub(crate) fn published_word() -> u64 {
+    TICKED.0.load(Ordering::Relaxed)
+}
+
 /// Starts the `lockscope-clock` thread once, if the configuration asks for it (see the module
 /// docs). It reads its period from the configuration on every tick, and stops setting the
 /// time (so that [`hold_now`] reads the coarse clock) while the detector is off or the

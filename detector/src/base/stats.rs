@@ -78,6 +78,7 @@ impl Histogram {
     #[inline(always)]
     pub(crate) fn observe_short(&self, last: &AtomicU64, sample: Option<u64>, exclusive: bool) {
         const NS: u64 = (1 << 56) - 1;
+        const LAST: usize = BUCKETS_NS.len();
         let (i, ns) = match sample {
             Some(ns) => {
                 let i = bucket_of(ns);
@@ -86,7 +87,9 @@ impl Histogram {
             }
             None => {
                 let last = last.load(Relaxed);
-                ((last >> 56) as usize, last & NS)
+                // `min`: a branch-free clamp where a bounds check would be (the bucket was
+                // stored from `bucket_of` above, so it is in range already).
+                (((last >> 56) as usize).min(LAST), last & NS)
             }
         };
         // Release (in `bump`): visible only after the hold it counts has left the books.
@@ -204,6 +207,12 @@ impl Stats {
     #[inline(always)]
     pub(crate) fn observe_short(&self, sample: Option<u64>) {
         self.hold.observe_short(&self.short_last, sample, true);
+    }
+
+    /// [`Stats::observe_short`] of an untimed short hold, by a thread that no longer holds
+    /// the mutex (atomic adds).
+    pub(crate) fn observe_short_shared(&self) {
+        self.hold.observe_short(&self.short_last, None, false);
     }
 
     /// A copy of every counter.

@@ -32,7 +32,7 @@ impl<'a> PrimRef<'a> for &'a Prim {
 /// [`Owner`] and [`PrimRef`] for a borrow of each lock: a guard that must give its lock back
 /// (`MutexGuard::mutex`, `rwlock`, `remutex`) keeps the lock; its inner guard unlocks.
 macro_rules! lock_owner {
-    ($($lock:ident),*) => {$(
+    ($($lock:ident: $mutex:expr),*) => {$(
         impl<'a, T: ?Sized> PrimRef<'a> for &'a $lock<T> {
             #[inline]
             fn prim_ref(self) -> &'a Prim {
@@ -45,11 +45,13 @@ macro_rules! lock_owner {
             fn prim(&self) -> &Prim {
                 $lock::prim(self)
             }
+
+            const MUTEX: Option<bool> = Some($mutex);
         }
     )*};
 }
 
-lock_owner!(Mutex, RwLock, ReentrantMutex);
+lock_owner!(Mutex: true, RwLock: false, ReentrantMutex: true);
 
 /// Runs `f` (a user closure that takes a guard apart, as in `map`) so that, if it panics, the
 /// books are released before the inner guard unlocks on the way out: the detector never sees

@@ -160,13 +160,18 @@ pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
 
 /// [`granted`], for a blocking lock just taken without waiting, on the detector's quick path
 /// when it applies (see [`hooks::acquired_quick`]) and nobody listens at TRACE; the general
-/// path stays out of line. The caller checked [`hooks::enabled`].
+/// path stays out of line. `stays`: the guard cannot leave this thread (it is `!Send`), so
+/// the token may be a [`Token::quick`] one. The caller checked [`hooks::enabled`].
 #[inline(always)]
-pub(crate) fn granted_quick(prim: &Prim, acq: Acq) -> Token {
+pub(crate) fn granted_quick(prim: &Prim, acq: Acq, stays: bool) -> Token {
     if !tracing::level_enabled!(Level::TRACE)
         && let Some(hold) = hooks::acquired_quick(prim, acq)
     {
-        return Token::new(hold, None);
+        return if stays {
+            Token::quick(hold)
+        } else {
+            Token::new(hold, None)
+        };
     }
     granted_general(prim, acq)
 }

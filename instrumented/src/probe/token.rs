@@ -31,6 +31,12 @@ unsafe impl Sync for Token {}
 const SPANNED: usize = 1;
 const _: () = assert!(std::mem::align_of::<Spanned>() > SPANNED);
 
+/// The token's hold (never spanned) was recorded by the thread's quick path
+/// ([`hooks::acquired_quick`]) and its guard cannot leave the thread: the release needs no
+/// check (see [`Token::take_quick`]).
+const QUICK: usize = 2;
+const _: () = assert!(lockscope_detector::held::ENTRY_ALIGN > QUICK | SPANNED);
+
 /// A hold with its span (the slow path: a subscriber listens at TRACE).
 struct Spanned {
     hold: Hold,
@@ -71,10 +77,35 @@ impl Token {
         }
     }
 
+    /// A hold of the thread's quick path whose guard stays on the thread (see [`QUICK`]).
+    #[inline(always)]
+    pub(super) fn quick(hold: Hold) -> Token {
+        Token(hold.into_raw().map_addr(|a| a | QUICK))
+    }
+
+    /// Whether the token is a [`Token::quick`] one.
+    #[inline(always)]
+    pub(crate) fn is_quick(&self) -> bool {
+        self.0.addr() & QUICK != 0
+    }
+
+    /// The hold of a [`Token::quick`] token, as [`Hold::into_raw`] gave it, leaving a token that
+    /// recorded nothing: for [`hooks::release_own`] and [`hooks::release_own_stats`].
+    #[inline(always)]
+    pub(crate) fn take_quick(&mut self) -> *mut () {
+        std::mem::replace(&mut self.0, std::ptr::null_mut()).map_addr(|a| a & !QUICK)
+    }
+
     #[cold]
     fn spanned(hold: Hold, span: SpanPtr) -> Token {
         let b = Box::into_raw(Box::new(Spanned { hold, span })).cast::<()>();
         Token(b.map_addr(|a| a | SPANNED))
+    }
+
+    /// Whether nothing was recorded (the detector was off).
+    #[inline(always)]
+    pub(crate) fn is_none(&self) -> bool {
+        self.0.is_null()
     }
 
     /// Takes the hold and span out, leaving a token that recorded nothing.
@@ -82,9 +113,12 @@ impl Token {
     fn take(&mut self) -> (Hold, Option<SpanPtr>) {
         let raw = std::mem::replace(&mut self.0, std::ptr::null_mut());
         if raw.addr() & SPANNED == 0 {
-            // SAFETY: a pointer from `Hold::into_raw` (or null), taken once (the token is now
-            // null).
-            (unsafe { Hold::from_raw(raw) }, None)
+            // SAFETY: a pointer from `Hold::into_raw` (or null), its tag cleared, taken once
+            // (the token is now null).
+            (
+                unsafe { Hold::from_raw(raw.map_addr(|a| a & !QUICK)) },
+                None,
+            )
         } else {
             // SAFETY: the box `spanned` leaked, taken once (the token is now null).
             let b = unsafe { Box::from_raw(raw.map_addr(|a| a & !SPANNED).cast::<Spanned>()) };
@@ -95,10 +129,11 @@ impl Token {
     /// Runs `f` on the hold in place.
     fn with_hold<R>(&mut self, f: impl FnOnce(&mut Hold) -> R) -> R {
         if self.0.addr() & SPANNED == 0 {
+            let quick = self.0.addr() & QUICK;
             // SAFETY: as in `take`; the word is put back below, so the hold stays owned once.
-            let mut hold = unsafe { Hold::from_raw(self.0) };
+            let mut hold = unsafe { Hold::from_raw(self.0.map_addr(|a| a & !QUICK)) };
             let r = f(&mut hold);
-            self.0 = hold.into_raw();
+            self.0 = hold.into_raw().map_addr(|a| a | quick);
             r
         } else {
             // SAFETY: the live box `spanned` leaked, borrowed mutably through `&mut self`.
@@ -129,14 +164,14 @@ impl Token {
     /// Releases the hold in the books only (call before the inner unlock); give what it
     /// returns to [`release_stats`] after the unlock, so that the clock read and the
     /// statistics stay out of the lock's critical section.
+    ///
+    /// `mutex`: whether `prim` is a mutex (`PrimKind::is_mutex`), which the guard's type may
+    /// know. The caller checked that the token recorded something ([`Token::is_none`]).
     #[inline(always)]
-    pub(crate) fn release_books(&mut self, prim: &Prim) -> Released {
-        if self.0.is_null() {
-            return Released::default();
-        }
+    pub(crate) fn release_books(&mut self, prim: &Prim, mutex: bool) -> Released {
         // The common release, inline: no span, the detector's quick path.
-        if self.0.addr() & SPANNED == 0 {
-            let released = hooks::release_quick(prim, self.0);
+        if self.0.addr() & (SPANNED | QUICK) == 0 {
+            let released = hooks::release_quick(prim, self.0, mutex);
             if released.is_done() {
                 self.0 = std::ptr::null_mut();
                 return released;

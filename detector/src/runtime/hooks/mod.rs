@@ -25,8 +25,8 @@ use crate::base::stats::WaitTime;
 use crate::rules;
 use crate::state::actor::{self, ActorId};
 use crate::state::held::{
-    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_REENTRY, FLAG_SAMPLED, FLAG_SPLIT,
-    FLAG_TRY, NewHold,
+    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_QUICK, FLAG_REENTRY, FLAG_SAMPLED,
+    FLAG_SPLIT, FLAG_TRY, NewHold,
 };
 use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local, local};
@@ -125,7 +125,7 @@ impl Hold {
         let Some(view) = self.entry.as_ref().and_then(EntryRef::view) else {
             return Hold::none();
         };
-        let meta = held::pack_meta(permits, view.mode, view.flags | FLAG_SPLIT);
+        let meta = held::pack_meta(permits, view.mode, (view.flags | FLAG_SPLIT) & !FLAG_QUICK);
         let hold = NewHold {
             prim: prim.id.0,
             actor: view.actor.as_u64(),
@@ -183,48 +183,65 @@ pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
 /// new lock-order edge, tasks, the first use of a thread, the sampled acquisition).
 ///
 /// The actor is the thread and the start is the published clock; it writes the entry and
-/// nothing more.
+/// nothing more, all of it inside the lock's critical section: a lock taken again by the
+/// thread that just released it (the common case when two threads share a short critical
+/// section) is handed over the least often when little runs between release and re-take.
 #[inline(always)]
 pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
     let l = local();
-    let th = l.held.get();
+    // A sample countdown above 0 means this thread has its table (see `record_hold`).
     let left = l.hold_sample.get();
-    let seq = l.thread_seq.get();
-    let since = clock::published();
-    if th.is_null() | (left == 0) | (seq == 0) | since.is_none() {
+    let since = clock::published_word();
+    if (left == 0) | (since == 0) {
         return None;
     }
-    let actor = ActorId::from_thread_seq(seq);
+    let th = l.held.get();
     let mask = l.mask.get();
+    let actor = ActorId::from_thread_seq(l.thread_seq.get());
+    if mask != 0 && !quick_nested(th, mask, prim, actor, acq) {
+        return None;
+    }
+    if tokio::task::try_id().is_some() {
+        return None;
+    }
+    let acq = acq.with_flags(FLAG_QUICK);
+    Some(quick_push(l, th, mask, prim, actor, acq, since & TIME))
+}
+
+/// Whether [`acquired_quick`] may record `prim` beside the holds `mask` (not 0) of this thread.
+#[inline(always)]
+fn quick_nested(
+    th: *const held::ThreadHeld,
+    mask: u32,
+    prim: &Prim,
+    actor: ActorId,
+    acq: Acq,
+) -> bool {
     let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
-    // SAFETY: `th` and `mask` are this thread's table and mask, read above.
-    let room = unsafe {
+    // SAFETY: `th` and `mask` are this thread's table and mask.
+    unsafe {
         held::quick_room(th, mask, actor.as_u64(), |held, flags| {
             unchecked
                 || flags & FLAG_MOVABLE != 0
                 || (held != prim.id.0 && graph::lockorder::known(prim, held))
         })
-    };
-    if !room || tokio::task::try_id().is_some() {
-        return None;
     }
-    Some(quick_push(l, th, mask, prim, actor, acq, since))
 }
 
-/// [`acquired_quick`] for a task: one that holds nothing (as the task index knows), taking a
+/// The quick path of [`acquired`] for a task: one that holds nothing (as the task index knows), taking a
 /// primitive that is not a blocking lock, on a thread where no task holds a blocking guard.
 /// `None` (also outside a task): the caller takes [`acquired`].
 #[inline(always)]
 pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
     let l = local();
     let th = l.held.get();
+    // A sample countdown above 0 means this thread has its table (see `record_hold`).
     let left = l.hold_sample.get();
     let mask = l.mask.get();
-    let since = clock::published();
-    if th.is_null()
-        | (left == 0)
+    let since = clock::published_word();
+    if (left == 0)
         | (mask == held::FULL)
-        | since.is_none()
+        | (since == 0)
         | prim.kind.is_blocking()
         | (l.blocking_in_task.get() != 0)
     {
@@ -234,7 +251,7 @@ pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
     if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && held::task_any(actor.as_u64()) {
         return None;
     }
-    let hold = quick_push(l, th, mask, prim, actor, acq, since);
+    let hold = quick_push(l, th, mask, prim, actor, acq, since & TIME);
     if let Some(e) = &hold.entry {
         e.index_task(actor.as_u64());
     }
@@ -251,7 +268,7 @@ fn quick_push(
     prim: &Prim,
     actor: ActorId,
     acq: Acq,
-    since: Option<u64>,
+    since: u64,
 ) -> Hold {
     l.hold_sample.set(l.hold_sample.get() - 1);
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
@@ -259,7 +276,7 @@ fn quick_push(
         prim: prim.id.0,
         actor: actor.as_u64(),
         site: acq.site(),
-        since: since.unwrap_or_default(),
+        since,
         meta: acq.meta,
         scope: l.scope.get(),
     };
@@ -313,10 +330,11 @@ fn record_hold(l: &Local, prim: &Prim, actor: ActorId, mut acq: Acq, mut since: 
             scope: l.scope.get(),
         },
     );
-    if actor.is_task()
-        && let Some(e) = &entry
-    {
-        e.index_task(actor.as_u64());
+    match &entry {
+        Some(e) if actor.is_task() => e.index_task(actor.as_u64()),
+        Some(_) => {}
+        // No table (the thread is exiting): the quick paths must not run (see `acquired_quick`).
+        None => l.hold_sample.set(0),
     }
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
     Hold { entry }
@@ -376,30 +394,83 @@ fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
 /// the hold. (Not an `Option`: two words come back in registers, three through memory.)
 ///
 /// A mutex's holder counts the hold before the unlock (see [`release_books`]), with plain
-/// loads and stores, and leaves nothing for [`release_stats`].
+/// loads and stores, and leaves nothing for [`release_stats`]. `mutex` is
+/// `prim.kind().is_mutex()`, which a wrapper may know from its type.
 #[inline(always)]
-pub fn release_quick(prim: &Prim, raw: *mut ()) -> Released {
+pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
     let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
         return Released::UNDONE;
     };
     let (since, meta) = e.since_and_meta();
-    let mutex = prim.kind.is_mutex();
-    let short = meta_flags(meta) & FLAG_SAMPLED == 0 && clock::published() == Some(since);
-    let quick = meta_flags(meta) & (FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0 && (!mutex || short);
+    debug_assert_eq!(mutex, prim.kind.is_mutex());
+    // Untimed and started at the published time now: under a tick. (A sampled start is a
+    // precise reading, not the published word, but its flag sends it to the general path.)
+    let short = since == clock::published_word() & TIME;
     let l = local();
-    // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
-    if !quick || !held::release_quick(&e, l) {
+    let flags = meta_flags(meta);
+    if flags & FLAG_QUICK != 0 {
+        // A thread's own untimed hold on its inline entry: released here if this is still
+        // its thread (a guard may be `Send`) and, for a mutex, it was short.
+        if (mutex && !short) || !held::release_quick_own(&e, l) {
+            return Released::UNDONE;
+        }
+    } else if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0
+        || (mutex && !short)
+        || !held::release_quick(&e, l)
+    {
+        // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
         return Released::UNDONE;
     }
-    resource_released(prim, &e);
+    // (The entry is cleared: its view is gone, its meta word still says what was held.)
+    #[cfg(feature = "console")]
+    prim.resource
+        .released(prim.kind, meta_mode(meta), meta as u32);
     if mutex {
-        prim.stats.observe_short(None);
-        return Released::default();
+        // Short: counted in this thread's tally after the unlock (see `release_stats`), off
+        // the primitive's cache line, which the next holder's thread would have to take back,
+        // and after the unlock, where the tally's dependent loads do not delay it.
+        return Released::SHORT;
     }
     // A short hold of a shared primitive in this thread's tally, when the tally has its slot:
     // plain loads and stores on this thread's table, nothing left for after the unlock.
     if short && held::tally_quick(l, prim.id.0) {
+        return Released::default();
+    }
+    Released {
+        since: since.max(8),
+        meta,
+    }
+}
+
+/// [`release_quick`] for a hold of [`acquired_quick`] (its [`Hold::into_raw`]), on the thread
+/// that took it: the books in two stores, no check; a mutex's short hold counted by its
+/// holder (plain loads and stores, as in [`release_books`]). Call before the inner unlock, and
+/// give what it returns to [`release_stats`] after it. `mutex` as for [`release_quick`].
+///
+/// # Safety
+///
+/// `raw` is the hold of an [`acquired_quick`] that returned it on this thread, not released
+/// yet, and released once (this call).
+#[inline(always)]
+pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
+    // SAFETY: as the caller promises: a live entry of this thread's table.
+    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
+        return Released::default();
+    };
+    let (since, meta) = e.since_and_meta();
+    held::release_own(&e, local());
+    #[cfg(feature = "console")]
+    prim.resource
+        .released(prim.kind, meta_mode(meta), meta as u32);
+    let short = since == clock::published_word() & TIME;
+    if mutex && short {
+        prim.stats.observe_short(None);
+        return Released::default();
+    }
+    if mutex {
+        // Long: recorded now, by the holder, with its time.
+        record_mutex_hold(prim, hold_time(since, meta));
         return Released::default();
     }
     Released {
@@ -418,6 +489,9 @@ pub struct Released {
 impl Released {
     /// [`release_quick`] did nothing (a start is never 1: its low bits are cleared).
     const UNDONE: Released = Released { since: 1, meta: 0 };
+
+    /// An untimed short hold of a mutex, for this thread's tally (a start is never 2 either).
+    const SHORT: Released = Released { since: 2, meta: 0 };
 
     /// Whether [`release_quick`] released the hold.
     #[inline(always)]
@@ -471,8 +545,24 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
 /// or the statistics (an atomic RMW: the primitive is no longer held).
 #[inline(always)]
 pub fn release_stats(prim: &Prim, r: Released) {
-    if r.since != 0 {
+    if r.since == Released::SHORT.since {
+        if !held::tally_quick(local(), prim.id.0) {
+            record_short(prim);
+        }
+    } else if r.since != 0 {
         record_released(prim, r);
+    }
+}
+
+/// [`release_stats`] of a mutex's short hold whose tally slot is not the mutex's yet.
+#[inline(never)]
+fn record_short(prim: &Prim) {
+    let counted = LOCAL
+        .try_with(|l| held::tally_in(l, prim.id.0, None))
+        .unwrap_or(false);
+    if !counted {
+        // Unlocked now: another holder may count at the same time.
+        prim.stats.observe_short_shared();
     }
 }
 

@@ -114,6 +114,8 @@ impl Drop for OwnerGuard {
     fn drop(&mut self) {
         let _ = LOCAL.try_with(|l| {
             l.held.set(std::ptr::null());
+            // The quick paths run only with a countdown above 0 (see `hooks::record_hold`).
+            l.hold_sample.set(0);
             l.dead.set(true);
         });
         // The table stays listed (its entries may outlive the thread in moved guards); an
@@ -320,10 +322,42 @@ pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
 #[inline(always)]
 pub(crate) fn release_quick(e: &EntryRef, l: &Local) -> bool {
     let entry = e.entry();
-    if entry.slot as usize >= INLINE || !std::ptr::eq(l.held.get(), entry.owner) {
+    let slot = entry.slot;
+    if slot as usize >= INLINE || !std::ptr::eq(l.held.get(), entry.owner) {
         return false;
     }
-    e.release_in(Some(l));
+    unindex(entry);
+    // Release: as in `release_in`.
+    entry.key.store(0, Ordering::Release);
+    l.mask.set(l.mask.get() & !(1 << slot));
+    true
+}
+
+/// Clears a hold of the quick path ([`FLAG_QUICK`]) on its own thread: inline and in no task
+/// index by construction, so nothing is checked.
+#[inline(always)]
+pub(crate) fn release_own(e: &EntryRef, l: &Local) {
+    let entry = e.entry();
+    debug_assert!(std::ptr::eq(l.held.get(), entry.owner) || l.held.get().is_null());
+    // Release: as in `release_in`.
+    entry.key.store(0, Ordering::Release);
+    l.mask.set(l.mask.get() & !(1 << entry.slot));
+}
+
+/// [`release_quick`] for a hold of the quick path ([`FLAG_QUICK`]): inline and in no task
+/// index by construction, so only its thread is checked.
+#[inline(always)]
+pub(crate) fn release_quick_own(e: &EntryRef, l: &Local) -> bool {
+    let entry = e.entry();
+    if !std::ptr::eq(l.held.get(), entry.owner) {
+        return false;
+    }
+    debug_assert!(
+        (entry.slot as usize) < INLINE && entry.task_ref.load(Ordering::Relaxed).is_null()
+    );
+    // Release: as in `release_in`.
+    entry.key.store(0, Ordering::Release);
+    l.mask.set(l.mask.get() & !(1 << entry.slot));
     true
 }
 
@@ -341,8 +375,9 @@ pub(crate) unsafe fn push_quick(
     hold: NewHold,
 ) -> EntryRef {
     let i = (!mask).trailing_zeros() as usize;
-    // SAFETY: as the caller promises; the table lives while its thread does (see `push_in`).
-    let e = &unsafe { &*th }.inline[i];
+    // SAFETY: as the caller promises; the table lives while its thread does (see `push_in`),
+    // and `i < INLINE` as `mask` is not full.
+    let e = unsafe { (*th).inline.get_unchecked(i) };
     e.fill(hold);
     l.mask.set(mask | (1 << i));
     EntryRef(NonNull::from(e))
