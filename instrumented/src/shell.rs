@@ -32,6 +32,16 @@ pub(crate) trait Owner<G> {
     /// (`None`: the release reads the primitive's kind).
     const MUTEX: Option<bool> = None;
 
+    /// [`Owner::prim`], without the check a lazily registered primitive needs.
+    ///
+    /// # Safety
+    ///
+    /// The primitive was looked up before through this owner (a hold of it was recorded).
+    #[inline]
+    unsafe fn prim_registered(&self) -> &Prim {
+        self.prim()
+    }
+
     /// Hands the lock back. The default drops `inner`: the wrapped lock's own guard, whose
     /// drop unlocks.
     #[inline]
@@ -57,7 +67,9 @@ impl<G> Owner<G> for &Prim {
 pub(crate) struct Guard<O: Owner<G>, G> {
     owner: O,
     inner: ManuallyDrop<G>,
-    token: Token,
+    /// Released (or dropped) by `Drop` on every path: not dropped again by the glue, so that
+    /// a guard's drop needs no second look at it.
+    token: ManuallyDrop<Token>,
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {
@@ -67,7 +79,7 @@ impl<O: Owner<G>, G> Guard<O, G> {
         Guard {
             owner,
             inner: ManuallyDrop::new(inner),
-            token,
+            token: ManuallyDrop::new(token),
         }
     }
 
@@ -80,7 +92,7 @@ impl<O: Owner<G>, G> Guard<O, G> {
         unsafe {
             (
                 std::ptr::read(&s.owner),
-                std::ptr::read(&s.token),
+                ManuallyDrop::into_inner(std::ptr::read(&s.token)),
                 ManuallyDrop::into_inner(std::ptr::read(&s.inner)),
             )
         }
@@ -116,7 +128,7 @@ impl<O: Owner<G>, G> Guard<O, G> {
 }
 
 impl<O: Owner<G>, G> Drop for Guard<O, G> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: `inner` is taken once, here, and never used again (moving it out does not
         // unlock: `unlock` below does).
@@ -125,7 +137,8 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
             // The thread's own untimed hold, on the thread that took it: the books in two
             // stores, the unlock, then the hold time (see `hooks::release_own`).
             let hold = self.token.take_quick();
-            let prim = self.owner.prim();
+            // SAFETY: a quick token was recorded for this owner's primitive, so it is there.
+            let prim = unsafe { self.owner.prim_registered() };
             let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
             // SAFETY: the hold of a quick token, released once (the token is now empty), on
             // its thread (quick tokens are made only for guards that cannot leave it).
@@ -137,12 +150,22 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
             // Nothing recorded (the detector was off): not even the primitive is looked up.
             return self.owner.unlock(inner);
         }
+        self.drop_recorded(inner);
+    }
+}
+
+impl<O: Owner<G>, G> Guard<O, G> {
+    /// The rest of `drop`: a hold recorded on another path than the thread's quick one.
+    #[inline(never)]
+    fn drop_recorded(&mut self, inner: G) {
         let prim = self.owner.prim();
         let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
         let released = self.token.release_books(prim, mutex);
         self.owner.unlock(inner);
         // The primitive outlives the unlock (the owner keeps it), so `prim` is still good.
         probe::release_stats(prim, released);
+        // SAFETY: dropped once, here (released by now: this only checks).
+        unsafe { ManuallyDrop::drop(&mut self.token) };
     }
 }
 

@@ -87,7 +87,7 @@ static TICKED: Published = Published(AtomicU64::new(0));
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// One acquisition in this many, per thread, is timed precisely for the hold histogram.
-pub const SAMPLE_EVERY: u32 = 64;
+pub const SAMPLE_EVERY: u32 = 256;
 
 /// Publishes the time for [`hold_now`] (the watchdog, at every tick).
 pub(crate) fn publish() {

@@ -165,6 +165,79 @@ struct WaitHistogram {
     last: AtomicU64,
 }
 
+/// Buckets a short hold can fall in: short holds last under `hooks::LONG_NS` (200 ms), and
+/// bucket 7 ends at 0.5 s.
+const SHORT_BUCKETS: usize = 8;
+
+/// A mutex's sampled short holds (also counted in its hold histogram), and what reads have
+/// drawn from them for the untimed ones (see [`Stats::count_short`]). Allocated with the
+/// mutex's first sampled short hold (or first read), like the wait histogram.
+#[derive(Default)]
+struct ShortHolds {
+    /// The sampled short holds per bucket, and their sum: written by the mutex's holder.
+    samples: [AtomicU64; SHORT_BUCKETS],
+    samples_ns: AtomicU64,
+    /// The untimed short holds apportioned so far (only reads write it).
+    drawn: parking_lot::Mutex<Drawn>,
+}
+
+/// The untimed short holds a mutex's reads have apportioned: per bucket and their sum, the
+/// count apportioned, and the samples seen at the latest read.
+#[derive(Default)]
+struct Drawn {
+    buckets: [u64; SHORT_BUCKETS],
+    sum_ns: u64,
+    given: u64,
+    seen: [u64; SHORT_BUCKETS],
+    seen_ns: u64,
+}
+
+impl Drawn {
+    /// Apportions the untimed short holds counted up to `untimed` over the buckets as the
+    /// samples are (those since the previous read when there are any, else all of them):
+    /// every count exact, each bucket and the sum right in expectation, and no bucket ever
+    /// going down from one read to the next.
+    fn draw(&mut self, untimed: u64, samples: [u64; SHORT_BUCKETS], samples_ns: u64) {
+        let new = untimed.saturating_sub(self.given);
+        let mut weights = samples;
+        let mut weights_ns = samples_ns;
+        if samples != self.seen {
+            for (w, s) in weights.iter_mut().zip(self.seen) {
+                *w -= s;
+            }
+            weights_ns -= self.seen_ns;
+        }
+        self.seen = samples;
+        self.seen_ns = samples_ns;
+        if new == 0 {
+            return;
+        }
+        self.given = untimed;
+        let total: u64 = weights.iter().sum();
+        if total == 0 {
+            // Never sampled: counted as under the first bound, with no duration.
+            self.buckets[0] += new;
+            return;
+        }
+        // Largest remainders: the whole shares first, then one more each to the buckets
+        // with the largest fractions, until all `new` are given.
+        let mut given = 0;
+        let mut rest = [(0u128, 0usize); SHORT_BUCKETS];
+        for (i, &w) in weights.iter().enumerate() {
+            let share = u128::from(new) * u128::from(w);
+            let whole = (share / u128::from(total)) as u64;
+            self.buckets[i] += whole;
+            given += whole;
+            rest[i] = (share % u128::from(total), i);
+        }
+        rest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        for &(_, i) in rest.iter().take((new - given) as usize) {
+            self.buckets[i] += 1;
+        }
+        self.sum_ns += (u128::from(new) * u128::from(weights_ns) / u128::from(total)) as u64;
+    }
+}
+
 /// The statistics kept on every primitive.
 ///
 /// The wait histogram is allocated the first time the primitive is contended: most
@@ -177,8 +250,9 @@ pub struct Stats {
     pub(crate) cancelled: AtomicU64,
     wait: OnceLock<Box<WaitHistogram>>,
     pub(crate) hold: Histogram,
-    /// A mutex's latest sampled short hold, `bucket << 56 | ns` (see [`Stats::observe_short`]).
-    short_last: AtomicU64,
+    /// A mutex's untimed short holds (see [`Stats::count_short`]).
+    untimed: AtomicU64,
+    short: OnceLock<Box<ShortHolds>>,
 }
 
 impl Stats {
@@ -201,18 +275,53 @@ impl Stats {
         self.wait.get().is_some_and(|w| w.last.load(Relaxed) != 0)
     }
 
-    /// A mutex's short hold, observed by its holder before the unlock (see
-    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)), as a thread's tally
-    /// counts one (see [`Histogram::observe_short`]).
+    /// A mutex's untimed short hold, counted by its holder before the unlock (see
+    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)): one plain add, at a
+    /// fixed place. A read ([`Stats::read`]) gives the untimed holds the buckets and durations
+    /// of the sampled ones, apportioned: each counted once, the buckets and the sum right in
+    /// expectation, no bucket going down. (A tally's bucket per hold would cost a dependent
+    /// load and two more writes just before the unlock: a third of a nested lock's time.)
     #[inline(always)]
-    pub(crate) fn observe_short(&self, sample: Option<u64>) {
-        self.hold.observe_short(&self.short_last, sample, true);
+    pub(crate) fn count_short(&self) {
+        bump(&self.untimed, 1, true);
     }
 
-    /// [`Stats::observe_short`] of an untimed short hold, by a thread that no longer holds
-    /// the mutex (atomic adds).
-    pub(crate) fn observe_short_shared(&self) {
-        self.hold.observe_short(&self.short_last, None, false);
+    /// A mutex's sampled short hold of `ns`, by its holder: in the histogram, and among the
+    /// samples the untimed ones are drawn from.
+    pub(crate) fn observe_short_sample(&self, ns: u64) {
+        self.hold.observe(ns, true);
+        let short = self.short.get_or_init(Box::default);
+        bump(
+            &short.samples[bucket_of(ns).min(SHORT_BUCKETS - 1)],
+            1,
+            true,
+        );
+        bump(&short.samples_ns, ns, true);
+    }
+
+    /// Completed holds so far (without the apportioning of [`Stats::read`]).
+    pub(crate) fn released(&self) -> u64 {
+        self.hold.read().count() + self.untimed.load(Acquire)
+    }
+
+    /// The hold histogram, with the untimed short holds apportioned (see
+    /// [`Stats::count_short`]).
+    fn hold(&self) -> HistogramSnapshot {
+        let mut hold = self.hold.read();
+        // Acquire: pairs with `bump`'s Release (a counted hold has left the books).
+        let untimed = self.untimed.load(Acquire);
+        if untimed == 0 {
+            return hold;
+        }
+        let short = self.short.get_or_init(Box::default);
+        let samples = std::array::from_fn(|i| short.samples[i].load(Relaxed));
+        let mut drawn = short.drawn.lock();
+        drawn.draw(untimed, samples, short.samples_ns.load(Relaxed));
+        for (b, d) in hold.buckets.iter_mut().zip(drawn.buckets) {
+            *b += d;
+        }
+        hold.sum_ns += drawn.sum_ns;
+        hold
     }
 
     /// A copy of every counter.
@@ -223,7 +332,7 @@ impl Stats {
             timeouts: self.timeouts.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
             wait: self.wait.get().map(|w| w.hist.read()).unwrap_or_default(),
-            hold: self.hold.read(),
+            hold: self.hold(),
         }
     }
 }
@@ -268,6 +377,56 @@ mod tests {
         assert_eq!(bucket_of(100_001), 1);
         assert_eq!(bucket_of(60_000_000_000), 12);
         assert_eq!(bucket_of(60_000_000_001), 13);
+    }
+
+    /// The untimed short holds of a mutex take the sampled ones' buckets when read: every one
+    /// counted once, in proportion, and no bucket ever goes down from one read to the next.
+    #[test]
+    fn untimed_short_holds_are_drawn_from_the_samples() {
+        let mut d = Drawn::default();
+        let mut samples = [0u64; SHORT_BUCKETS];
+        // Never sampled: under the first bound, with no duration.
+        d.draw(10, samples, 0);
+        assert_eq!((d.buckets[0], d.sum_ns, d.given), (10, 0, 10));
+        // One sample of 50 µs in bucket 0, three of 200 µs in bucket 1.
+        samples[0] = 1;
+        samples[1] = 3;
+        d.draw(1_010, samples, 50_000 + 3 * 200_000);
+        assert_eq!(d.buckets[..2], [10 + 250, 750]);
+        assert_eq!(d.sum_ns, 1_000 * 650_000 / 4);
+        // New samples only in bucket 0: the next untimed ones follow them, and nothing drawn
+        // before moves.
+        let before = d.buckets;
+        samples[0] += 2;
+        d.draw(1_110, samples, 650_000 + 2 * 10_000);
+        assert_eq!(d.buckets[..2], [260 + 100, 750]);
+        assert!(d.buckets.iter().zip(before).all(|(now, was)| *now >= was));
+        // No new sample: the whole history is the weight; odd counts go to the largest
+        // remainders, all of them given.
+        d.draw(1_113, samples, 670_000);
+        assert_eq!(d.buckets.iter().sum::<u64>(), 1_113);
+        // A read with nothing new changes nothing.
+        let before = (d.buckets, d.sum_ns);
+        d.draw(1_113, samples, 670_000);
+        assert_eq!((d.buckets, d.sum_ns), before);
+    }
+
+    /// The mutex's hold histogram as read: the timed holds, and the untimed ones drawn.
+    #[test]
+    fn a_mutex_read_counts_every_untimed_hold() {
+        let st = Stats::default();
+        st.observe_short_sample(20_000);
+        for _ in 0..99 {
+            st.count_short();
+        }
+        st.hold.observe(300_000_000, true);
+        let hold = st.read().hold;
+        assert_eq!(hold.count(), 101);
+        assert_eq!(st.released(), 101);
+        assert_eq!(hold.buckets[0], 100);
+        assert_eq!(hold.sum_ns, 100 * 20_000 + 300_000_000);
+        // Read again: the same.
+        assert_eq!(st.read().hold, hold);
     }
 
     #[test]

@@ -96,6 +96,19 @@ impl PrimCell {
         unsafe { &*p }
     }
 
+    /// [`PrimCell::get`] for a cell known to be registered: no check.
+    ///
+    /// # Safety
+    ///
+    /// [`PrimCell::get`] returned before for this cell (it never unregisters but on drop).
+    #[inline]
+    pub unsafe fn get_registered(&self) -> &Prim {
+        let p = self.ptr.load(Ordering::Acquire);
+        debug_assert!(!p.is_null());
+        // SAFETY: as the caller promises, non-null: the pointer `get` published; see `get`.
+        unsafe { &*p }
+    }
+
     #[cold]
     #[inline(never)]
     fn init(&self) -> &Prim {

@@ -155,7 +155,7 @@ impl Prim {
 
     /// Acquisitions released so far, with its tallied short holds already summed.
     pub(crate) fn released_with(&self, tallied: u64) -> u64 {
-        self.stats.hold.read().count() + tallied
+        self.stats.released() + tallied
     }
 }
 

@@ -47,6 +47,12 @@ macro_rules! lock_owner {
             }
 
             const MUTEX: Option<bool> = Some($mutex);
+
+            #[inline]
+            unsafe fn prim_registered(&self) -> &Prim {
+                // SAFETY: as the caller promises, the primitive was looked up before.
+                unsafe { $lock::prim_registered(self) }
+            }
         }
     )*};
 }

@@ -43,6 +43,17 @@ macro_rules! lock_methods {
                 pub(super) fn prim(&self) -> &::lockscope_detector::prim::Prim {
                     self.cell.get()
                 }
+
+                /// [`prim`](Self::prim), without the check of a lazy registration.
+                ///
+                /// # Safety
+                ///
+                /// `prim` was called before on this lock.
+                #[inline]
+                pub(super) unsafe fn prim_registered(&self) -> &::lockscope_detector::prim::Prim {
+                    // SAFETY: as the caller promises.
+                    unsafe { self.cell.get_registered() }
+                }
             )?
             $(
                 lock_methods!(@blocking [$(#[$doc])*] $name [$($at)?]

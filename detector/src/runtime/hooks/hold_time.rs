@@ -90,8 +90,8 @@ pub(super) fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, e
 pub(super) fn record_mutex_hold(prim: &Prim, time: HoldTime) {
     match time {
         HoldTime::None => {}
-        HoldTime::Short => prim.stats.observe_short(None),
-        HoldTime::ShortSample(ns) => prim.stats.observe_short(Some(ns)),
+        HoldTime::Short => prim.stats.count_short(),
+        HoldTime::ShortSample(ns) => prim.stats.observe_short_sample(ns),
         HoldTime::Long(ns) => prim.stats.hold.observe(ns, true),
     }
 }

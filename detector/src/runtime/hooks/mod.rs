@@ -427,10 +427,9 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     prim.resource
         .released(prim.kind, meta_mode(meta), meta as u32);
     if mutex {
-        // Short: counted in this thread's tally after the unlock (see `release_stats`), off
-        // the primitive's cache line, which the next holder's thread would have to take back,
-        // and after the unlock, where the tally's dependent loads do not delay it.
-        return Released::SHORT;
+        // Short: counted by the holder, one add (see `Stats::count_short`).
+        prim.stats.count_short();
+        return Released::default();
     }
     // A short hold of a shared primitive in this thread's tally, when the tally has its slot:
     // plain loads and stores on this thread's table, nothing left for after the unlock.
@@ -465,18 +464,24 @@ pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
         .released(prim.kind, meta_mode(meta), meta as u32);
     let short = since == clock::published_word() & TIME;
     if mutex && short {
-        prim.stats.observe_short(None);
+        prim.stats.count_short();
         return Released::default();
     }
     if mutex {
-        // Long: recorded now, by the holder, with its time.
-        record_mutex_hold(prim, hold_time(since, meta));
+        record_mutex_long(prim, since, meta);
         return Released::default();
     }
     Released {
         since: since.max(8),
         meta,
     }
+}
+
+/// A mutex's hold of a tick or more: recorded by its holder, with its time.
+#[cold]
+#[inline(never)]
+fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
+    record_mutex_hold(prim, hold_time(since, meta));
 }
 
 /// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags.
@@ -489,9 +494,6 @@ pub struct Released {
 impl Released {
     /// [`release_quick`] did nothing (a start is never 1: its low bits are cleared).
     const UNDONE: Released = Released { since: 1, meta: 0 };
-
-    /// An untimed short hold of a mutex, for this thread's tally (a start is never 2 either).
-    const SHORT: Released = Released { since: 2, meta: 0 };
 
     /// Whether [`release_quick`] released the hold.
     #[inline(always)]
@@ -545,24 +547,8 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
 /// or the statistics (an atomic RMW: the primitive is no longer held).
 #[inline(always)]
 pub fn release_stats(prim: &Prim, r: Released) {
-    if r.since == Released::SHORT.since {
-        if !held::tally_quick(local(), prim.id.0) {
-            record_short(prim);
-        }
-    } else if r.since != 0 {
+    if r.since != 0 {
         record_released(prim, r);
-    }
-}
-
-/// [`release_stats`] of a mutex's short hold whose tally slot is not the mutex's yet.
-#[inline(never)]
-fn record_short(prim: &Prim) {
-    let counted = LOCAL
-        .try_with(|l| held::tally_in(l, prim.id.0, None))
-        .unwrap_or(false);
-    if !counted {
-        // Unlocked now: another holder may count at the same time.
-        prim.stats.observe_short_shared();
     }
 }
 
