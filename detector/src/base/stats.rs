@@ -230,7 +230,7 @@ impl Drawn {
             given += whole;
             rest[i] = (share % u128::from(total), i);
         }
-        rest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        rest.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
         for &(_, i) in rest.iter().take((new - given) as usize) {
             self.buckets[i] += 1;
         }
