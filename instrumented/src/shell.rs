@@ -136,7 +136,8 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
         if self.token.is_quick() {
             // The thread's own untimed hold, on the thread that took it: the books in two
             // stores, the unlock, then the hold time (see `hooks::release_own`).
-            let hold = self.token.take_quick();
+            // SAFETY: the token is read once, here, and never dropped (`ManuallyDrop`).
+            let hold = unsafe { ManuallyDrop::take(&mut self.token) }.into_quick();
             // SAFETY: a quick token was recorded for this owner's primitive, so it is there.
             let prim = unsafe { self.owner.prim_registered() };
             let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
@@ -146,18 +147,19 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
             self.owner.unlock(inner);
             return probe::release_stats(prim, released);
         }
-        if self.token.is_none() {
-            // Nothing recorded (the detector was off): not even the primitive is looked up.
-            return self.owner.unlock(inner);
-        }
-        self.drop_recorded(inner);
+        self.drop_other(inner);
     }
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {
-    /// The rest of `drop`: a hold recorded on another path than the thread's quick one.
+    /// The rest of `drop`, out of line so that the quick release is small enough to inline: a
+    /// hold recorded on another path than the thread's quick one, or none.
     #[inline(never)]
-    fn drop_recorded(&mut self, inner: G) {
+    fn drop_other(&mut self, inner: G) {
+        if self.token.is_none() {
+            // Nothing recorded (the detector was off): not even the primitive is looked up.
+            return self.owner.unlock(inner);
+        }
         let prim = self.owner.prim();
         let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
         let released = self.token.release_books(prim, mutex);

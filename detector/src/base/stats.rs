@@ -7,9 +7,8 @@
 //! `acquisitions` is not a counter of its own: it is every completed hold plus the holds alive
 //! now, which the exporter adds up at scrape time.
 
-use std::sync::OnceLock;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicPtr, AtomicU64};
 
 /// Upper bounds (seconds) of the wait and hold histogram buckets; `+Inf` is implied.
 pub const BUCKETS_SECONDS: [f64; 13] = [
@@ -165,21 +164,10 @@ struct WaitHistogram {
     last: AtomicU64,
 }
 
-/// Buckets a short hold can fall in: short holds last under `hooks::LONG_NS` (200 ms), and
-/// bucket 7 ends at 0.5 s.
-const SHORT_BUCKETS: usize = 8;
-
-/// A mutex's sampled short holds (also counted in its hold histogram), and what reads have
-/// drawn from them for the untimed ones (see [`Stats::count_short`]). Allocated with the
-/// mutex's first sampled short hold (or first read), like the wait histogram.
-#[derive(Default)]
-struct ShortHolds {
-    /// The sampled short holds per bucket, and their sum: written by the mutex's holder.
-    samples: [AtomicU64; SHORT_BUCKETS],
-    samples_ns: AtomicU64,
-    /// The untimed short holds apportioned so far (only reads write it).
-    drawn: parking_lot::Mutex<Drawn>,
-}
+/// Buckets an untimed short hold can fall in: it began and ended within one publish of the
+/// hold clock, at most `clock::PUBLISH_EVERY` (100 ms) apart, the bound of bucket 6.
+const SHORT_BUCKETS: usize = 7;
+const _: () = assert!(BUCKETS_NS[SHORT_BUCKETS - 1] == 100_000_000);
 
 /// The untimed short holds a mutex's reads have apportioned: per bucket and their sum, the
 /// count apportioned, and the samples seen at the latest read.
@@ -248,11 +236,68 @@ pub struct Stats {
     pub(crate) try_failures: AtomicU64,
     pub(crate) timeouts: AtomicU64,
     pub(crate) cancelled: AtomicU64,
-    wait: OnceLock<Box<WaitHistogram>>,
+    /// The wait histogram and the drawn short holds: see [`Cold`].
+    cold: ColdBox,
     pub(crate) hold: Histogram,
     /// A mutex's untimed short holds (see [`Stats::count_short`]).
     untimed: AtomicU64,
-    short: OnceLock<Box<ShortHolds>>,
+    /// The sum of a mutex's sampled short holds under the last short bucket's bound (for a
+    /// mutex, the hold histogram's first [`SHORT_BUCKETS`] buckets count these samples only).
+    /// Inline, so that no sampled hold allocates.
+    sampled_ns: AtomicU64,
+}
+
+/// What most primitives never need, allocated on first use: the wait histogram (the first
+/// wait) and what reads drew of a mutex's untimed short holds (the first read of one).
+#[derive(Default)]
+struct Cold {
+    wait: WaitHistogram,
+    drawn: parking_lot::Mutex<Drawn>,
+}
+
+/// A [`Cold`] allocated on first use: one word (a `OnceLock` would take two).
+#[derive(Default)]
+struct ColdBox(AtomicPtr<Cold>);
+
+impl ColdBox {
+    /// The cold part, if allocated.
+    #[inline]
+    fn get(&self) -> Option<&Cold> {
+        // SAFETY: null, or a box published by `get_or_init` and freed only by `drop`.
+        unsafe { self.0.load(Acquire).as_ref() }
+    }
+
+    /// The cold part, allocated now if it was not.
+    fn get_or_init(&self) -> &Cold {
+        if let Some(c) = self.get() {
+            return c;
+        }
+        let new = Box::into_raw(Box::default());
+        // AcqRel: publishes the new box, or sees the one another thread published.
+        match self
+            .0
+            .compare_exchange(std::ptr::null_mut(), new, AcqRel, Acquire)
+        {
+            // SAFETY: just published; freed only by `drop`.
+            Ok(_) => unsafe { &*new },
+            Err(other) => {
+                // SAFETY: ours, never published.
+                drop(unsafe { Box::from_raw(new) });
+                // SAFETY: published by the winner; freed only by `drop`.
+                unsafe { &*other }
+            }
+        }
+    }
+}
+
+impl Drop for ColdBox {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: the box `get_or_init` published, freed once.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 impl Stats {
@@ -260,7 +305,7 @@ impl Stats {
     /// with its duration; a short one as [`Histogram::observe_short`] counts a short hold, in
     /// the bucket of the latest sampled short wait of this primitive unless it is one.
     pub(crate) fn observe_wait(&self, time: WaitTime, exclusive: bool) {
-        let w = self.wait.get_or_init(Box::default);
+        let w = &self.cold.get_or_init().wait;
         match time {
             WaitTime::Long(ns) => w.hist.observe(ns, exclusive),
             WaitTime::Short => w.hist.observe_short(&w.last, None, exclusive),
@@ -272,7 +317,9 @@ impl Stats {
     /// not: an untimed wait is counted like the latest sample, so there must be one).
     #[inline]
     pub(crate) fn has_wait_sample(&self) -> bool {
-        self.wait.get().is_some_and(|w| w.last.load(Relaxed) != 0)
+        self.cold
+            .get()
+            .is_some_and(|c| c.wait.last.load(Relaxed) != 0)
     }
 
     /// A mutex's untimed short hold, counted by its holder before the unlock (see
@@ -290,13 +337,9 @@ impl Stats {
     /// samples the untimed ones are drawn from.
     pub(crate) fn observe_short_sample(&self, ns: u64) {
         self.hold.observe(ns, true);
-        let short = self.short.get_or_init(Box::default);
-        bump(
-            &short.samples[bucket_of(ns).min(SHORT_BUCKETS - 1)],
-            1,
-            true,
-        );
-        bump(&short.samples_ns, ns, true);
+        if bucket_of(ns) < SHORT_BUCKETS {
+            bump(&self.sampled_ns, ns, true);
+        }
     }
 
     /// Completed holds so far (without the apportioning of [`Stats::read`]).
@@ -313,10 +356,9 @@ impl Stats {
         if untimed == 0 {
             return hold;
         }
-        let short = self.short.get_or_init(Box::default);
-        let samples = std::array::from_fn(|i| short.samples[i].load(Relaxed));
-        let mut drawn = short.drawn.lock();
-        drawn.draw(untimed, samples, short.samples_ns.load(Relaxed));
+        let samples = std::array::from_fn(|i| hold.buckets[i]);
+        let mut drawn = self.cold.get_or_init().drawn.lock();
+        drawn.draw(untimed, samples, self.sampled_ns.load(Relaxed));
         for (b, d) in hold.buckets.iter_mut().zip(drawn.buckets) {
             *b += d;
         }
@@ -331,7 +373,11 @@ impl Stats {
             try_failures: self.try_failures.load(Relaxed),
             timeouts: self.timeouts.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
-            wait: self.wait.get().map(|w| w.hist.read()).unwrap_or_default(),
+            wait: self
+                .cold
+                .get()
+                .map(|c| c.wait.hist.read())
+                .unwrap_or_default(),
             hold: self.hold(),
         }
     }

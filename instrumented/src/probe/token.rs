@@ -89,11 +89,12 @@ impl Token {
         self.0.addr() & QUICK != 0
     }
 
-    /// The hold of a [`Token::quick`] token, as [`Hold::into_raw`] gave it, leaving a token that
-    /// recorded nothing: for [`hooks::release_own`] and [`hooks::release_own_stats`].
+    /// The hold of a [`Token::quick`] token, as [`Hold::into_raw`] gave it, for
+    /// [`hooks::release_own`]; the token is consumed (it is not dropped: see
+    /// [`Guard`](crate::shell::Guard)'s drop).
     #[inline(always)]
-    pub(crate) fn take_quick(&mut self) -> *mut () {
-        std::mem::replace(&mut self.0, std::ptr::null_mut()).map_addr(|a| a & !QUICK)
+    pub(crate) fn into_quick(self) -> *mut () {
+        std::mem::ManuallyDrop::new(self).0.map_addr(|a| a & !QUICK)
     }
 
     #[cold]

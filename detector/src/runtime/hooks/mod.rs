@@ -453,10 +453,8 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
 /// yet, and released once (this call).
 #[inline(always)]
 pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
-    // SAFETY: as the caller promises: a live entry of this thread's table.
-    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
-        return Released::default();
-    };
+    // SAFETY: as the caller promises: a live entry of this thread's table (non-null).
+    let e = unsafe { EntryRef::from_ptr_unchecked(raw.cast()) };
     let (since, meta) = e.since_and_meta();
     held::release_own(&e, local());
     #[cfg(feature = "console")]
@@ -477,10 +475,11 @@ pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     }
 }
 
-/// A mutex's hold of a tick or more: recorded by its holder, with its time.
+/// A mutex's hold of a tick or more: recorded by its holder, with its time. (`extern "C"`:
+/// it cannot unwind, so the quick release around it needs no landing pad.)
 #[cold]
 #[inline(never)]
-fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
+extern "C" fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
     record_mutex_hold(prim, hold_time(since, meta));
 }
 
