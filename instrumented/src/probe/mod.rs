@@ -222,10 +222,12 @@ pub(crate) fn try_failed(prim: &Prim, acq: Acq) {
     hooks::try_failed(prim);
 }
 
-/// `fast` (a `try_lock`), retried a few times with exponential backoff as parking_lot spins
-/// before it parks (about a microsecond in all), so that a lock held for a few instructions
-/// by another thread is taken without the books of a wait: registering a waiter costs more
-/// than such a wait lasts, and would turn parking_lot's cheap spinning into parking.
+/// `fast` (a `try_lock`), retried a few times with exponential backoff (254 spin hints: about
+/// 6 µs on the reference machine, where parking_lot itself spins and yields about as long
+/// before it parks), so that a lock held for a few instructions by another thread is taken
+/// without the books of a wait: registering a waiter costs more than such a wait lasts, and
+/// would turn parking_lot's cheap spinning into parking. (Five rounds, 1.5 µs, left two
+/// threads sharing one short critical section at 1.3x raw parking_lot; seven: 1.0x.)
 #[inline]
 fn spin<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
     if let Some(p) = fast() {
@@ -236,7 +238,7 @@ fn spin<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
 
 #[inline(never)]
 fn spin_more<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
-    for round in 1..=5 {
+    for round in 1..=7 {
         for _ in 0..(1u32 << round) {
             std::hint::spin_loop();
         }
