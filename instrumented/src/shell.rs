@@ -32,6 +32,10 @@ pub(crate) trait Owner<G> {
     /// (`None`: the release reads the primitive's kind).
     const MUTEX: Option<bool> = None;
 
+    /// Whether the guard's holds are mostly quick ones (a blocking lock's): its drop then
+    /// keeps only the quick release inline, and the rest out of line.
+    const QUICK: bool = false;
+
     /// [`Owner::prim`], without the check a lazily registered primitive needs.
     ///
     /// # Safety
@@ -154,15 +158,26 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
             self.owner.unlock(inner);
             return probe::release_stats(prim, released);
         }
-        self.drop_other(inner);
+        if O::QUICK {
+            self.drop_other(inner)
+        } else {
+            self.release_other(inner)
+        }
     }
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {
-    /// The rest of `drop`, out of line so that the quick release is small enough to inline: a
-    /// hold recorded on another path than the thread's quick one, or none.
+    /// [`Guard::release_other`] out of line, so that the quick release of a blocking lock's
+    /// guard is small enough to inline into the caller.
     #[inline(never)]
     fn drop_other(&mut self, inner: G) {
+        self.release_other(inner);
+    }
+
+    /// The rest of `drop`: a hold recorded on another path than the thread's quick one, or
+    /// none.
+    #[inline(always)]
+    fn release_other(&mut self, inner: G) {
         if self.token.is_none() {
             // Nothing recorded (the detector was off): not even the primitive is looked up.
             return self.owner.unlock(inner);

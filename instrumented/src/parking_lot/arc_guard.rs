@@ -115,6 +115,8 @@ unsafe impl<L: ?Sized> Send for ArcLock<L> where Arc<L>: Send {}
 unsafe impl<L: ?Sized> Sync for ArcLock<L> where Arc<L>: Sync {}
 
 impl<L: ?Sized> Owner<()> for ArcLock<L> {
+    const QUICK: bool = true;
+
     #[inline]
     fn prim(&self) -> &Prim {
         // SAFETY: the primitive lives as long as the lock, which `self.lock` keeps alive.

@@ -48,6 +48,8 @@ macro_rules! lock_owner {
 
             const MUTEX: Option<bool> = Some($mutex);
 
+            const QUICK: bool = true;
+
             #[inline]
             unsafe fn prim_registered(&self) -> &Prim {
                 // SAFETY: as the caller promises, the primitive was looked up before.
