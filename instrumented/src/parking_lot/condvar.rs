@@ -2,10 +2,12 @@
 //! [`MutexGuard`].
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use super::WaitTimeoutResult;
+use super::guard::Remake;
 use super::mutex_guard::MutexGuard;
 use crate::blocking_shell::{Books, OnUnwind};
 
@@ -251,9 +253,12 @@ fn waited<'a, T: ?Sized, R>(
     site: &'static Location<'static>,
     wait: impl FnOnce(&mut parking_lot::MutexGuard<'a, T>, &mut Books<'_>) -> R,
 ) -> R {
-    let (lock, inner, token) = guard.shell.parts_mut();
+    let (lock, _, token) = guard.shell.parts_mut();
+    // SAFETY: this guard holds the mutex; the guard made here lends the hold to the wait and
+    // is forgotten after it (the wait returns, or unwinds, with the mutex locked again).
+    let mut inner = ManuallyDrop::new(unsafe { Remake::remake(*lock) });
     let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
-    let r = wait(inner, &mut books);
+    let r = wait(&mut inner, &mut books);
     books.regrant();
     r
 }

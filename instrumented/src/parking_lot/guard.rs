@@ -5,6 +5,7 @@
 //! macros over those names ([`guard_family!`], built on [`guard_struct!`] and
 //! [`guard_methods!`]), and each guard file gives its family's spec and docs.
 
+use std::marker::PhantomData;
 use std::panic::Location;
 
 use lockscope_detector::hooks::{self, Acq, Mode};
@@ -29,8 +30,103 @@ impl<'a> PrimRef<'a> for &'a Prim {
     }
 }
 
+/// What a guard of a lockscope lock keeps of parking_lot's guard `G`: nothing but its type
+/// (so, its auto traits: `!Send` as parking_lot's). parking_lot's guard is a reference to
+/// the lock, which the shell's owner already is; without it, a guard is two words (the lock
+/// and the token), which the Rust ABI passes in registers, where a third word sends every
+/// move of the guard through memory: a `drop(guard)` then copied it and read it back at
+/// once, stalling on store forwarding (a fifth of a nested pair of locks' time).
+pub(super) struct Held<G>(PhantomData<G>);
+
+impl<G> Held<G> {
+    /// Keeps parking_lot's guard `g` as [`Held`]: the lock stays held ([`Remake::remake`]
+    /// gives the guard back).
+    #[inline(always)]
+    pub(super) fn keep(g: G) -> Held<G> {
+        std::mem::forget(g);
+        Held(PhantomData)
+    }
+}
+
+/// parking_lot's guard of one access to a lockscope lock `L`, made again from the lock.
+pub(super) trait Remake<'a, L: ?Sized>: Sized {
+    /// The guard of `lock`.
+    ///
+    /// # Safety
+    ///
+    /// This thread holds `lock` with this guard's access, and no other guard owns that hold
+    /// (the one made here does, from now on).
+    unsafe fn remake(lock: &'a L) -> Self;
+}
+
+macro_rules! remake {
+    ($($lock:ident, $guard:ident, $make:ident;)*) => {$(
+        impl<'a, T: ?Sized> Remake<'a, $lock<T>> for parking_lot::$guard<'a, T> {
+            #[inline(always)]
+            unsafe fn remake(lock: &'a $lock<T>) -> Self {
+                // SAFETY: as the caller promises.
+                unsafe { lock.inner.$make() }
+            }
+        }
+    )*};
+}
+
+remake! {
+    Mutex, MutexGuard, make_guard_unchecked;
+    ReentrantMutex, ReentrantMutexGuard, make_guard_unchecked;
+    RwLock, RwLockReadGuard, make_read_guard_unchecked;
+    RwLock, RwLockWriteGuard, make_write_guard_unchecked;
+    RwLock, RwLockUpgradableReadGuard, make_upgradable_guard_unchecked;
+}
+
+/// The shell's hold part `Self`, as parking_lot's guard, for a method that gives it to
+/// parking_lot (`map`, `unlock_fair`, ...): a [`Held`] is made again from its owner, a mapped
+/// guard's is the guard itself.
+pub(super) trait Real<O>: Sized {
+    /// parking_lot's guard.
+    type Guard;
+
+    /// parking_lot's guard of the hold `self`, whose lock `owner` is.
+    ///
+    /// # Safety
+    ///
+    /// `self` and `owner` come from one guard, taken apart; `self` is used once.
+    unsafe fn real(self, owner: &O) -> Self::Guard;
+}
+
+impl<'a, L: ?Sized, G: Remake<'a, L>> Real<&'a L> for Held<G> {
+    type Guard = G;
+
+    #[inline(always)]
+    unsafe fn real(self, owner: &&'a L) -> G {
+        // SAFETY: the guard this `Held` kept holds `owner`, and gives its hold to the new one.
+        unsafe { G::remake(owner) }
+    }
+}
+
+macro_rules! real_mapped {
+    ($($guard:ident),*) => {$(
+        impl<'a, T: ?Sized> Real<&'a Prim> for parking_lot::$guard<'a, T> {
+            type Guard = Self;
+
+            #[inline(always)]
+            unsafe fn real(self, _: &&'a Prim) -> Self {
+                self
+            }
+        }
+    )*};
+}
+
+real_mapped!(
+    MappedMutexGuard,
+    MappedReentrantMutexGuard,
+    MappedRwLockReadGuard,
+    MappedRwLockWriteGuard
+);
+
 /// [`Owner`] and [`PrimRef`] for a borrow of each lock: a guard that must give its lock back
-/// (`MutexGuard::mutex`, `rwlock`, `remutex`) keeps the lock; its inner guard unlocks.
+/// (`MutexGuard::mutex`, `rwlock`, `remutex`) keeps the lock; parking_lot's guard, made again
+/// from it, unlocks.
 macro_rules! lock_owner {
     ($($lock:ident: $mutex:expr),*) => {$(
         impl<'a, T: ?Sized> PrimRef<'a> for &'a $lock<T> {
@@ -40,10 +136,16 @@ macro_rules! lock_owner {
             }
         }
 
-        impl<T: ?Sized, G> Owner<G> for &$lock<T> {
+        impl<'a, T: ?Sized, G: Remake<'a, $lock<T>>> Owner<Held<G>> for &'a $lock<T> {
             #[inline]
             fn prim(&self) -> &Prim {
                 $lock::prim(self)
+            }
+
+            #[inline(always)]
+            fn unlock(&self, held: Held<G>) {
+                // SAFETY: the shell unlocks once, with the hold its guard kept.
+                drop(unsafe { held.real(self) });
             }
 
             const MUTEX: Option<bool> = Some($mutex);
@@ -177,6 +279,72 @@ pub(super) fn bump_reentrant(prim: &Prim, site: &'static Location<'static>) -> A
 /// `Display` (the guarded value's, as parking_lot's). The struct's docs and attributes are
 /// the caller's; explicit `Send`/`Sync` impls stay next to the invocation.
 macro_rules! guard_struct {
+    // A lock's own guard: parking_lot's guard is kept as `Held` (the owner is the lock), and
+    // the value is reached through the lock (`DerefMut` with `+ DerefMut`).
+    (plain $(#[$attr:meta])* pub struct $guard:ident($lock:ident, $inner:ident) $(+ $mutable:ident)?;) => {
+        $(#[$attr])*
+        pub struct $guard<'a, T: ?Sized> {
+            // The shell's `Drop` releases the books first, then makes parking_lot's guard
+            // again and drops it, which unlocks, then records the hold time.
+            pub(super) shell: $crate::shell::Guard<
+                &'a $lock<T>,
+                $crate::parking_lot::guard::Held<::parking_lot::$inner<'a, T>>,
+            >,
+        }
+
+        impl<'a, T: ?Sized> $guard<'a, T> {
+            /// A guard over parking_lot's, whose hold is recorded in `token`.
+            #[inline]
+            pub(super) fn new(
+                owner: &'a $lock<T>,
+                inner: ::parking_lot::$inner<'a, T>,
+                token: $crate::probe::Token,
+            ) -> Self {
+                $guard {
+                    shell: $crate::shell::Guard::new(
+                        owner,
+                        $crate::parking_lot::guard::Held::keep(inner),
+                        token,
+                    ),
+                }
+            }
+        }
+
+        impl<T: ?Sized> ::std::ops::Deref for $guard<'_, T> {
+            type Target = T;
+            #[inline]
+            fn deref(&self) -> &T {
+                // SAFETY: the guard holds the lock (as parking_lot's guard it kept did).
+                unsafe { &*self.shell.owner().inner.data_ptr() }
+            }
+        }
+
+        $(guard_struct!(@$mutable $guard);)?
+
+        guard_struct!(@fmt $guard);
+    };
+    (@DerefMut $guard:ident) => {
+        impl<T: ?Sized> ::std::ops::DerefMut for $guard<'_, T> {
+            #[inline]
+            fn deref_mut(&mut self) -> &mut T {
+                // SAFETY: the guard holds the lock exclusively, and `&mut self` is unique.
+                unsafe { &mut *self.shell.owner().inner.data_ptr() }
+            }
+        }
+    };
+    (@fmt $guard:ident) => {
+        impl<T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(&**self, f)
+            }
+        }
+
+        impl<T: ?Sized + ::std::fmt::Display> ::std::fmt::Display for $guard<'_, T> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(&**self, f)
+            }
+        }
+    };
     // A mapped guard: `DerefMut` when its `map` gives `&mut`.
     ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) [& mut];) => {
         guard_struct!($(#[$attr])* pub struct $guard($owner, $inner) + DerefMut;);
@@ -224,17 +392,7 @@ macro_rules! guard_struct {
             }
         }
 
-        impl<T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $guard<'_, T> {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                ::std::fmt::Debug::fmt(&**self, f)
-            }
-        }
-
-        impl<T: ?Sized + ::std::fmt::Display> ::std::fmt::Display for $guard<'_, T> {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                ::std::fmt::Display::fmt(&**self, f)
-            }
-        }
+        guard_struct!(@fmt $guard);
     };
 }
 
@@ -259,10 +417,11 @@ macro_rules! guard_family {
         $(impl { $($more:tt)* })?
     ) => {
         guard_struct! {
+            plain
             $(#[$doc])*
             #[clippy::has_significant_drop]
             #[must_use = $must_use]
-            pub struct $guard(&'a $lock<T>, $guard) $(+ $mutable)?;
+            pub struct $guard($lock, $guard) $(+ $mutable)?;
         }
 
         // SAFETY: as parking_lot's guard, which is `Sync` when `T: Sync`: a shared guard gives
@@ -346,8 +505,10 @@ macro_rules! guard_methods {
         where
             F: FnOnce($($r)+ T) -> $($r)+ U,
         {
-            use $crate::parking_lot::guard::{PrimRef, books_first};
+            use $crate::parking_lot::guard::{PrimRef, Real, books_first};
             let (owner, mut token, inner) = s.shell.into_parts();
+            // SAFETY: the parts of one guard, `inner` used once.
+            let inner = unsafe { inner.real(&owner) };
             let prim = owner.prim_ref();
             let inner = ::parking_lot::$inner::map(inner, |t| books_first(prim, &mut token, || f(t)));
             $mapped::new(prim, inner, token)
@@ -360,8 +521,10 @@ macro_rules! guard_methods {
         where
             F: FnOnce($($r)+ T) -> Option<$($r)+ U>,
         {
-            use $crate::parking_lot::guard::{PrimRef, books_first};
+            use $crate::parking_lot::guard::{PrimRef, Real, books_first};
             let (owner, mut token, inner) = s.shell.into_parts();
+            // SAFETY: the parts of one guard, `inner` used once.
+            let inner = unsafe { inner.real(&owner) };
             let prim = owner.prim_ref();
             match ::parking_lot::$inner::try_map(inner, |t| books_first(prim, &mut token, || f(t))) {
                 Ok(inner) => Ok($mapped::new(prim, inner, token)),
@@ -376,8 +539,10 @@ macro_rules! guard_methods {
         where
             F: FnOnce($($r)+ T) -> Result<$($r)+ U, E>,
         {
-            use $crate::parking_lot::guard::{PrimRef, books_first};
+            use $crate::parking_lot::guard::{PrimRef, Real, books_first};
             let (owner, mut token, inner) = s.shell.into_parts();
+            // SAFETY: the parts of one guard, `inner` used once.
+            let inner = unsafe { inner.real(&owner) };
             let prim = owner.prim_ref();
             match ::parking_lot::$inner::$name(inner, |t| books_first(prim, &mut token, || f(t))) {
                 Ok(inner) => Ok($mapped::new(prim, inner, token)),
@@ -410,35 +575,74 @@ macro_rules! guard_methods {
         $(#[$doc])*
         #[inline]
         pub fn $name(s: Self) {
-            let (_, inner) = s.shell.release();
-            ::parking_lot::$inner::unlock_fair(inner);
+            use $crate::parking_lot::guard::Real;
+            let (owner, inner) = s.shell.release();
+            // SAFETY: the parts of one guard, `inner` used once.
+            ::parking_lot::$inner::unlock_fair(unsafe { inner.real(&owner) });
         }
     };
     (@leak [$(#[$doc:meta])*] $inner:ident $name:ident ()) => {
         $(#[$doc])*
         pub fn $name(s: Self) -> &'a mut T {
-            let (_, inner) = s.shell.release();
-            ::parking_lot::$inner::leak(inner)
+            use $crate::parking_lot::guard::Real;
+            let (owner, inner) = s.shell.release();
+            // SAFETY: the parts of one guard, `inner` used once.
+            ::parking_lot::$inner::leak(unsafe { inner.real(&owner) })
         }
     };
     (@bump [$(#[$doc:meta])*] $inner:ident $name:ident ($regrant:path)) => {
         $(#[$doc])*
         #[track_caller]
         pub fn $name(s: &mut Self) {
-            use $crate::parking_lot::guard::{PrimRef, bumped};
+            use $crate::parking_lot::guard::{PrimRef, Remake, bumped};
             let site = ::std::panic::Location::caller();
-            let (owner, inner, token) = s.shell.parts_mut();
+            let (owner, _, token) = s.shell.parts_mut();
+            // SAFETY: this guard holds the lock; the guard made here lends the hold for the
+            // bump and is forgotten after it (the bump leaves the lock held again).
+            let mut inner = ::std::mem::ManuallyDrop::new(unsafe { Remake::remake(*owner) });
             let prim = owner.prim_ref();
-            bumped(prim, token, || ::parking_lot::$inner::bump(inner), || $regrant(prim, site));
+            bumped(
+                prim,
+                token,
+                || ::parking_lot::$inner::bump(&mut inner),
+                || $regrant(prim, site),
+            );
         }
     };
     (@downgrade [$(#[$doc:meta])*] $inner:ident $name:ident ($target:ident, $mode:ident)) => {
         $(#[$doc])*
         pub fn $name(s: Self) -> $target<'a, T> {
+            use $crate::parking_lot::guard::Real;
             let (lock, mut token, inner) = s.shell.into_parts();
+            // SAFETY: the parts of one guard, `inner` used once.
+            let inner = unsafe { inner.real(&lock) };
             // Books first: weaker in the books before it is weaker in fact.
             token.update(lock.prim(), 1, ::lockscope_detector::hooks::Mode::$mode);
             $target::new(lock, ::parking_lot::$inner::$name(inner), token)
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use crate::parking_lot::{
+        MutexGuard, ReentrantMutexGuard, RwLockReadGuard, RwLockUpgradableReadGuard,
+        RwLockWriteGuard,
+    };
+
+    /// A guard is two words (the lock and the token), which the Rust ABI keeps in registers:
+    /// a third one sent every move of a guard through memory (see `Held`).
+    #[test]
+    fn a_guard_is_two_words() {
+        const TWO: usize = 2 * size_of::<usize>();
+        assert_eq!(size_of::<MutexGuard<'_, u64>>(), TWO);
+        assert_eq!(size_of::<ReentrantMutexGuard<'_, u64>>(), TWO);
+        assert_eq!(size_of::<RwLockReadGuard<'_, u64>>(), TWO);
+        assert_eq!(size_of::<RwLockWriteGuard<'_, u64>>(), TWO);
+        assert_eq!(size_of::<RwLockUpgradableReadGuard<'_, u64>>(), TWO);
+        // An `Option` of one costs nothing more (the lock's reference is never null).
+        assert_eq!(size_of::<Option<MutexGuard<'_, u64>>>(), TWO);
+    }
 }

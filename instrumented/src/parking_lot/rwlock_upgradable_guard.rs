@@ -14,7 +14,7 @@ use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 use parking_lot::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed};
 
-use super::guard::bump_upgradable;
+use super::guard::{Real, bump_upgradable};
 use super::rwlock::RwLock;
 use super::rwlock_read_guard::RwLockReadGuard;
 use super::rwlock_write_guard::RwLockWriteGuard;
@@ -185,6 +185,8 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     pub fn upgrade(s: Self) -> RwLockWriteGuard<'a, T> {
         let site = Location::caller();
         let (lock, mut old, inner) = s.shell.into_parts();
+        // SAFETY: the parts of one guard, `inner` used once.
+        let inner = unsafe { inner.real(&lock) };
         let prim = lock.prim();
         let slot = Cell::new(Some(inner));
         let (inner, token) = blocking(
@@ -220,6 +222,8 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     pub fn try_upgrade(s: Self) -> Result<RwLockWriteGuard<'a, T>, Self> {
         let site = Location::caller();
         let (lock, mut old, inner) = s.shell.into_parts();
+        // SAFETY: the parts of one guard, `inner` used once.
+        let inner = unsafe { inner.real(&lock) };
         let prim = lock.prim();
         match InnerUpgradable::try_upgrade(inner) {
             Ok(w) => {
@@ -286,6 +290,8 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         timed: impl FnOnce(InnerUpgradable<'a, T>) -> Result<InnerWrite<'a, T>, InnerUpgradable<'a, T>>,
     ) -> Result<RwLockWriteGuard<'a, T>, Self> {
         let (lock, mut old, inner) = s.shell.into_parts();
+        // SAFETY: the parts of one guard, `inner` used once.
+        let inner = unsafe { inner.real(&lock) };
         let prim = lock.prim();
         let slot = Cell::new(Some(inner));
         let upgraded = probe::blocking_timed(
