@@ -33,7 +33,7 @@ const _: () = assert!(std::mem::align_of::<Spanned>() > SPANNED);
 
 /// The token's hold (never spanned) was recorded by the thread's quick path
 /// ([`hooks::acquired_quick`]) and its guard cannot leave the thread: the release needs no
-/// check (see [`Token::take_quick`]).
+/// check (see [`Token::into_quick`]).
 const QUICK: usize = 2;
 const _: () = assert!(lockscope_detector::held::ENTRY_ALIGN > QUICK | SPANNED);
 
