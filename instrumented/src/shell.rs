@@ -69,11 +69,13 @@ impl<G> Owner<G> for &Prim {
 /// auto traits of the fields it had before; guards whose wrapped type says otherwise still
 /// spell their impls out.
 ///
-/// The fields are in a fixed order, token first: a guard moved before its drop (a
+/// The fields are in a fixed order, token first: a three-word guard moved before its drop (a
 /// `drop(guard)`) is copied as a 16-byte chunk and a word, and the drop reads them back at
 /// once, which costs store-forwarding stalls that depend on which fields share the chunk.
-/// Of the three orders measured on a nested pair of parking_lot locks (the yardstick's S4b),
-/// this one was the fastest: 2.24x raw, against 2.30x and 2.41x.
+/// Of the three orders measured on a nested pair of parking_lot locks (the yardstick's S4b,
+/// when their guards were three words), this one was the fastest: 2.24x raw, against 2.30x
+/// and 2.41x. (parking_lot's guards are two words now, see `parking_lot::guard::Held`; a
+/// tokio guard or permit is still three.)
 #[repr(C)]
 pub(crate) struct Guard<O: Owner<G>, G> {
     /// Released (or dropped) by `Drop` on every path: not dropped again by the glue, so that
