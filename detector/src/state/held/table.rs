@@ -350,6 +350,9 @@ pub(crate) fn release_quick(e: &EntryRef, l: &Local) -> bool {
 pub(crate) fn release_own(e: &EntryRef, l: &Local) {
     let entry = e.entry();
     debug_assert!(std::ptr::eq(l.held.get(), entry.owner) || l.held.get().is_null());
+    debug_assert!(
+        (entry.slot as usize) < INLINE && entry.task_ref.load(Ordering::Relaxed).is_null()
+    );
     // Release: as in `release_in`.
     entry.key.store(0, Ordering::Release);
     l.mask.set(l.mask.get() & !(1 << entry.slot));
@@ -359,17 +362,11 @@ pub(crate) fn release_own(e: &EntryRef, l: &Local) {
 /// index by construction, so only its thread is checked.
 #[inline(always)]
 pub(crate) fn release_quick_own(e: &EntryRef, l: &Local) -> bool {
-    let entry = e.entry();
-    if !std::ptr::eq(l.held.get(), entry.owner) {
-        return false;
+    let mine = std::ptr::eq(l.held.get(), e.entry().owner);
+    if mine {
+        release_own(e, l);
     }
-    debug_assert!(
-        (entry.slot as usize) < INLINE && entry.task_ref.load(Ordering::Relaxed).is_null()
-    );
-    // Release: as in `release_in`.
-    entry.key.store(0, Ordering::Release);
-    l.mask.set(l.mask.get() & !(1 << entry.slot));
-    true
+    mine
 }
 
 /// Records a hold in a free inline entry of `th`, this thread's table, whose inline entries
