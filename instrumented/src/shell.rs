@@ -153,7 +153,7 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
             let hold = unsafe { ManuallyDrop::take(&mut self.token) }.into_quick();
             // SAFETY: a quick token was recorded for this owner's primitive, so it is there.
             let prim = unsafe { self.owner.prim_registered() };
-            let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
+            let mutex = Self::is_mutex(prim);
             // SAFETY: the hold of a quick token, released once (the token is now empty), on
             // its thread (quick tokens are made only for guards that cannot leave it).
             let released = unsafe { hooks::release_own(prim, hold, mutex) };
@@ -169,6 +169,12 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {
+    /// Whether `prim` (the owner's) is a mutex: known from the owner's type, or read.
+    #[inline(always)]
+    fn is_mutex(prim: &Prim) -> bool {
+        O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex())
+    }
+
     /// [`Guard::release_other`] out of line, so that the quick release of a blocking lock's
     /// guard is small enough to inline into the caller.
     #[inline(never)]
@@ -185,7 +191,7 @@ impl<O: Owner<G>, G> Guard<O, G> {
             return self.owner.unlock(inner);
         }
         let prim = self.owner.prim();
-        let mutex = O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex());
+        let mutex = Self::is_mutex(prim);
         let released = self.token.release_books(prim, mutex);
         self.owner.unlock(inner);
         // The primitive outlives the unlock (the owner keeps it), so `prim` is still good.

@@ -2,12 +2,10 @@
 //! [`MutexGuard`].
 
 use std::fmt;
-use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use super::WaitTimeoutResult;
-use super::guard::Remake;
 use super::mutex_guard::MutexGuard;
 use crate::blocking_shell::{Books, OnUnwind};
 
@@ -253,10 +251,10 @@ fn waited<'a, T: ?Sized, R>(
     site: &'static Location<'static>,
     wait: impl FnOnce(&mut parking_lot::MutexGuard<'a, T>, &mut Books<'_>) -> R,
 ) -> R {
-    let (lock, _, token) = guard.shell.parts_mut();
-    // SAFETY: this guard holds the mutex; the guard made here lends the hold to the wait and
-    // is forgotten after it (the wait returns, or unwinds, with the mutex locked again).
-    let mut inner = ManuallyDrop::new(unsafe { Remake::remake(*lock) });
+    let (lock, held, token) = guard.shell.parts_mut();
+    // SAFETY: `lock` is the mutex this guard holds (the wait returns, or unwinds, with it
+    // locked again).
+    let mut inner = unsafe { held.lend(*lock) };
     let mut books = Books::new(lock.prim(), token, site, OnUnwind::Regrant);
     let r = wait(&mut inner, &mut books);
     books.regrant();

@@ -6,6 +6,7 @@
 //! [`guard_methods!`]), and each guard file gives its family's spec and docs.
 
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::panic::Location;
 
 use lockscope_detector::hooks::{self, Acq, Mode};
@@ -45,6 +46,21 @@ impl<G> Held<G> {
     pub(super) fn keep(g: G) -> Held<G> {
         std::mem::forget(g);
         Held(PhantomData)
+    }
+
+    /// parking_lot's guard of this hold, lent for a call that takes it by `&mut` and leaves
+    /// the lock held (a `bump`, a condvar wait): never dropped, so the hold stays this one's.
+    ///
+    /// # Safety
+    ///
+    /// `lock` is the lock this hold's guard holds (the shell's owner).
+    #[inline(always)]
+    pub(super) unsafe fn lend<'a, L: ?Sized>(&mut self, lock: &'a L) -> ManuallyDrop<G>
+    where
+        G: Remake<'a, L>,
+    {
+        // SAFETY: as the caller promises; the guard made here is never dropped.
+        ManuallyDrop::new(unsafe { G::remake(lock) })
     }
 }
 
@@ -594,12 +610,11 @@ macro_rules! guard_methods {
         $(#[$doc])*
         #[track_caller]
         pub fn $name(s: &mut Self) {
-            use $crate::parking_lot::guard::{PrimRef, Remake, bumped};
+            use $crate::parking_lot::guard::{PrimRef, bumped};
             let site = ::std::panic::Location::caller();
-            let (owner, _, token) = s.shell.parts_mut();
-            // SAFETY: this guard holds the lock; the guard made here lends the hold for the
-            // bump and is forgotten after it (the bump leaves the lock held again).
-            let mut inner = ::std::mem::ManuallyDrop::new(unsafe { Remake::remake(*owner) });
+            let (owner, held, token) = s.shell.parts_mut();
+            // SAFETY: `owner` is the lock this guard holds (the bump leaves it held again).
+            let mut inner = unsafe { held.lend(*owner) };
             let prim = owner.prim_ref();
             bumped(
                 prim,

@@ -410,12 +410,14 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     let l = local();
     let flags = meta_flags(meta);
     if flags & FLAG_QUICK != 0 {
-        // A thread's own untimed hold on its inline entry: released here if this is still
-        // its thread (a guard may be `Send`) and, for a mutex, it was short.
-        if (mutex && !short) || !held::release_quick_own(&e, l) {
+        // A thread's own untimed hold on its inline entry, released as such if this is still
+        // its thread (a guard may be `Send`).
+        if !held::is_mine(&e, l) {
             return Released::UNDONE;
         }
-    } else if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0
+        return release_own_entry(prim, &e, mutex);
+    }
+    if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0
         || (mutex && !short)
         || !held::release_quick(&e, l)
     {
@@ -455,8 +457,14 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
 pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     // SAFETY: as the caller promises: a live entry of this thread's table (non-null).
     let e = unsafe { EntryRef::from_ptr_unchecked(raw.cast()) };
+    release_own_entry(prim, &e, mutex)
+}
+
+/// The body of [`release_own`]: `e` is a live hold of [`acquired_quick`], on this thread.
+#[inline(always)]
+fn release_own_entry(prim: &Prim, e: &EntryRef, mutex: bool) -> Released {
     let (since, meta) = e.since_and_meta();
-    held::release_own(&e, local());
+    held::release_own(e, local());
     #[cfg(feature = "console")]
     prim.resource
         .released(prim.kind, meta_mode(meta), meta as u32);

@@ -332,20 +332,22 @@ pub(crate) fn push_in(l: &Local, hold: NewHold) -> Option<EntryRef> {
 /// up: `false` (nothing done) for any other entry, which [`EntryRef::release_in`] handles.
 #[inline(always)]
 pub(crate) fn release_quick(e: &EntryRef, l: &Local) -> bool {
-    let entry = e.entry();
-    let slot = entry.slot;
-    if slot as usize >= INLINE || !std::ptr::eq(l.held.get(), entry.owner) {
+    if e.entry().slot as usize >= INLINE || !is_mine(e, l) {
         return false;
     }
-    unindex(entry);
-    // Release: as in `release_in`.
-    entry.key.store(0, Ordering::Release);
-    l.mask.set(l.mask.get() & !(1 << slot));
+    unindex(e.entry());
+    release_own(e, l);
     true
 }
 
-/// Clears a hold of the quick path ([`FLAG_QUICK`]) on its own thread: inline and in no task
-/// index by construction, so nothing is checked.
+/// Whether `e` is an entry of this thread's table.
+#[inline(always)]
+pub(crate) fn is_mine(e: &EntryRef, l: &Local) -> bool {
+    std::ptr::eq(l.held.get(), e.entry().owner)
+}
+
+/// Clears an inline hold, in no task index, on its own thread (a hold of the quick path,
+/// [`FLAG_QUICK`], is both by construction): nothing is checked.
 #[inline(always)]
 pub(crate) fn release_own(e: &EntryRef, l: &Local) {
     let entry = e.entry();
@@ -356,17 +358,6 @@ pub(crate) fn release_own(e: &EntryRef, l: &Local) {
     // Release: as in `release_in`.
     entry.key.store(0, Ordering::Release);
     l.mask.set(l.mask.get() & !(1 << entry.slot));
-}
-
-/// [`release_quick`] for a hold of the quick path ([`FLAG_QUICK`]): inline and in no task
-/// index by construction, so only its thread is checked.
-#[inline(always)]
-pub(crate) fn release_quick_own(e: &EntryRef, l: &Local) -> bool {
-    let mine = std::ptr::eq(l.held.get(), e.entry().owner);
-    if mine {
-        release_own(e, l);
-    }
-    mine
 }
 
 /// Records a hold in a free inline entry of `th`, this thread's table, whose inline entries
