@@ -10,7 +10,6 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::base::clock;
-use crate::base::stats::HistogramSnapshot;
 use crate::state::actor;
 use crate::state::executor::Executors;
 use crate::state::held::{self, HoldView};
@@ -68,14 +67,14 @@ impl State {
                 None => Vec::new(),
             };
             index.insert(p.id().0, prims.len());
-            let tallied = tallies.get(&p.id().0).map_or(0, HistogramSnapshot::count);
+            let tallied = tallies.get(&p.id().0).copied().unwrap_or_default();
             prims.push(PrimState {
                 prim: p.clone(),
                 capacity: p.capacity(),
                 closed: p.is_closed(),
                 forgotten: p.forgotten(),
-                progress: p.progress_with(tallied),
-                granted: p.released_with(tallied),
+                progress: p.progress_with(&tallied),
+                granted: p.released_with(&tallied),
                 holds: Vec::new(),
                 waiters,
             });

@@ -145,6 +145,30 @@ impl HistogramSnapshot {
     }
 }
 
+/// Short holds counted on threads' tables (`state::held::tally`), summed over the tables:
+/// the sampled ones in their buckets, the untimed ones as a count (a read apportions them, see
+/// [`Stats::count_short`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tallied {
+    /// The sampled short holds.
+    pub(crate) sampled: HistogramSnapshot,
+    /// The untimed short holds.
+    pub(crate) untimed: u64,
+}
+
+impl Tallied {
+    /// Short holds, sampled or not.
+    pub(crate) fn count(&self) -> u64 {
+        self.sampled.count() + self.untimed
+    }
+
+    /// Adds another table's into this one.
+    pub(crate) fn merge(&mut self, o: &Tallied) {
+        self.sampled.merge(&o.sampled);
+        self.untimed += o.untimed;
+    }
+}
+
 /// A wait's duration, as far as the statistics are concerned (see `runtime::hooks`: one wait
 /// in `WAIT_SAMPLE_EVERY` per thread is timed precisely).
 #[derive(Clone, Copy, Debug)]
@@ -169,7 +193,14 @@ struct WaitHistogram {
 const SHORT_BUCKETS: usize = 7;
 const _: () = assert!(BUCKETS_NS[SHORT_BUCKETS - 1] == 100_000_000);
 
-/// The untimed short holds a mutex's reads have apportioned: per bucket and their sum, the
+/// Whether a sampled short hold of `ns` is among the samples untimed ones are drawn from (in
+/// the first [`SHORT_BUCKETS`] buckets).
+#[inline]
+pub(crate) fn drawable(ns: u64) -> bool {
+    bucket_of(ns) < SHORT_BUCKETS
+}
+
+/// The untimed short holds a primitive's reads have apportioned: per bucket and their sum, the
 /// count apportioned, and the samples seen at the latest read.
 #[derive(Default)]
 struct Drawn {
@@ -239,16 +270,16 @@ pub struct Stats {
     /// The wait histogram and the drawn short holds: see [`Cold`].
     cold: ColdBox,
     pub(crate) hold: Histogram,
-    /// A mutex's untimed short holds (see [`Stats::count_short`]).
+    /// Untimed short holds not counted on a thread's table (see [`Stats::count_short`]).
     untimed: AtomicU64,
-    /// The sum of a mutex's sampled short holds under the last short bucket's bound (for a
-    /// mutex, the hold histogram's first [`SHORT_BUCKETS`] buckets count these samples only).
+    /// The sum of the sampled short holds under the last short bucket's bound, counted here
+    /// (the hold histogram's first [`SHORT_BUCKETS`] buckets count these samples only).
     /// Inline, so that no sampled hold allocates.
     sampled_ns: AtomicU64,
 }
 
 /// What most primitives never need, allocated on first use: the wait histogram (the first
-/// wait) and what reads drew of a mutex's untimed short holds (the first read of one).
+/// wait) and what reads drew of the untimed short holds (the first read of one).
 #[derive(Default)]
 struct Cold {
     wait: WaitHistogram,
@@ -322,43 +353,47 @@ impl Stats {
             .is_some_and(|c| c.wait.last.load(Relaxed) != 0)
     }
 
-    /// A mutex's untimed short hold, counted by its holder before the unlock (see
-    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)): one plain add, at a
-    /// fixed place. A read ([`Stats::read`]) gives the untimed holds the buckets and durations
+    /// An untimed short hold (see [`HoldTime::Short`](crate::runtime)): one add, at a fixed
+    /// place. A read ([`Stats::read_with`]) gives the untimed holds the buckets and durations
     /// of the sampled ones, apportioned: each counted once, the buckets and the sum right in
-    /// expectation, no bucket going down. (A tally's bucket per hold would cost a dependent
-    /// load and two more writes just before the unlock: a third of a nested lock's time.)
+    /// expectation, no bucket going down. (A bucket per hold, that of the latest sample, would
+    /// cost a dependent load and two more writes just before the unlock: a third of a nested
+    /// lock's time.) `exclusive`: the caller is the one writer (a mutex's holder, see
+    /// [`PrimKind::is_mutex`](crate::model::prim::PrimKind::is_mutex)); else an atomic add.
     #[inline(always)]
-    pub(crate) fn count_short(&self) {
-        bump(&self.untimed, 1, true);
+    pub(crate) fn count_short(&self, exclusive: bool) {
+        bump(&self.untimed, 1, exclusive);
     }
 
-    /// A mutex's sampled short hold of `ns`, by its holder: in the histogram, and among the
-    /// samples the untimed ones are drawn from.
-    pub(crate) fn observe_short_sample(&self, ns: u64) {
-        self.hold.observe(ns, true);
-        if bucket_of(ns) < SHORT_BUCKETS {
-            bump(&self.sampled_ns, ns, true);
+    /// A sampled short hold of `ns`: in the histogram, and among the samples the untimed ones
+    /// are drawn from. `exclusive` as for [`Stats::count_short`].
+    pub(crate) fn observe_short_sample(&self, ns: u64, exclusive: bool) {
+        self.hold.observe(ns, exclusive);
+        if drawable(ns) {
+            bump(&self.sampled_ns, ns, exclusive);
         }
     }
 
-    /// Completed holds so far (without the apportioning of [`Stats::read`]).
-    pub(crate) fn released(&self) -> u64 {
-        self.hold.read().count() + self.untimed.load(Acquire)
+    /// Completed holds so far, with `tallied` (the short holds counted on threads' tables),
+    /// without the apportioning of [`Stats::read_with`].
+    pub(crate) fn released_with(&self, tallied: &Tallied) -> u64 {
+        self.hold.read().count() + self.untimed.load(Acquire) + tallied.count()
     }
 
-    /// The hold histogram, with the untimed short holds apportioned (see
+    /// The hold histogram, with `tallied` and the untimed short holds apportioned (see
     /// [`Stats::count_short`]).
-    fn hold(&self) -> HistogramSnapshot {
+    fn hold_with(&self, tallied: &Tallied) -> HistogramSnapshot {
         let mut hold = self.hold.read();
+        hold.merge(&tallied.sampled);
         // Acquire: pairs with `bump`'s Release (a counted hold has left the books).
-        let untimed = self.untimed.load(Acquire);
+        let untimed = self.untimed.load(Acquire) + tallied.untimed;
         if untimed == 0 {
             return hold;
         }
         let samples = std::array::from_fn(|i| hold.buckets[i]);
+        let samples_ns = self.sampled_ns.load(Relaxed) + tallied.sampled.sum_ns;
         let mut drawn = self.cold.get_or_init().drawn.lock();
-        drawn.draw(untimed, samples, self.sampled_ns.load(Relaxed));
+        drawn.draw(untimed, samples, samples_ns);
         for (b, d) in hold.buckets.iter_mut().zip(drawn.buckets) {
             *b += d;
         }
@@ -366,8 +401,14 @@ impl Stats {
         hold
     }
 
-    /// A copy of every counter.
+    /// A copy of every counter (see [`Stats::read_with`]).
     pub fn read(&self) -> StatsSnapshot {
+        self.read_with(&Tallied::default())
+    }
+
+    /// A copy of every counter, with the short holds `tallied` on threads' tables counted in
+    /// the hold histogram (their untimed ones apportioned with the primitive's own).
+    pub(crate) fn read_with(&self, tallied: &Tallied) -> StatsSnapshot {
         StatsSnapshot {
             contended: self.contended.load(Relaxed),
             try_failures: self.try_failures.load(Relaxed),
@@ -378,7 +419,7 @@ impl Stats {
                 .get()
                 .map(|c| c.wait.hist.read())
                 .unwrap_or_default(),
-            hold: self.hold(),
+            hold: self.hold_with(tallied),
         }
     }
 }
@@ -461,18 +502,45 @@ mod tests {
     #[test]
     fn a_mutex_read_counts_every_untimed_hold() {
         let st = Stats::default();
-        st.observe_short_sample(20_000);
+        st.observe_short_sample(20_000, true);
         for _ in 0..99 {
-            st.count_short();
+            st.count_short(true);
         }
         st.hold.observe(300_000_000, true);
         let hold = st.read().hold;
         assert_eq!(hold.count(), 101);
-        assert_eq!(st.released(), 101);
+        assert_eq!(st.released_with(&Tallied::default()), 101);
         assert_eq!(hold.buckets[0], 100);
         assert_eq!(hold.sum_ns, 100 * 20_000 + 300_000_000);
         // Read again: the same.
         assert_eq!(st.read().hold, hold);
+    }
+
+    /// A shared primitive's read: the short holds tallied on threads' tables (sampled and
+    /// untimed) drawn together with those counted on the primitive (a table's slot was taken).
+    #[test]
+    fn tallied_untimed_holds_are_drawn_from_every_sample() {
+        let st = Stats::default();
+        st.observe_short_sample(200_000, false);
+        st.count_short(false);
+        let mut tallied = Tallied::default();
+        tallied.sampled.buckets[0] = 3;
+        tallied.sampled.sum_ns = 3 * 50_000;
+        tallied.untimed = 395;
+        assert_eq!(st.released_with(&tallied), 400);
+        let hold = st.read_with(&tallied).hold;
+        assert_eq!(hold.count(), 400);
+        // One sample in four is in bucket 1 (0.5 ms), three in bucket 0 (0.1 ms): so are the
+        // 396 untimed holds.
+        assert_eq!(hold.buckets[..2], [3 + 297, 1 + 99]);
+        assert_eq!(hold.sum_ns, 350_000 + 396 * 350_000 / 4);
+        // A sample above the drawn buckets is counted, but draws nothing.
+        let long = Stats::default();
+        long.observe_short_sample(150_000_000, false);
+        long.count_short(false);
+        let hold = long.read().hold;
+        assert_eq!((hold.buckets[0], hold.buckets[7]), (1, 1));
+        assert_eq!(hold.sum_ns, 150_000_000);
     }
 
     #[test]

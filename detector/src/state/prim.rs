@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::base::stats::{HistogramSnapshot, Stats, StatsSnapshot};
+use crate::base::stats::{Stats, StatsSnapshot, Tallied};
 use crate::base::{config, names};
 pub use crate::model::prim::*;
 use crate::state::actor;
@@ -129,10 +129,8 @@ impl Prim {
     }
 
     /// [`stats`](Prim::stats) with its tallied short holds already summed.
-    pub(crate) fn stats_with(&self, tallied: &HistogramSnapshot) -> StatsSnapshot {
-        let mut st = self.stats.read();
-        st.hold.merge(tallied);
-        st
+    pub(crate) fn stats_with(&self, tallied: &Tallied) -> StatsSnapshot {
+        self.stats.read_with(tallied)
     }
     /// Test scope that created it (0: none).
     pub fn scope(&self) -> u32 {
@@ -145,17 +143,17 @@ impl Prim {
     /// A number that grows whenever the primitive makes progress (a release, a capacity
     /// change, `close`); unchanged means nothing was freed.
     pub fn progress(&self) -> u64 {
-        self.progress_with(crate::state::held::tally_of(self.id.0).count())
+        self.progress_with(&crate::state::held::tally_of(self.id.0))
     }
 
     /// [`progress`](Prim::progress) with its tallied short holds already summed.
-    pub(crate) fn progress_with(&self, tallied: u64) -> u64 {
+    pub(crate) fn progress_with(&self, tallied: &Tallied) -> u64 {
         self.released_with(tallied) + self.epoch.load(Ordering::Relaxed)
     }
 
     /// Acquisitions released so far, with its tallied short holds already summed.
-    pub(crate) fn released_with(&self, tallied: u64) -> u64 {
-        self.stats.released() + tallied
+    pub(crate) fn released_with(&self, tallied: &Tallied) -> u64 {
+        self.stats.released_with(tallied)
     }
 }
 
@@ -345,8 +343,7 @@ pub fn unregister(prim: &Prim) -> bool {
         return false;
     }
     // The tallies are final: nothing releases a hold of a primitive being dropped.
-    let mut st = prim.stats.read();
-    st.hold.merge(&crate::state::held::claim_tallies(prim.id.0));
+    let st = prim.stats.read_with(&crate::state::held::claim_tallies(prim.id.0));
     if let Some(s) = series.series.get_mut(prim.series as usize) {
         s.retired.merge(&st);
     }

@@ -2,7 +2,7 @@
 //! this thread's tally (see `base::clock` for why only one hold in `SAMPLE_EVERY` is timed
 //! precisely).
 
-use crate::base::clock;
+use crate::base::{clock, stats};
 use crate::state::held::{self, FLAG_SAMPLED, FLAG_SPLIT};
 use crate::state::prim::Prim;
 use crate::state::tls::Local;
@@ -26,8 +26,8 @@ pub(super) enum HoldTime {
     /// Not an acquisition of its own (a split-off part), or nothing was recorded.
     #[default]
     None,
-    /// Under [`LONG_NS`] by the published clock, and not timed: counted in the bucket of
-    /// the latest sampled short hold (see `state::held::tally`).
+    /// Under [`LONG_NS`] by the published clock, and not timed: counted, and given the
+    /// buckets and durations of the sampled short holds when read (see `Stats::count_short`).
     Short,
     /// Under [`LONG_NS`], timed precisely (a sample): `ns`.
     ShortSample(u64),
@@ -66,21 +66,28 @@ fn sampled_time(since: u64) -> HoldTime {
     }
 }
 
-/// Records `time` in this thread's tally (`l`), else in the primitive's histogram; a mutex's
+/// Records `time` in this thread's tally (`l`), else in the primitive's statistics; a mutex's
 /// in its own statistics, by its holder (see [`record_mutex_hold`]).
 #[inline]
 pub(super) fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, exclusive: bool) {
     if prim.kind.is_mutex() {
         return record_mutex_hold(prim, time);
     }
-    let (ns, sample) = match time {
-        HoldTime::None => return,
-        HoldTime::Short => (0, None),
-        HoldTime::ShortSample(ns) => (ns, Some(ns)),
-        HoldTime::Long(ns) => return prim.stats.hold.observe(ns, exclusive),
-    };
-    if !l.is_some_and(|l| held::tally_in(l, prim.id.0, sample)) {
-        prim.stats.hold.observe(ns, exclusive);
+    let tallied = |sample| l.is_some_and(|l| held::tally_in(l, prim.id.0, sample));
+    match time {
+        HoldTime::None => {}
+        HoldTime::Short => {
+            if !tallied(None) {
+                prim.stats.count_short(exclusive);
+            }
+        }
+        HoldTime::ShortSample(ns) if stats::drawable(ns) => {
+            if !tallied(Some(ns)) {
+                prim.stats.observe_short_sample(ns, exclusive);
+            }
+        }
+        // (A sample above the buckets untimed holds are drawn into is counted as it is.)
+        HoldTime::ShortSample(ns) | HoldTime::Long(ns) => prim.stats.hold.observe(ns, exclusive),
     }
 }
 
@@ -90,8 +97,8 @@ pub(super) fn record_hold_time(prim: &Prim, time: HoldTime, l: Option<&Local>, e
 pub(super) fn record_mutex_hold(prim: &Prim, time: HoldTime) {
     match time {
         HoldTime::None => {}
-        HoldTime::Short => prim.stats.count_short(),
-        HoldTime::ShortSample(ns) => prim.stats.observe_short_sample(ns),
+        HoldTime::Short => prim.stats.count_short(true),
+        HoldTime::ShortSample(ns) => prim.stats.observe_short_sample(ns, true),
         HoldTime::Long(ns) => prim.stats.hold.observe(ns, true),
     }
 }

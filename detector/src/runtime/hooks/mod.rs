@@ -430,7 +430,7 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
         .released(prim.kind, meta_mode(meta), meta as u32);
     if mutex {
         // Short: counted by the holder, one add (see `Stats::count_short`).
-        prim.stats.count_short();
+        prim.stats.count_short(true);
         return Released::default();
     }
     // A short hold of a shared primitive in this thread's tally, when the tally has its slot:
@@ -470,7 +470,7 @@ fn release_own_entry(prim: &Prim, e: &EntryRef, mutex: bool) -> Released {
         .released(prim.kind, meta_mode(meta), meta as u32);
     let short = since == clock::published_word() & TIME;
     if mutex && short {
-        prim.stats.count_short();
+        prim.stats.count_short(true);
         return Released::default();
     }
     if mutex {

@@ -119,7 +119,8 @@ pub struct ThreadHeld {
 /// thread exited and they hold nothing), so the pointer is always valid.
 pub struct EntryRef(NonNull<Entry>);
 
-/// The short holds of one primitive released on one thread: a histogram of its own.
+/// The short holds of one primitive released on one thread: the sampled ones in a histogram
+/// of their own, the untimed ones as a count (reads apportion them, see `Stats::count_short`).
 ///
 /// Written only by the thread using the table (plain load and store, no RMW), read by
 /// scrapes, and cleared by the primitive's unregistering, which takes the counts into the
@@ -130,9 +131,10 @@ pub struct EntryRef(NonNull<Entry>);
 struct Tally {
     /// The primitive's id; 0: free.
     prim: std_atomic::AtomicU64,
-    hold: crate::base::stats::Histogram,
-    /// The latest sampled short hold: `bucket << 56 | ns` (0: none yet, bucket 0).
-    last: std_atomic::AtomicU64,
+    /// The sampled short holds.
+    sampled: crate::base::stats::Histogram,
+    /// The untimed short holds.
+    untimed: std_atomic::AtomicU64,
 }
 
 #[repr(align(64))]

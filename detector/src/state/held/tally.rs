@@ -1,9 +1,9 @@
-//! Tallies: short holds released on a thread, counted per primitive instead of recorded.
+//! Tallies: short holds released on a thread, counted per primitive in the thread's table.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use crate::base::stats::HistogramSnapshot;
+use crate::base::stats::Tallied;
 use crate::state::tls::Local;
 
 use super::*;
@@ -18,14 +18,13 @@ pub(super) fn tally_slot(prim: u64) -> usize {
 
 /// Counts a release of a hold of `prim` that lasted under a tick of the published clock in
 /// this thread's table, if its slot is this primitive's or free: false means the caller must
-/// record the hold in the primitive's own histogram. This keeps the common release off the
+/// count it in the primitive's own statistics. This keeps the common release off the
 /// primitive's cache line: no atomic RMW for shared holds, no line bouncing between threads.
 ///
-/// `sample`: the hold was timed precisely (one in `SAMPLE_EVERY`), it lasted that many ns.
-/// A hold that was not is counted in the bucket, and with the duration, of the latest sampled
-/// one: each short hold is counted once, at once, in a bucket drawn from the short holds'
-/// own distribution, so every count is exact, the buckets and the sum are right in
-/// expectation, and no count ever goes down (a scrape sees counters only grow).
+/// `sample`: the hold was timed precisely (one in `SAMPLE_EVERY`), it lasted that many ns
+/// (under the last bucket untimed holds are drawn into, see `stats::drawable`). A hold that
+/// was not is one add to the slot's count; reads give it the bucket and duration of the
+/// samples, apportioned (see `Stats::count_short`).
 #[inline]
 pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
     let Some(t) = slot_in(l, prim) else {
@@ -36,8 +35,8 @@ pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
         count(t, sample);
         true
     } else if owner == 0 {
-        t.hold.reset();
-        t.last.store(0, Ordering::Relaxed);
+        t.sampled.reset();
+        t.untimed.store(0, Ordering::Relaxed);
         count(t, sample);
         // Release: a scrape that sees the owner sees the counts that go with it.
         t.prim.store(prim, Ordering::Release);
@@ -68,17 +67,32 @@ fn slot_in(l: &Local, prim: u64) -> Option<&Tally> {
 
 #[inline(always)]
 fn count(t: &Tally, sample: Option<u64>) {
-    t.hold.observe_short(&t.last, sample, true);
+    match sample {
+        Some(ns) => t.sampled.observe(ns, true),
+        // Release: visible only after the hold it counts has left the books (as `bump`).
+        None => t
+            .untimed
+            .store(t.untimed.load(Ordering::Relaxed) + 1, Ordering::Release),
+    }
+}
+
+/// What a slot has counted.
+fn read(t: &Tally) -> Tallied {
+    Tallied {
+        sampled: t.sampled.read(),
+        // Acquire: pairs with `count`'s Release.
+        untimed: t.untimed.load(Ordering::Acquire),
+    }
 }
 
 /// Every primitive's short holds released so far (all threads): id -> their histogram.
-pub(crate) fn tallies() -> HashMap<u64, HistogramSnapshot> {
-    let mut out: HashMap<u64, HistogramSnapshot> = HashMap::new();
+pub(crate) fn tallies() -> HashMap<u64, Tallied> {
+    let mut out: HashMap<u64, Tallied> = HashMap::new();
     for t in THREADS.lock().iter() {
         for slot in &t.tallies {
             let prim = slot.prim.load(Ordering::Acquire);
             if prim != 0 {
-                out.entry(prim).or_default().merge(&slot.hold.read());
+                out.entry(prim).or_default().merge(&read(slot));
             }
         }
     }
@@ -97,9 +111,9 @@ fn for_slots(prim: u64, mut f: impl FnMut(&Tally)) {
 }
 
 /// The short holds of `prim` released so far (all threads).
-pub(crate) fn tally_of(prim: u64) -> HistogramSnapshot {
-    let mut out = HistogramSnapshot::default();
-    for_slots(prim, |slot| out.merge(&slot.hold.read()));
+pub(crate) fn tally_of(prim: u64) -> Tallied {
+    let mut out = Tallied::default();
+    for_slots(prim, |slot| out.merge(&read(slot)));
     out
 }
 
@@ -107,10 +121,10 @@ pub(crate) fn tally_of(prim: u64) -> HistogramSnapshot {
 ///
 /// No thread writes a dropped primitive's slot (it releases no hold of it any more), so the
 /// counts read before freeing the slot are final.
-pub(crate) fn claim_tallies(prim: u64) -> HistogramSnapshot {
-    let mut sum = HistogramSnapshot::default();
+pub(crate) fn claim_tallies(prim: u64) -> Tallied {
+    let mut sum = Tallied::default();
     for_slots(prim, |slot| {
-        sum.merge(&slot.hold.read());
+        sum.merge(&read(slot));
         slot.prim.store(0, Ordering::Release);
     });
     sum
