@@ -36,6 +36,11 @@ pub(crate) trait Owner<G> {
     /// keeps only the quick release inline, and the rest out of line.
     const QUICK: bool = false;
 
+    /// Whether the guard is an async primitive's (tokio's): its token is never a quick one
+    /// (those are for guards that cannot leave their thread), and its whole release is out
+    /// of line (see [`Guard::drop_async`]).
+    const ASYNC: bool = false;
+
     /// [`Owner::prim`], without the check a lazily registered primitive needs.
     ///
     /// # Safety
@@ -146,6 +151,11 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
         // SAFETY: `inner` is taken once, here, and never used again (moving it out does not
         // unlock: `unlock` below does).
         let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        if O::ASYNC {
+            // SAFETY: the token is read once, here, and never dropped (`ManuallyDrop`).
+            let token = unsafe { ManuallyDrop::take(&mut self.token) };
+            return Self::drop_async(token, &self.owner, inner);
+        }
         if self.token.is_quick() {
             // The thread's own untimed hold, on the thread that took it: the books in two
             // stores, the unlock, then the hold time (see `hooks::release_own`).
@@ -173,6 +183,21 @@ impl<O: Owner<G>, G> Guard<O, G> {
     #[inline(always)]
     fn is_mutex(prim: &Prim) -> bool {
         O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex())
+    }
+
+    /// The whole release of an async guard ([`Owner::ASYNC`]), out of line and given the
+    /// guard's words (in registers: the owner's by reference), so that the guard's drop is a
+    /// call small enough to inline into the caller: a guard dropped out of line is read back
+    /// from memory right after it was written, which stalls on store forwarding.
+    #[inline(never)]
+    fn drop_async(mut token: Token, owner: &O, inner: G) {
+        if token.is_none() {
+            return owner.unlock(inner);
+        }
+        let prim = owner.prim();
+        let released = token.release_books(prim, Self::is_mutex(prim));
+        owner.unlock(inner);
+        probe::release_stats(prim, released);
     }
 
     /// [`Guard::release_other`] out of line, so that the quick release of a blocking lock's

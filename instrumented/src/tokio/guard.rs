@@ -86,6 +86,8 @@ macro_rules! sem_owner {
         }
 
         impl<$($gen)* H: Hold> Owner<H> for $ty {
+            const ASYNC: bool = true;
+
             #[inline]
             fn prim(&self) -> &Prim {
                 SemOwner::prim(self)

@@ -4,11 +4,14 @@
 
 use std::future::Future;
 use std::panic::Location;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
+use pin_project_lite::pin_project;
 
 use super::acquire::{block, queue, take, timed, try_take};
 use super::guard::SemOwner;
@@ -63,6 +66,33 @@ impl Semaphore {
         }
     }
 
+    /// `n` permits of a borrowed semaphore, async: as [`Semaphore::acquire_n`], but the
+    /// `async` block gives only the token, and the permit is made from it in [`Made`]'s
+    /// poll, which inlines into the caller's.
+    #[inline]
+    fn acquire_borrowed<'a, P>(
+        &'a self,
+        site: Site,
+        n: u32,
+        acq: impl Fn(Site, u32) -> Acq + 'a,
+        permit: impl Fn(&'a Self, u32, Token) -> P + 'a,
+    ) -> impl Future<Output = Result<P, AcquireError>> + 'a {
+        let tokens = async move {
+            probe::acquire!(
+                self.prim(),
+                acq(site, n),
+                take(&self.ll, n),
+                queue(&self.ll, n)
+            )
+        };
+        Made {
+            tokens,
+            owner: self,
+            n,
+            make: permit,
+        }
+    }
+
     /// `n` permits or a timeout, the deadline set now (the borrowed forms).
     #[track_caller]
     fn timed_now<'a, P>(
@@ -103,12 +133,50 @@ impl Semaphore {
     }
 }
 
+pin_project! {
+    /// A permit made from the token `tokens` gives, with `make`, from the owner and the count
+    /// (`Copy`: they are also in `tokens`).
+    ///
+    /// A permit is three words (the token, the count, the semaphore): an `async` block that
+    /// returned it wrote it to memory field by field, and the caller read it back whole, which
+    /// stalled on store forwarding (most of an uncontended acquisition's overhead). A token
+    /// and its `Result` are two words and come back in registers; this poll, small, inlines
+    /// into the caller's, where the permit is made.
+    struct Made<F, O, M> {
+        #[pin]
+        tokens: F,
+        owner: O,
+        n: u32,
+        make: M,
+    }
+}
+
+impl<F, O, M, P> Future for Made<F, O, M>
+where
+    F: Future<Output = Result<Token, AcquireError>>,
+    O: Copy,
+    M: Fn(O, u32, Token) -> P,
+{
+    type Output = Result<P, AcquireError>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.tokens.poll(cx) {
+            Poll::Ready(Ok(token)) => Poll::Ready(Ok((this.make)(*this.owner, *this.n, token))),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 /// The eight acquisition methods of one permit type: `acquire`, `acquire_many`, their timed
 /// forms, `try_` forms and blocking forms (the list names them, the blocks give their docs,
 /// both in that order). `($($recv)*) $this` is the receiver (`&self` or `self: Arc<Self>`),
 /// `[$($bound)*]` the futures' lifetime bound, `$p` the permit type and `$permit` its
-/// constructor, `$acq` the acquisition's description and `$timed` the timed body (of the
-/// call site, the count and the timeout).
+/// constructor, `$acq` the acquisition's description, `$acquire_n` the async body
+/// ([`Semaphore::acquire_borrowed`] or [`Semaphore::acquire_n`]) and `$timed` the timed body
+/// (of the call site, the count and the timeout).
 macro_rules! permit_forms {
     (
         [
@@ -116,13 +184,13 @@ macro_rules! permit_forms {
             $try_one:ident, $try_many:ident, $blocking:ident, $blocking_many:ident $(,)?
         ]
         ($($recv:tt)*) $this:ident [$($bound:tt)*] -> $p:ty, $permit:expr, $acq:expr,
-        |$site:ident, $n:ident, $t:ident| $timed:expr;
+        $acquire_n:ident, |$site:ident, $n:ident, $t:ident| $timed:expr;
         { $(#[$d1:meta])* } { $(#[$d2:meta])* } { $(#[$d3:meta])* } { $(#[$d4:meta])* }
         { $(#[$d5:meta])* } { $(#[$d6:meta])* } { $(#[$d7:meta])* } { $(#[$d8:meta])* }
     ) => {
         permit_forms!(@pair ($($recv)*) $n, $acquire { $(#[$d1])* } $many { $(#[$d2])* } ()
             [impl Future<Output = Result<$p, AcquireError>> $($bound)*]
-            Self::acquire_n($this, Location::caller(), $n, $acq, $permit));
+            Self::$acquire_n($this, Location::caller(), $n, $acq, $permit));
         permit_forms!(@pair ($($recv)*) $n, $timeout { $(#[$d3])* } $many_timeout { $(#[$d4])* }
             ($t: Duration) [impl Future<Output = Result<$p, TimeoutError>> $($bound)*]
             { let $site = Location::caller(); $timed });
@@ -163,7 +231,7 @@ impl Semaphore {
             acquire, acquire_many, acquire_timeout, acquire_many_timeout,
             try_acquire, try_acquire_many, blocking_acquire, blocking_acquire_many,
         ]
-        (&self) self [+ '_] -> SemaphorePermit<'_>, SemaphorePermit::new, acq,
+        (&self) self [+ '_] -> SemaphorePermit<'_>, SemaphorePermit::new, acq, acquire_borrowed,
         |site, n, timeout| self.timed_now(site, n, timeout, SemaphorePermit::new);
     {
         /// Wrapper for [`tokio::sync::Semaphore::acquire`].
@@ -323,7 +391,7 @@ impl Semaphore {
             blocking_acquire_many_owned,
         ]
         (self: Arc<Self>) self [] -> OwnedSemaphorePermit, OwnedSemaphorePermit::new, owned_acq,
-        |site, n, timeout| Self::timed_later(self, site, n, timeout, OwnedSemaphorePermit::new);
+        acquire_n, |site, n, timeout| Self::timed_later(self, site, n, timeout, OwnedSemaphorePermit::new);
     {
         /// Wrapper for [`tokio::sync::Semaphore::acquire_owned`].
         ///
