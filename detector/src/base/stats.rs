@@ -145,15 +145,19 @@ impl HistogramSnapshot {
     }
 }
 
-/// Short holds counted on threads' tables (`state::held::tally`), summed over the tables:
-/// the sampled ones in their buckets, the untimed ones as a count (a read apportions them, see
-/// [`Stats::count_short`]).
+/// What threads' tables counted of a primitive (`state::held::tally`), summed over the
+/// tables: the short holds (the sampled ones in their buckets, the untimed ones as a count: a
+/// read apportions them, see [`Stats::count_short`]) and the grants after a wait.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Tallied {
     /// The sampled short holds.
     pub(crate) sampled: HistogramSnapshot,
     /// The untimed short holds.
     pub(crate) untimed: u64,
+    /// Acquisitions granted after a wait.
+    pub(crate) contended: u64,
+    /// Their waits.
+    pub(crate) waits: HistogramSnapshot,
 }
 
 impl Tallied {
@@ -166,6 +170,8 @@ impl Tallied {
     pub(crate) fn merge(&mut self, o: &Tallied) {
         self.sampled.merge(&o.sampled);
         self.untimed += o.untimed;
+        self.contended += o.contended;
+        self.waits.merge(&o.waits);
     }
 }
 
@@ -344,6 +350,16 @@ impl Stats {
         }
     }
 
+    /// A sampled short wait of `ns` counted on a thread's table: remembered here too, so that
+    /// [`Stats::has_wait_sample`] says so (one plain store, on a sample only).
+    pub(crate) fn note_wait_sample(&self, ns: u64) {
+        let w = &self.cold.get_or_init().wait;
+        w.last.store(
+            (bucket_of(ns) as u64) << 56 | ns.clamp(1, (1 << 56) - 1),
+            Relaxed,
+        );
+    }
+
     /// Whether a short wait of this primitive was ever timed precisely (the next one is, if
     /// not: an untimed wait is counted like the latest sample, so there must be one).
     #[inline]
@@ -409,16 +425,18 @@ impl Stats {
     /// A copy of every counter, with the short holds `tallied` on threads' tables counted in
     /// the hold histogram (their untimed ones apportioned with the primitive's own).
     pub(crate) fn read_with(&self, tallied: &Tallied) -> StatsSnapshot {
+        let mut wait = self
+            .cold
+            .get()
+            .map(|c| c.wait.hist.read())
+            .unwrap_or_default();
+        wait.merge(&tallied.waits);
         StatsSnapshot {
-            contended: self.contended.load(Relaxed),
+            contended: self.contended.load(Relaxed) + tallied.contended,
             try_failures: self.try_failures.load(Relaxed),
             timeouts: self.timeouts.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
-            wait: self
-                .cold
-                .get()
-                .map(|c| c.wait.hist.read())
-                .unwrap_or_default(),
+            wait,
             hold: self.hold_with(tallied),
         }
     }

@@ -343,7 +343,9 @@ pub fn unregister(prim: &Prim) -> bool {
         return false;
     }
     // The tallies are final: nothing releases a hold of a primitive being dropped.
-    let st = prim.stats.read_with(&crate::state::held::claim_tallies(prim.id.0));
+    let st = prim
+        .stats
+        .read_with(&crate::state::held::claim_tallies(prim.id.0));
     if let Some(s) = series.series.get_mut(prim.series as usize) {
         s.retired.merge(&st);
     }

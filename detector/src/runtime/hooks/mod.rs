@@ -881,7 +881,31 @@ pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, f
         (true, false) => WaitTime::Short,
         (false, _) => WaitTime::Long(waited),
     };
-    // An exclusive holder is alone, so it may update these without an atomic RMW.
+    // The reading doubles as the hold's start: both clocks share one timeline (a published
+    // reading lags by under a tick, so a release within the tick reads 0).
+    let hold = LOCAL
+        .try_with(|l| {
+            count_wait(prim, time, exclusive, Some(l));
+            record_hold(l, prim, actor::current_in(l), acq, now)
+        })
+        .unwrap_or_else(|_| {
+            count_wait(prim, time, exclusive, None);
+            Hold::default()
+        });
+    (hold, waited as f64 / 1e6)
+}
+
+/// Counts a grant after a wait of `time`: in this thread's tally when it can (see
+/// `held::tally_wait`), else in the primitive's statistics (an exclusive holder is alone, so
+/// it updates them without an atomic RMW).
+#[inline]
+fn count_wait(prim: &Prim, time: WaitTime, exclusive: bool, l: Option<&Local>) {
+    if l.is_some_and(|l| held::tally_wait(l, prim.id.0, time)) {
+        if let WaitTime::ShortSample(ns) = time {
+            prim.stats.note_wait_sample(ns);
+        }
+        return;
+    }
     prim.stats.observe_wait(time, exclusive);
     if exclusive {
         prim.stats.contended.store(
@@ -891,12 +915,6 @@ pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, f
     } else {
         prim.stats.contended.fetch_add(1, Ordering::Relaxed);
     }
-    // The reading doubles as the hold's start: both clocks share one timeline (a published
-    // reading lags by under a tick, so a release within the tick reads 0).
-    let hold = LOCAL
-        .try_with(|l| record_hold(l, prim, actor::current_in(l), acq, now))
-        .unwrap_or_default();
-    (hold, waited as f64 / 1e6)
 }
 
 /// The acquire future was dropped while waiting.

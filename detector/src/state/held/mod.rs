@@ -119,8 +119,9 @@ pub struct ThreadHeld {
 /// thread exited and they hold nothing), so the pointer is always valid.
 pub struct EntryRef(NonNull<Entry>);
 
-/// The short holds of one primitive released on one thread: the sampled ones in a histogram
-/// of their own, the untimed ones as a count (reads apportion them, see `Stats::count_short`).
+/// The short holds of one primitive released on one thread (the sampled ones in a histogram
+/// of their own, the untimed ones as a count: reads apportion them, see
+/// `Stats::count_short`), and the waits that ended there in a grant.
 ///
 /// Written only by the thread using the table (plain load and store, no RMW), read by
 /// scrapes, and cleared by the primitive's unregistering, which takes the counts into the
@@ -135,6 +136,12 @@ struct Tally {
     sampled: crate::base::stats::Histogram,
     /// The untimed short holds.
     untimed: std_atomic::AtomicU64,
+    /// Acquisitions granted here after a wait.
+    contended: std_atomic::AtomicU64,
+    /// Their waits: each untimed short one in the bucket of the latest sampled one here.
+    waits: crate::base::stats::Histogram,
+    /// The latest sampled short wait here: `bucket << 56 | ns` (0: none yet).
+    wait_last: std_atomic::AtomicU64,
 }
 
 #[repr(align(64))]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use crate::base::stats::Tallied;
+use crate::base::stats::{Tallied, WaitTime};
 use crate::state::tls::Local;
 
 use super::*;
@@ -27,23 +27,57 @@ pub(super) fn tally_slot(prim: u64) -> usize {
 /// samples, apportioned (see `Stats::count_short`).
 #[inline]
 pub(crate) fn tally_in(l: &Local, prim: u64, sample: Option<u64>) -> bool {
-    let Some(t) = slot_in(l, prim) else {
+    let Some(t) = claim(l, prim) else {
         return false;
     };
+    count(t, sample);
+    true
+}
+
+/// Counts a grant of `prim` after a wait of `time` in this thread's table (the primitive's
+/// `contended` count and wait histogram, summed at scrape time), if its slot is this
+/// primitive's or free: false means the caller must count it in the primitive's own
+/// statistics, as it must an untimed short wait on a thread that has no sampled one yet (it
+/// is counted in the bucket of the latest sample, see `Stats::observe_wait`). This keeps a
+/// contended acquisition off the primitive's cache lines: plain loads and stores, where the
+/// primitive's counters take atomic read-modify-writes on lines every worker writes.
+#[inline]
+pub(crate) fn tally_wait(l: &Local, prim: u64, time: WaitTime) -> bool {
+    let Some(t) = claim(l, prim) else {
+        return false;
+    };
+    match time {
+        WaitTime::Short if t.wait_last.load(Ordering::Relaxed) == 0 => return false,
+        WaitTime::Short => t.waits.observe_short(&t.wait_last, None, true),
+        WaitTime::ShortSample(ns) => t.waits.observe_short(&t.wait_last, Some(ns), true),
+        WaitTime::Long(ns) => t.waits.observe(ns, true),
+    }
+    // Release: as the counts of `Histogram::observe`.
+    t.contended
+        .store(t.contended.load(Ordering::Relaxed) + 1, Ordering::Release);
+    true
+}
+
+/// `prim`'s slot in this thread's table if it is `prim`'s, or free (claimed now, its counts
+/// zeroed); `None` if another primitive has it (or there is no table yet).
+#[inline(always)]
+fn claim(l: &Local, prim: u64) -> Option<&Tally> {
+    let t = slot_in(l, prim)?;
     let owner = t.prim.load(Ordering::Relaxed);
     if owner == prim {
-        count(t, sample);
-        true
-    } else if owner == 0 {
-        t.sampled.reset();
-        t.untimed.store(0, Ordering::Relaxed);
-        count(t, sample);
-        // Release: a scrape that sees the owner sees the counts that go with it.
-        t.prim.store(prim, Ordering::Release);
-        true
-    } else {
-        false
+        return Some(t);
     }
+    if owner != 0 {
+        return None;
+    }
+    t.sampled.reset();
+    t.untimed.store(0, Ordering::Relaxed);
+    t.contended.store(0, Ordering::Relaxed);
+    t.waits.reset();
+    t.wait_last.store(0, Ordering::Relaxed);
+    // Release: a scrape that sees the owner sees the zeroed counts (they only grow after).
+    t.prim.store(prim, Ordering::Release);
+    Some(t)
 }
 
 /// [`tally_in`] for an untimed short hold, when the slot is already `prim`'s (else false: the
@@ -82,6 +116,8 @@ fn read(t: &Tally) -> Tallied {
         sampled: t.sampled.read(),
         // Acquire: pairs with `count`'s Release.
         untimed: t.untimed.load(Ordering::Acquire),
+        contended: t.contended.load(Ordering::Acquire),
+        waits: t.waits.read(),
     }
 }
 

@@ -111,3 +111,52 @@ fn a_snapshot_never_mixes_two_holds_of_one_entry() {
     let seen = reader.join().unwrap();
     println!("{seen} consistent views");
 }
+
+/// A grant after a wait is counted in the thread's tally: the first untimed short wait of a
+/// thread with no sampled one is left to the primitive (it takes the latest sample's bucket),
+/// the rest are counted here, in the bucket of the thread's latest sample; a primitive whose
+/// slot another has is left to the primitive.
+#[test]
+fn waits_are_tallied_on_the_granting_thread() {
+    use crate::base::stats::{Tallied, WaitTime};
+    LOCAL.with(|l| {
+        // This thread's table (a recycled one may have slots taken by earlier primitives: use
+        // an id whose slot is free, and another id of the same slot).
+        let e = push_in(
+            l,
+            NewHold {
+                prim: 1,
+                actor: 1,
+                site: site(),
+                since: 1,
+                meta: 0,
+                scope: 0,
+            },
+        )
+        .expect("this thread's table");
+        e.release();
+        // SAFETY: this thread's live table.
+        let th = unsafe { &*l.held.get() };
+        let free = |p: u64| th.tallies[tally_slot(p)].prim.load(Ordering::Relaxed) == 0;
+        let prim = (0x7a11_0000..).find(|&p| free(p)).unwrap();
+        let other = (prim + 1..)
+            .find(|&p| tally_slot(p) == tally_slot(prim))
+            .unwrap();
+        assert!(!tally_wait(l, prim, WaitTime::Short), "no sample here yet");
+        assert!(tally_wait(l, prim, WaitTime::ShortSample(300_000)));
+        assert!(tally_wait(l, prim, WaitTime::Short));
+        assert!(tally_wait(l, prim, WaitTime::Long(2_000_000_000)));
+        assert!(
+            !tally_wait(l, other, WaitTime::ShortSample(5)),
+            "the slot is prim's"
+        );
+        let t = tally_of(prim);
+        assert_eq!(t.contended, 3);
+        assert_eq!(t.waits.count(), 3);
+        // 0.3 ms is in the 0.5 ms bucket (1): the sample and the untimed wait after it.
+        assert_eq!((t.waits.buckets[1], t.waits.buckets[9]), (2, 1));
+        assert_eq!(t.waits.sum_ns, 2 * 300_000 + 2_000_000_000);
+        assert_eq!(claim_tallies(prim).contended, 3);
+        assert_eq!(tally_of(prim), Tallied::default());
+    });
+}
