@@ -129,11 +129,13 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -
 /// the reference machine.
 macro_rules! acquire {
     ($prim:expr, $acq:expr, $take:expr, $queue:expr) => {{
-        let prim = $prim;
+        // `$prim` is read after `$take`: the wrapper's pointer to its primitive may share a
+        // cache line with the semaphore's state, which every worker writes; read first, the
+        // line came in shared and `$take`'s compare-and-swap took it a second time.
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
-            Ok($crate::probe::granted_in_task(prim, $acq))
+            Ok($crate::probe::granted_in_task($prim, $acq))
         } else {
-            $crate::probe::Acquire::new(prim, $acq, $queue)
+            $crate::probe::Acquire::new($prim, $acq, $queue)
                 .await
                 .map(|(permit, token)| {
                     $crate::tokio::acquire::forget(permit);
