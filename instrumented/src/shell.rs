@@ -194,6 +194,17 @@ impl<O: Owner<G>, G> Guard<O, G> {
         if token.is_none() {
             return owner.unlock(inner);
         }
+        if O::MUTEX == Some(false)
+            && let Some(released) = token.release_books_shared()
+        {
+            // The common release of a semaphore's permits: the primitive is looked up only if
+            // the statistics need it, after the unlock (see `hooks::release_quick_shared`).
+            owner.unlock(inner);
+            if released.has_stats() {
+                probe::release_stats(owner.prim(), released);
+            }
+            return;
+        }
         let prim = owner.prim();
         let released = token.release_books(prim, Self::is_mutex(prim));
         owner.unlock(inner);

@@ -181,6 +181,23 @@ impl Token {
         self.release_books_general(prim)
     }
 
+    /// [`Token::release_books`] for a primitive that is not a mutex, on the detector's quick
+    /// path only, without the primitive (see [`hooks::release_quick_shared`]); `None`: nothing
+    /// was done, the caller takes [`Token::release_books`]. The caller checked that the token
+    /// recorded something.
+    #[inline(always)]
+    pub(crate) fn release_books_shared(&mut self) -> Option<Released> {
+        if self.0.addr() & (SPANNED | QUICK) != 0 {
+            return None;
+        }
+        let released = hooks::release_quick_shared(self.0);
+        if !released.is_done() {
+            return None;
+        }
+        self.0 = std::ptr::null_mut();
+        Some(released)
+    }
+
     #[inline(never)]
     fn release_books_general(&mut self, prim: &Prim) -> Released {
         let (hold, span) = self.take();

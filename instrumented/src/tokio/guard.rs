@@ -69,9 +69,10 @@ impl<'a, T: ?Sized> From<&'a Mutex<T>> for SemRef<'a> {
     }
 }
 
-/// `SemOwner` and `Owner` (any [`Hold`]: `unlock` returns its permits) for one owner type.
+/// `SemOwner` and `Owner` (any [`Hold`]: `unlock` returns its permits) for one owner type;
+/// `$mutex` is [`Owner::MUTEX`] (whether its primitive is a mutex, when the type says).
 macro_rules! sem_owner {
-    ([$($gen:tt)*] $ty:ty, |$s:ident| $sem:expr, $prim:expr) => {
+    ([$($gen:tt)*] $ty:ty, |$s:ident| $sem:expr, $prim:expr, $mutex:expr) => {
         impl<$($gen)*> SemOwner for $ty {
             #[inline]
             fn sem(&self) -> &tokio::sync::Semaphore {
@@ -87,6 +88,7 @@ macro_rules! sem_owner {
 
         impl<$($gen)* H: Hold> Owner<H> for $ty {
             const ASYNC: bool = true;
+            const MUTEX: Option<bool> = $mutex;
 
             #[inline]
             fn prim(&self) -> &Prim {
@@ -100,12 +102,12 @@ macro_rules! sem_owner {
     };
 }
 
-sem_owner!([] SemRef<'_>, |s| s.sem, s.prim);
-sem_owner!([T: ?Sized,] &Mutex<T>, |s| &s.sem, s.cell.get());
-sem_owner!([T: ?Sized,] Arc<Mutex<T>>, |s| &s.sem, s.cell.get());
-sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.sem, s.cell.get());
-sem_owner!([] & Semaphore, |s| &s.ll, s.cell.get());
-sem_owner!([] Arc<Semaphore>, |s| &s.ll, s.cell.get());
+sem_owner!([] SemRef<'_>, |s| s.sem, s.prim, None);
+sem_owner!([T: ?Sized,] &Mutex<T>, |s| &s.sem, s.cell.get(), Some(true));
+sem_owner!([T: ?Sized,] Arc<Mutex<T>>, |s| &s.sem, s.cell.get(), Some(true));
+sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.sem, s.cell.get(), None);
+sem_owner!([] & Semaphore, |s| &s.ll, s.cell.get(), Some(false));
+sem_owner!([] Arc<Semaphore>, |s| &s.ll, s.cell.get(), Some(false));
 
 /// The same hold under another owner (a `MutexGuard` mapped: its owner becomes a [`SemRef`]).
 #[inline]

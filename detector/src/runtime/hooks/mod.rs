@@ -142,21 +142,77 @@ impl Hold {
 /// The coarse clock's readings with the 3 low bits cleared (a hold's start and end).
 const TIME: u64 = !7;
 
-/// A wait in progress, kept by the acquire future.
+/// A wait in progress, kept by the acquire future: two words, so that it comes back from
+/// [`wait_begin`] in registers (a wider value was written to memory and read back whole by
+/// the future, which stalled on store forwarding).
 pub struct Waiting {
-    seq: u64,
-    since_ns: u64,
-    /// A wait recorded in its thread's slots, not in the primitive's queue (see
-    /// `state::held::waits`).
-    slot: Option<held::WaitRef>,
-    /// `since_ns` is a precise reading (else the published clock's): see [`wait_begin`].
-    precise: bool,
+    /// Where the wait is recorded: its slot in its thread's table (see `state::held::waits`),
+    /// or, low bit set, `seq << 1 | 1`, its number in the primitive's queue; null once the
+    /// slot is cleared.
+    at: *mut (),
+    /// When it began, the top bit set when that is a precise reading (else the published
+    /// clock's: see [`wait_begin`]).
+    since: u64,
 }
 
+// SAFETY: `at` is a `WaitRef` (Send + Sync: only atomic stores to a slot of a table that is
+// never freed) or a number.
+unsafe impl Send for Waiting {}
+// SAFETY: as above; `&Waiting` reads the words only.
+unsafe impl Sync for Waiting {}
+
+const PRECISE: u64 = 1 << 63;
+
 impl Waiting {
+    /// A wait recorded in its thread's slot.
+    fn in_slot(slot: held::WaitRef, since_ns: u64, precise: bool) -> Waiting {
+        Waiting {
+            at: slot.into_ptr(),
+            since: Self::since_word(since_ns, precise),
+        }
+    }
+
+    /// A wait recorded in the primitive's queue as `seq`.
+    fn queued(seq: u64, since_ns: u64, precise: bool) -> Waiting {
+        Waiting {
+            at: std::ptr::without_provenance_mut((seq << 1 | 1) as usize),
+            since: Self::since_word(since_ns, precise),
+        }
+    }
+
+    fn since_word(since_ns: u64, precise: bool) -> u64 {
+        (since_ns & !PRECISE) | if precise { PRECISE } else { 0 }
+    }
+
+    /// When the wait began.
+    fn since_ns(&self) -> u64 {
+        self.since & !PRECISE
+    }
+
+    /// Whether [`Waiting::since_ns`] is a precise reading.
+    fn precise(&self) -> bool {
+        self.since & PRECISE != 0
+    }
+
+    /// The wait's slot, taken (`None` for a queued wait, or once taken).
+    fn take_slot(&mut self) -> Option<held::WaitRef> {
+        if self.at.is_null() || self.at.addr() & 1 != 0 {
+            return None;
+        }
+        // SAFETY: not null, low bit clear: a `WaitRef::into_ptr`, taken once (nulled now).
+        let slot = unsafe { held::WaitRef::from_ptr(self.at) };
+        self.at = std::ptr::null_mut();
+        Some(slot)
+    }
+
+    /// The queued wait's number (see [`Waiting::queued`]).
+    fn seq(&self) -> u64 {
+        (self.at.addr() >> 1) as u64
+    }
+
     /// The clock this wait is timed with, read now.
     fn now(&self) -> u64 {
-        if self.precise {
+        if self.precise() {
             clock::precise_now()
         } else {
             clock::hold_now()
@@ -444,6 +500,38 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     }
 }
 
+/// [`release_quick`] for a primitive that is not a mutex, without the primitive itself: its id
+/// is the hold's. A wrapper's pointer to its primitive can share a cache line with the
+/// wrapped semaphore's state, which every worker writes: this release does not read it.
+/// Never done with the `console` feature (the primitive's resource is updated then).
+#[inline(always)]
+pub fn release_quick_shared(raw: *mut ()) -> Released {
+    if cfg!(feature = "console") {
+        return Released::UNDONE;
+    }
+    // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
+    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
+        return Released::UNDONE;
+    };
+    let (since, meta) = e.since_and_meta();
+    let short = since == clock::published_word() & TIME;
+    let l = local();
+    if meta_flags(meta) & (FLAG_QUICK | FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0 {
+        return Released::UNDONE;
+    }
+    let prim = e.prim_id();
+    if !held::release_quick(&e, l) {
+        return Released::UNDONE;
+    }
+    if short && held::tally_quick(l, prim) {
+        return Released::default();
+    }
+    Released {
+        since: since.max(8),
+        meta,
+    }
+}
+
 /// [`release_quick`] for a hold of [`acquired_quick`] (its [`Hold::into_raw`]), on the thread
 /// that took it: the books in two stores, no check; a mutex's short hold counted by its
 /// holder (plain loads and stores, as in [`release_books`]). Call before the inner unlock, and
@@ -506,6 +594,13 @@ impl Released {
     #[inline(always)]
     pub fn is_done(&self) -> bool {
         self.since != 1
+    }
+
+    /// Whether [`release_stats`] has anything to record (else it need not be called, nor the
+    /// primitive looked up for it).
+    #[inline(always)]
+    pub fn has_stats(&self) -> bool {
+        self.since != 0
     }
 }
 
@@ -755,12 +850,7 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
         prim.resource.waiters(q.len());
         seq
     };
-    Waiting {
-        seq,
-        since_ns,
-        slot: None,
-        precise,
-    }
+    Waiting::queued(seq, since_ns, precise)
 }
 
 /// The common wait, in this thread's wait slots instead of the primitive's queue: a task that
@@ -813,19 +903,14 @@ fn wait_begin_quick(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Option
         owned: acq.flags() & FLAG_MOVABLE != 0,
         scope: l.scope.get(),
     };
-    let (slot, seq) = held::wait_push(l, &w)?;
-    Some(Waiting {
-        seq,
-        since_ns,
-        slot: Some(slot),
-        precise,
-    })
+    let (slot, _) = held::wait_push(l, &w)?;
+    Some(Waiting::in_slot(slot, since_ns, precise))
 }
 
 /// Takes the waiter off the books; `gave_up`: it ends without a grant (a timeout, a cancelled
 /// future), so a wait by the same task or thread soon after is a retry of this one.
 fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
-    if let Some(slot) = w.slot.take() {
+    if let Some(slot) = w.take_slot() {
         // A slot's wait: one store. One that gave up is remembered by the queue, so that the
         // same task waiting again soon is seen as retrying it.
         let rec = gave_up.then(|| slot.view()).flatten();
@@ -840,7 +925,7 @@ fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
     let mut now = None;
     let rec = {
         let mut q = prim.waiters.lock();
-        let rec = q.remove(w.seq);
+        let rec = q.remove(w.seq());
         if gave_up && let Some(rec) = &rec {
             let t = *now.insert(clock::precise_now());
             q.gave_up(rec, t);
@@ -874,9 +959,9 @@ pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
 pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, f64) {
     end_wait(prim, &mut w, false);
     let now = w.now();
-    let waited = now.saturating_sub(w.since_ns);
+    let waited = now.saturating_sub(w.since_ns());
     let exclusive = acq.mode().is_exclusive();
-    let time = match (waited < LONG_NS, w.precise) {
+    let time = match (waited < LONG_NS, w.precise()) {
         (true, true) => WaitTime::ShortSample(waited),
         (true, false) => WaitTime::Short,
         (false, _) => WaitTime::Long(waited),
@@ -945,7 +1030,7 @@ pub fn timed_out_at_once(prim: &Prim) {
 
 /// Milliseconds a wait has lasted.
 pub fn waited_ms(w: &Waiting) -> f64 {
-    clock::ms_between(w.since_ns, w.now())
+    clock::ms_between(w.since_ns(), w.now())
 }
 
 /// A `try_` form found the primitive unavailable.

@@ -190,6 +190,12 @@ impl EntryRef {
         index_task(self.entry(), task);
     }
 
+    /// The id of the primitive held (its holder reads it: the entry is live).
+    #[inline]
+    pub(crate) fn prim_id(&self) -> u64 {
+        self.entry().key.load(Ordering::Relaxed)
+    }
+
     /// The hold's start (coarse clock) and its packed meta word, as written at the grant.
     #[inline]
     pub(crate) fn since_and_meta(&self) -> (u64, u64) {

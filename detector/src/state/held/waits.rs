@@ -147,6 +147,21 @@ unsafe impl Send for WaitRef {}
 unsafe impl Sync for WaitRef {}
 
 impl WaitRef {
+    /// The reference as a pointer (slots are 8-aligned: the low bit is 0).
+    #[inline]
+    pub(crate) fn into_ptr(self) -> *mut () {
+        self.0.as_ptr().cast()
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` comes from [`WaitRef::into_ptr`], turned back once.
+    #[inline]
+    pub(crate) unsafe fn from_ptr(ptr: *mut ()) -> WaitRef {
+        // SAFETY: as the caller promises: a slot's address, not null.
+        WaitRef(unsafe { NonNull::new_unchecked(ptr.cast()) })
+    }
+
     fn slot(&self) -> &WaitSlot {
         // SAFETY: tables (so their slots) are never freed.
         unsafe { self.0.as_ref() }
