@@ -352,9 +352,15 @@ fn wait_begin(prim: &Prim, acq: Acq, timed: bool, span: &Option<SpanPtr>) -> Wai
 }
 
 enum State {
-    Start,
+    /// Not polled yet; `timed`: a timed form's (its deadline may end the wait).
+    Start {
+        timed: bool,
+    },
     Off,
-    Waiting { w: Waiting, span: Option<SpanPtr> },
+    Waiting {
+        w: Waiting,
+        span: Option<SpanPtr>,
+    },
     Done,
 }
 
@@ -365,7 +371,6 @@ pin_project! {
         inner: F,
         prim: &'p Prim,
         acq: Acq,
-        timed: bool,
         state: State,
     }
 
@@ -391,13 +396,12 @@ impl<'p, F> Acquire<'p, F> {
             inner,
             prim,
             acq,
-            timed: false,
-            state: State::Start,
+            state: State::Start { timed: false },
         }
     }
 
     fn timed(mut self) -> Self {
-        self.timed = true;
+        self.state = State::Start { timed: true };
         self
     }
 
@@ -429,7 +433,7 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if let State::Start = this.state
+        if let State::Start { .. } = this.state
             && !hooks::enabled()
         {
             *this.state = State::Off;
@@ -466,9 +470,9 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
                 Poll::Ready(Err(e))
             }
             Poll::Pending => {
-                if let State::Start = this.state {
+                if let State::Start { timed } = *this.state {
                     let span = span(this.prim, this.acq);
-                    let w = wait_begin(this.prim, *this.acq, *this.timed, &span);
+                    let w = wait_begin(this.prim, *this.acq, timed, &span);
                     *this.state = State::Waiting { w, span };
                 }
                 Poll::Pending
