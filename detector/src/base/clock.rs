@@ -7,8 +7,9 @@
 //! seconds); the hold-time histogram gets its precision from sampling instead: one
 //! acquisition in [`SAMPLE_EVERY`] per thread is timed with [`precise_now`] at both ends (see
 //! `runtime::hooks`), and the holds shorter than a tick, which the coarse word cannot time,
-//! are counted in the bucket of the latest sampled short hold of the same primitive on the
-//! same thread, so that the buckets are right in expectation and every count is exact.
+//! are counted (one add) and given the buckets and durations of the primitive's sampled short
+//! holds when the statistics are read (`Stats::count_short`), so that the buckets are right
+//! in expectation and every count is exact.
 //! Before the watchdog first runs (and in a forked child, which has no watchdog), it reads
 //! [`coarse_now`] (`CLOCK_MONOTONIC_COARSE`, 6-9 ns on the reference machine).
 //!

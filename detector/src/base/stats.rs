@@ -66,12 +66,11 @@ impl Histogram {
         }
     }
 
-    /// A short hold, by the one writer this histogram has now: `sample` is its duration when
-    /// it was timed precisely (remembered in `last`, `bucket << 56 | ns`); a hold that was not
-    /// is counted in the bucket, and with the duration, of the latest sampled one. Each short
-    /// hold is counted once, at once, in a bucket drawn from the short holds' own
-    /// distribution, so every count is exact, the buckets and the sum are right in
-    /// expectation, and no count ever goes down.
+    /// A short wait: `sample` is its duration when it was timed precisely (remembered in
+    /// `last`, `bucket << 56 | ns`); a wait that was not is counted in the bucket, and with the
+    /// duration, of the latest sampled one. Each short wait is counted once, at once, in a
+    /// bucket drawn from the short waits' own distribution, so every count is exact, the
+    /// buckets and the sum are right in expectation, and no count ever goes down.
     /// `exclusive`: the caller is the one writer (a tally, a mutex's holder); else the counts
     /// are atomic adds (a semaphore's waiters, granted side by side).
     #[inline(always)]
