@@ -153,6 +153,9 @@ pub struct Waiting {
     /// When it began, the top bit set when that is a precise reading (else the published
     /// clock's: see [`wait_begin`]).
     since: u64,
+    /// The queue number whole, where a pointer is too narrow to hold it.
+    #[cfg(not(target_pointer_width = "64"))]
+    seq: u64,
 }
 
 // SAFETY: `at` is a `WaitRef` (Send + Sync: only atomic stores to a slot of a table that is
@@ -169,6 +172,8 @@ impl Waiting {
         Waiting {
             at: slot.into_ptr(),
             since: Self::since_word(since_ns, precise),
+            #[cfg(not(target_pointer_width = "64"))]
+            seq: 0,
         }
     }
 
@@ -177,6 +182,8 @@ impl Waiting {
         Waiting {
             at: std::ptr::without_provenance_mut((seq << 1 | 1) as usize),
             since: Self::since_word(since_ns, precise),
+            #[cfg(not(target_pointer_width = "64"))]
+            seq,
         }
     }
 
@@ -207,7 +214,10 @@ impl Waiting {
 
     /// The queued wait's number (see [`Waiting::queued`]).
     fn seq(&self) -> u64 {
-        (self.at.addr() >> 1) as u64
+        #[cfg(not(target_pointer_width = "64"))]
+        return self.seq;
+        #[cfg(target_pointer_width = "64")]
+        return (self.at.addr() >> 1) as u64;
     }
 
     /// The clock this wait is timed with, read now.
