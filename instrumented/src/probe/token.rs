@@ -171,14 +171,10 @@ impl Token {
     #[inline(always)]
     pub(crate) fn release_books(&mut self, prim: &Prim, mutex: bool) -> Released {
         // The common release, inline: no span, the detector's quick path.
-        if self.0.addr() & (SPANNED | QUICK) == 0 {
-            let released = hooks::release_quick(prim, self.0, mutex);
-            if released.is_done() {
-                self.0 = std::ptr::null_mut();
-                return released;
-            }
+        match self.release_quick_with(|raw| hooks::release_quick(prim, raw, mutex)) {
+            Some(released) => released,
+            None => self.release_books_general(prim),
         }
-        self.release_books_general(prim)
     }
 
     /// [`Token::release_books`] for a primitive that is not a mutex, on the detector's quick
@@ -187,10 +183,17 @@ impl Token {
     /// recorded something.
     #[inline(always)]
     pub(crate) fn release_books_shared(&mut self) -> Option<Released> {
+        self.release_quick_with(hooks::release_quick_shared)
+    }
+
+    /// The hold released by `quick` (a quick release of the detector's, given the hold's raw
+    /// word), for a token with no span and not [`Token::quick`]; `None`: nothing was done.
+    #[inline(always)]
+    fn release_quick_with(&mut self, quick: impl FnOnce(*mut ()) -> Released) -> Option<Released> {
         if self.0.addr() & (SPANNED | QUICK) != 0 {
             return None;
         }
-        let released = hooks::release_quick_shared(self.0);
+        let released = quick(self.0);
         if !released.is_done() {
             return None;
         }

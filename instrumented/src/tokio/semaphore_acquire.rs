@@ -37,7 +37,9 @@ fn owned_acq(site: &'static Location<'static>, n: u32) -> Acq {
 type Site = &'static Location<'static>;
 
 impl Semaphore {
-    /// `n` permits, async: the fast path of `probe::acquire!`, else tokio's queue.
+    /// `n` permits, async: the fast path of `probe::acquire!`, else tokio's queue (the owned
+    /// forms, whose `async` block keeps the `Arc` its acquisition borrows from; the borrowed
+    /// ones take [`Semaphore::acquire_borrowed`]).
     ///
     /// An `async` block, not an `async fn`: an `async fn` moves its arguments into locals at
     /// the first poll, and `this` and `site`, stored by the caller as two words, were read

@@ -464,15 +464,10 @@ fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
 /// `prim.kind().is_mutex()`, which a wrapper may know from its type.
 #[inline(always)]
 pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
-    // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
-    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
+    let Some((e, since, meta, short)) = quick_view(raw) else {
         return Released::UNDONE;
     };
-    let (since, meta) = e.since_and_meta();
     debug_assert_eq!(mutex, prim.kind.is_mutex());
-    // Untimed and started at the published time now: under a tick. (A sampled start is a
-    // precise reading, not the published word, but its flag sends it to the general path.)
-    let short = since == clock::published_word() & TIME;
     let l = local();
     let flags = meta_flags(meta);
     if flags & FLAG_QUICK != 0 {
@@ -499,9 +494,29 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
         prim.stats.count_short(true);
         return Released::default();
     }
-    // A short hold of a shared primitive in this thread's tally, when the tally has its slot:
-    // plain loads and stores on this thread's table, nothing left for after the unlock.
-    if short && held::tally_quick(l, prim.id.0) {
+    released_shared(l, prim.id.0, since, meta, short)
+}
+
+/// A quick release's view of the hold `raw` (a [`Hold::into_raw`], not turned back yet): its
+/// entry, start and meta word, and whether it is short (untimed and started at the published
+/// time now: under a tick; a sampled start is a precise reading, not the published word, but
+/// its flag sends it to the general path). `None`: nothing was recorded.
+#[inline(always)]
+fn quick_view(raw: *mut ()) -> Option<(EntryRef, u64, u64, bool)> {
+    // SAFETY: as the callers' callers promise: a pointer from `Hold::into_raw`, or null.
+    let e = unsafe { EntryRef::from_ptr(raw.cast()) }?;
+    let (since, meta) = e.since_and_meta();
+    let short = since == clock::published_word() & TIME;
+    Some((e, since, meta, short))
+}
+
+/// The end of a quick release of a hold of `prim` (an id) that is not a mutex's, its entry
+/// cleared: a short hold in this thread's tally when the tally has its slot (plain loads and
+/// stores on this thread's table, nothing left for after the unlock), else its start and
+/// flags for [`release_stats`].
+#[inline(always)]
+fn released_shared(l: &Local, prim: u64, since: u64, meta: u64, short: bool) -> Released {
+    if short && held::tally_quick(l, prim) {
         return Released::default();
     }
     Released {
@@ -519,12 +534,9 @@ pub fn release_quick_shared(raw: *mut ()) -> Released {
     if cfg!(feature = "console") {
         return Released::UNDONE;
     }
-    // SAFETY: the caller's `raw` comes from `Hold::into_raw`, not turned back yet.
-    let Some(e) = (unsafe { EntryRef::from_ptr(raw.cast()) }) else {
+    let Some((e, since, meta, short)) = quick_view(raw) else {
         return Released::UNDONE;
     };
-    let (since, meta) = e.since_and_meta();
-    let short = since == clock::published_word() & TIME;
     let l = local();
     if meta_flags(meta) & (FLAG_QUICK | FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0 {
         return Released::UNDONE;
@@ -533,13 +545,7 @@ pub fn release_quick_shared(raw: *mut ()) -> Released {
     if !held::release_quick(&e, l) {
         return Released::UNDONE;
     }
-    if short && held::tally_quick(l, prim) {
-        return Released::default();
-    }
-    Released {
-        since: since.max(8),
-        meta,
-    }
+    released_shared(l, prim, since, meta, short)
 }
 
 /// [`release_quick`] for a hold of [`acquired_quick`] (its [`Hold::into_raw`]), on the thread
@@ -659,7 +665,7 @@ fn resource_released(prim: &Prim, e: &EntryRef) {
 /// or the statistics (an atomic RMW: the primitive is no longer held).
 #[inline(always)]
 pub fn release_stats(prim: &Prim, r: Released) {
-    if r.since != 0 {
+    if r.has_stats() {
         record_released(prim, r);
     }
 }
