@@ -9,10 +9,15 @@
 //! ```
 //!
 //! It checks, every interval (10 s; 60 s when the soak lasts 5 minutes or more): the books
-//! balance (accounts plus house), every account can still pay, the served rate stays within
-//! 10% of the first interval after the warm-up, no scrape fails; at the end, the resident
+//! balance (accounts plus house), every account can still pay, no scrape fails; at the end,
+//! the served rate of every interval is within 10% of the intervals' median, and the resident
 //! memory grew less than 5 MB since the warm-up. The demo runs as the user runs it, a child
 //! process killed on every way out of the test.
+//!
+//! The served rate is wall-clock throughput, and a virtual machine's host can take the CPU
+//! away: an interval in which the hypervisor stole at least [`STEAL_EXCUSES`] of the machine's
+//! time (`steal` in `/proc/stat`) is printed but not judged, as long as most intervals are.
+//! Each interval also prints the demo's CPU time, which grows with the demo's own costs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,8 +37,12 @@ const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 const EXCHANGE_LIMIT: Duration = Duration::from_secs(15);
 /// Largest resident-memory growth after the warm-up.
 const RSS_GROWTH_LIMIT_KB: u64 = 5 * 1024;
-/// Largest change of the served rate from the first interval after the warm-up.
+/// Largest change of an interval's served rate from the median of the intervals.
 const RATE_TOLERANCE: f64 = 0.10;
+/// Share of the machine's time stolen by the hypervisor from which an interval's rate says
+/// nothing about the demo (on this VM class, 0.1% is usual; 4.5% slowed the rate by 3%, and
+/// the runs that drifted 15% did so over several intervals).
+const STEAL_EXCUSES: f64 = 0.02;
 
 /// `target/<profile>/examples/demo`, next to this test binary's `deps/` directory.
 fn demo_path() -> PathBuf {
@@ -86,6 +95,38 @@ fn rss_kb(child: &Child) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in /proc status")
+}
+
+/// The child's CPU time (user plus system), in clock ticks.
+fn cpu_ticks(child: &Child) -> u64 {
+    let pid = child.id().expect("the demo is running");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
+    // After the command's closing parenthesis: the state (field 3) first, utime is field 14
+    // and stime field 15.
+    let rest = stat.rsplit_once(')').expect("a stat line").1;
+    let field = |n: usize| -> u64 {
+        rest.split_whitespace()
+            .nth(n - 3)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("field {n} of {stat:?}"))
+    };
+    field(14) + field(15)
+}
+
+/// The machine's time so far, as `(stolen by the hypervisor, all)`, in clock ticks summed
+/// over the CPUs (`/proc/stat`'s first line).
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("cpu "))
+        .expect("the cpu line of /proc/stat")
+        .split_whitespace()
+        .map(|n| n.parse().expect("a tick count"))
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is within user).
+    (ticks[7], ticks[..8].iter().sum())
 }
 
 /// `served N refused N failed N` from `/stats`.
@@ -227,6 +268,8 @@ async fn the_demo_stays_healthy_under_scrapes_and_repeated_injections() {
     println!("after warm-up: {}", audit(api).await);
     let rss_start = rss_kb(&child);
     let mut last = served(api).await;
+    let (mut last_cpu, mut last_machine) = (cpu_ticks(&child), machine_ticks());
+    // (served rate, share of the machine's time stolen) per interval.
     let mut rates = Vec::new();
     for i in 0..intervals {
         tokio::time::sleep(interval).await;
@@ -236,12 +279,18 @@ async fn the_demo_stays_healthy_under_scrapes_and_repeated_injections() {
         last = now;
         let books = audit(api).await;
         let rss = rss_kb(&child);
+        let (cpu, machine) = (cpu_ticks(&child), machine_ticks());
+        let stolen =
+            (machine.0 - last_machine.0) as f64 / (machine.1 - last_machine.1).max(1) as f64;
         println!(
-            "interval {}: {rate:.1} requests/s served, {refused} refused, RSS {rss} KiB, {} scrapes so far; {books}",
+            "interval {}: {rate:.1} requests/s served, {refused} refused, RSS {rss} KiB, demo CPU {} ticks, {:.1}% of the machine stolen, {} scrapes so far; {books}",
             i + 1,
+            cpu - last_cpu,
+            100.0 * stolen,
             scrapes.load(Ordering::Relaxed)
         );
-        rates.push(rate);
+        (last_cpu, last_machine) = (cpu, machine);
+        rates.push((rate, stolen));
         assert!(
             refused as f64 <= 0.01 * rate * interval.as_secs_f64(),
             "{refused} transfers refused in interval {}: accounts are running dry",
@@ -254,20 +303,62 @@ async fn the_demo_stays_healthy_under_scrapes_and_repeated_injections() {
     while let Some(r) = scrapers.join_next().await {
         r.expect("a scraper failed");
     }
+    let served: Vec<f64> = rates.iter().map(|r| r.0).collect();
     println!(
-        "served per interval: {rates:.1?}; RSS {rss_start} KiB after warm-up, {rss_end} KiB at the end"
+        "served per interval: {served:.1?}; RSS {rss_start} KiB after warm-up, {rss_end} KiB at the end"
     );
-    let first = rates[0];
-    for (i, r) in rates.iter().enumerate() {
-        assert!(
-            (r - first).abs() <= RATE_TOLERANCE * first,
-            "interval {}: {r:.1} requests/s against {first:.1} in the first: {rates:.1?}",
-            i + 1
-        );
-    }
+    check_rates(&rates);
     assert!(
         rss_end < rss_start + RSS_GROWTH_LIMIT_KB,
         "RSS grew from {rss_start} KiB to {rss_end} KiB"
     );
     child.kill().await.expect("stop the demo");
+}
+
+/// Every interval's served rate within [`RATE_TOLERANCE`] of the median, except those in
+/// which the hypervisor stole [`STEAL_EXCUSES`] of the machine; most intervals are judged.
+fn check_rates(rates: &[(f64, f64)]) {
+    let mut sorted: Vec<f64> = rates.iter().map(|r| r.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let mut judged = 0;
+    for (i, &(rate, stolen)) in rates.iter().enumerate() {
+        if stolen >= STEAL_EXCUSES {
+            println!(
+                "interval {}: not judged, the hypervisor stole {:.1}% of the machine",
+                i + 1,
+                100.0 * stolen
+            );
+            continue;
+        }
+        judged += 1;
+        assert!(
+            (rate - median).abs() <= RATE_TOLERANCE * median,
+            "interval {}: {rate:.1} requests/s against a median of {median:.1} ({:.1}% of the machine stolen): {rates:.3?}",
+            i + 1,
+            100.0 * stolen
+        );
+    }
+    assert!(
+        2 * judged > rates.len(),
+        "only {judged} of {} intervals could be judged: the hypervisor stole {STEAL_EXCUSES} or more of the machine in the others: {rates:.3?}",
+        rates.len()
+    );
+}
+
+#[test]
+fn a_drop_in_an_interval_the_hypervisor_took_is_not_judged() {
+    check_rates(&[(280.0, 0.001), (278.0, 0.0), (233.0, 0.05), (281.0, 0.002)]);
+}
+
+#[test]
+#[should_panic(expected = "interval 3: 233.0 requests/s against a median of 280.0")]
+fn a_drop_with_the_machine_to_itself_fails() {
+    check_rates(&[(280.0, 0.001), (278.0, 0.0), (233.0, 0.01), (281.0, 0.002)]);
+}
+
+#[test]
+#[should_panic(expected = "only 1 of 3 intervals could be judged")]
+fn a_soak_the_hypervisor_took_over_fails() {
+    check_rates(&[(280.0, 0.03), (278.0, 0.0), (233.0, 0.05)]);
 }
