@@ -314,12 +314,14 @@ pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
         return None;
     }
     let actor = ActorId::task(tokio::task::try_id()?);
-    if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && held::task_any(actor.as_u64()) {
+    // Read once: whether the task holds anything, and where its first hold is indexed.
+    let look = held::task_look(actor.as_u64());
+    if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && look.holds() {
         return None;
     }
     let hold = quick_push(l, th, mask, prim, actor, acq, since & TIME);
     if let Some(e) = &hold.entry {
-        e.index_task(actor.as_u64());
+        e.index_looked(actor.as_u64(), look);
     }
     Some(hold)
 }

@@ -144,7 +144,9 @@ struct Tally {
     wait_last: std_atomic::AtomicU64,
 }
 
-#[repr(align(64))]
+/// One cache line: the task word and the bits that [`task_any`] reads sit beside the refs an
+/// index writes (a task that alternates between workers moves one line, not two).
+#[repr(C, align(64))]
 struct TaskSlot {
     task: std_atomic::AtomicU64,
     /// Which `refs` are in use (a hint: set by the owner, cleared by releases with a plain

@@ -190,6 +190,13 @@ impl EntryRef {
         index_task(self.entry(), task);
     }
 
+    /// [`EntryRef::index_task`], where the task's slot was read as `look` (see
+    /// [`index_looked`]).
+    #[inline(always)]
+    pub(crate) fn index_looked(&self, task: u64, look: TaskLook) {
+        index_looked(self.entry(), task, look);
+    }
+
     /// The id of the primitive held (its holder reads it: the entry is live).
     #[inline]
     pub(crate) fn prim_id(&self) -> u64 {

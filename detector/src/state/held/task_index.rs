@@ -23,7 +23,9 @@ pub(super) const TASK_SLOTS: usize = 4096;
 /// holds something, or the task holds more than `REFS` at once): checks that ask the index
 /// about that task may miss them. Exported as `lockscope_detector_dropped_total{what="events"}`.
 pub(crate) static UNINDEXED: std_atomic::AtomicU64 = std_atomic::AtomicU64::new(0);
-pub(super) const REFS: usize = 7;
+/// Holds one slot indexes at once: six, so that a slot is one cache line.
+pub(super) const REFS: usize = 6;
+const _: () = assert!(std::mem::size_of::<TaskSlot>() == 64);
 
 pub(super) static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
     TaskSlot {
@@ -68,8 +70,60 @@ pub(super) fn claim(s: &TaskSlot, task: u64) -> bool {
     won
 }
 
-/// Indexes `e`, a new hold of `task`.
+/// What a task's slot said when [`task_look`] read it: whether the slot is the task's, and
+/// its bits. Read once where an acquisition asks whether the task holds anything, it serves
+/// the hold's indexing too ([`index_looked`]).
+#[derive(Clone, Copy)]
+pub(crate) struct TaskLook {
+    slot: &'static TaskSlot,
+    mine: bool,
+    bits: u8,
+}
+
+impl TaskLook {
+    /// Whether the task holds anything, on any thread (as far as the index knows), as
+    /// [`task_any`].
+    #[inline(always)]
+    pub(crate) fn holds(&self) -> bool {
+        self.mine && self.bits != 0
+    }
+}
+
+/// `task`'s slot, read: its owner and bits, in one cache line.
 #[inline(always)]
+pub(crate) fn task_look(task: u64) -> TaskLook {
+    let slot = slot_of(task);
+    TaskLook {
+        slot,
+        mine: slot.task.load(Ordering::Relaxed) == task,
+        bits: slot.bits.load(Ordering::Relaxed),
+    }
+}
+
+/// Indexes `e`, a new hold of `task`, whose slot read `look` since the task last held
+/// anything: a task's first hold in a slot that is already its own takes the first ref with
+/// three stores and no more loads; anything else is [`index_task`].
+///
+/// The values read may be stale only where [`index_task`]'s would be too: a slot is claimed
+/// by another task only once none of its refs is live (`claim`), and this task, running here,
+/// is the only one that adds to its own.
+#[inline(always)]
+pub(crate) fn index_looked(e: &Entry, task: u64, look: TaskLook) {
+    if !(look.mine && look.bits == 0) {
+        index_task(e, task);
+        return;
+    }
+    let r = &look.slot.refs[0];
+    r.store((e as *const Entry).cast_mut(), Ordering::Relaxed);
+    look.slot.bits.store(1, Ordering::Relaxed);
+    e.task_ref.store(
+        (r as *const std_atomic::AtomicPtr<Entry>).cast_mut(),
+        Ordering::Relaxed,
+    );
+}
+
+/// Indexes `e`, a new hold of `task`.
+#[inline]
 pub(crate) fn index_task(e: &Entry, task: u64) {
     let s = slot_of(task);
     if s.task.load(Ordering::Relaxed) != task && !claim(s, task) {
@@ -127,8 +181,7 @@ pub(super) fn unindex(e: &Entry) {
 /// Whether `task` holds anything, on any thread (as far as the index knows).
 #[inline]
 pub(crate) fn task_any(task: u64) -> bool {
-    let s = slot_of(task);
-    s.task.load(Ordering::Relaxed) == task && s.bits.load(Ordering::Relaxed) != 0
+    task_look(task).holds()
 }
 
 /// The primitive ids, flags and entries of `task`'s holds, on any thread.
