@@ -25,7 +25,10 @@ pub(super) const TASK_SLOTS: usize = 4096;
 pub(crate) static UNINDEXED: std_atomic::AtomicU64 = std_atomic::AtomicU64::new(0);
 /// Holds one slot indexes at once: six, so that a slot is one cache line.
 pub(super) const REFS: usize = 6;
-const _: () = assert!(std::mem::size_of::<TaskSlot>() == 64);
+const _: () = assert!(
+    std::mem::size_of::<TaskSlot>() == 64 && std::mem::align_of::<TaskSlot>() == 64,
+    "`unindex` finds a slot by rounding a ref's address down to the slot's size"
+);
 
 pub(super) static SLOTS: [TaskSlot; TASK_SLOTS] = [const {
     TaskSlot {
@@ -166,11 +169,14 @@ pub(super) fn unindex(e: &Entry) {
         let cell = unsafe { &*r };
         if std::ptr::eq(cell.load(Ordering::Relaxed), e) {
             cell.store(std::ptr::null_mut(), Ordering::Relaxed);
-            // The slot and the ref's index, from the ref's address in the static array.
-            let base = SLOTS.as_ptr() as usize;
-            let at = r as usize - base;
-            let slot = &SLOTS[at / std::mem::size_of::<TaskSlot>()];
-            let i = (r as usize - slot.refs.as_ptr() as usize)
+            // The slot and the ref's index, from the ref's address: a slot is one aligned
+            // line (see `TaskSlot`), so its address is the ref's rounded down.
+            let at = r as usize;
+            let line = std::mem::size_of::<TaskSlot>();
+            // SAFETY: `r` points at a ref inside a slot of the static array, and slots are
+            // `line` bytes, aligned to `line`: the rounded address is that slot's.
+            let slot = unsafe { &*(r.map_addr(|a| a & !(line - 1)) as *const TaskSlot) };
+            let i = (at - slot.refs.as_ptr() as usize)
                 / std::mem::size_of::<std_atomic::AtomicPtr<Entry>>();
             let bits = slot.bits.load(Ordering::Relaxed);
             slot.bits.store(bits & !(1 << i), Ordering::Relaxed);

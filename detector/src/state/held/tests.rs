@@ -160,3 +160,44 @@ fn waits_are_tallied_on_the_granting_thread() {
         assert_eq!(tally_of(prim), Tallied::default());
     });
 }
+
+/// The task index follows a task's holds: its first hold through the slot it just read, the
+/// next ones by the general path, and each release clears its own ref's bit (found by
+/// rounding the ref's address down to its slot), whichever ref it was.
+#[test]
+fn the_task_index_follows_a_tasks_holds() {
+    // A task id no other test uses (ids are hashed onto slots).
+    let task = 0x00ab_cdef_0123;
+    let hold = |prim| push(prim, task, site(), 5, pack_meta(1, Mode::Exclusive, 0)).unwrap();
+    assert!(!task_any(task));
+    let look = task_look(task);
+    assert!(!look.holds(), "a fresh task holds nothing");
+    let first = hold(31);
+    first.index_looked(task, look);
+    assert!(task_any(task), "its first hold is indexed");
+    let second = hold(32);
+    second.index_task(task);
+    let third = hold(33);
+    third.index_task(task);
+    let mut out = [(0, 0, std::ptr::null()); 8];
+    let n = task_mine(task, &mut out);
+    let mut prims: Vec<u64> = out[..n].iter().map(|h| h.0).collect();
+    prims.sort_unstable();
+    assert_eq!(prims, [31, 32, 33]);
+    // Released out of order: the middle ref's bit first.
+    second.release();
+    assert!(task_any(task));
+    assert_eq!(slot_of(task).bits.load(Ordering::Relaxed), 0b101);
+    first.release();
+    assert_eq!(slot_of(task).bits.load(Ordering::Relaxed), 0b100);
+    third.release();
+    assert!(!task_any(task), "no hold left");
+    // The slot stays the task's: its next first hold takes ref 0 again.
+    let look = task_look(task);
+    assert!(!look.holds() && slot_of(task).task.load(Ordering::Relaxed) == task);
+    let again = hold(34);
+    again.index_looked(task, look);
+    assert_eq!(slot_of(task).bits.load(Ordering::Relaxed), 0b1);
+    again.release();
+    assert!(!task_any(task));
+}
