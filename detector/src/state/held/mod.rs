@@ -108,9 +108,8 @@ pub struct ThreadHeld {
     orphaned: AtomicBool,
     /// Short holds released on this thread, per primitive: see [`tally_in`].
     tallies: [Tally; TALLIES],
-    /// Waits that began on this thread (see `waits`), and those of them ended elsewhere.
+    /// Waits that began on this thread (see `waits`).
     waits: [waits::WaitSlot; WAITS],
-    waits_freed: waits::Freed,
 }
 
 /// Where a hold lives, so that its guard can clear it from any thread: one pointer.

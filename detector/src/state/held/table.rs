@@ -43,8 +43,7 @@ impl ThreadHeld {
             overflow_len: AtomicUsize::new(0),
             orphaned: AtomicBool::new(false),
             tallies: Default::default(),
-            waits: std::array::from_fn(|i| waits::WaitSlot::new(me.as_ptr(), i as u32)),
-            waits_freed: AtomicU64::new(0),
+            waits: std::array::from_fn(|_| waits::WaitSlot::new()),
         })
     }
 

@@ -51,16 +51,10 @@ pub(crate) struct WaitSlot {
     seq: AtomicU64,
     /// Permits, `mode << 32`, `owned << 40`.
     meta: AtomicU64,
-    /// The table this slot belongs to, and its index there (fixed at creation).
-    owner: *const ThreadHeld,
-    index: u32,
 }
 
-/// Slots freed by threads other than the owner, for the owner to take back (a bit per slot).
-pub(super) type Freed = AtomicU64;
-
 impl WaitSlot {
-    pub(super) fn new(owner: *const ThreadHeld, index: u32) -> WaitSlot {
+    pub(super) fn new() -> WaitSlot {
         WaitSlot {
             key: AtomicU64::new(0),
             tag: AtomicU64::new(0),
@@ -69,8 +63,6 @@ impl WaitSlot {
             since: AtomicU64::new(0),
             seq: AtomicU64::new(0),
             meta: AtomicU64::new(0),
-            owner,
-            index,
         }
     }
 
@@ -172,23 +164,28 @@ impl WaitRef {
         self.slot().view(0).map(|(_, w)| w)
     }
 
-    /// Ends the wait: frees the slot, in the owner's mask when this is its thread (`l`), else
-    /// in the table's `freed` bits, which the owner takes back when its mask fills up.
+    /// Ends the wait: frees the slot (its key, one store), and in the owner's mask when this is
+    /// the owner's thread (`l`); a slot freed elsewhere is taken back by its owner when its
+    /// mask fills up (`reclaim`). Nothing is read from the slot: where another thread ends the
+    /// wait (a task woken on another worker), the store goes into the store buffer while the
+    /// line comes, where a read, or an atomic read-modify-write of the owner's table, stalled
+    /// until it came.
     pub(crate) fn clear(self, l: Option<&Local>) {
         let s = self.slot();
         // Release: a reader that sees the slot free sees no later reuse half-written.
         s.key.store(0, Ordering::Release);
-        let bit = 1u64 << s.index;
-        match l {
-            Some(l) if std::ptr::eq(l.held.get(), s.owner) => {
-                l.wait_mask.set(l.wait_mask.get() & !bit);
-            }
-            // SAFETY: tables are never freed.
-            _ => {
-                _ = unsafe { &*s.owner }
-                    .waits_freed
-                    .fetch_or(bit, Ordering::Release)
-            }
+        let Some(l) = l else { return };
+        let th = l.held.get();
+        if th.is_null() {
+            return;
+        }
+        // Whether the slot is one of this thread's, from addresses alone.
+        // SAFETY: this thread's live table; `addr_of!` reads nothing.
+        let base = unsafe { std::ptr::addr_of!((*th).waits) } as usize;
+        let at = (s as *const WaitSlot as usize).wrapping_sub(base);
+        let size = std::mem::size_of::<WaitSlot>();
+        if at < WAITS * size {
+            l.wait_mask.set(l.wait_mask.get() & !(1 << (at / size)));
         }
     }
 }
@@ -205,7 +202,7 @@ pub(crate) fn wait_push(l: &Local, w: &NewWait) -> Option<(WaitRef, u64)> {
     let th: &ThreadHeld = unsafe { &*h };
     let mut mask = l.wait_mask.get();
     if mask == WAITS_FULL {
-        mask = reclaim(th, mask);
+        mask = reclaim(th, mask, l.wait_seq.get());
         if mask == WAITS_FULL {
             return None;
         }
@@ -229,18 +226,19 @@ impl ThreadHeld {
     }
 }
 
-/// `mask` without the slots other threads freed since the last call. A bit is trusted only if
-/// its slot's key is clear: a bit can outlive its wait (set by a clear in flight while the
-/// table was recycled for another thread), and must not free a slot in use.
-#[cold]
-fn reclaim(th: &ThreadHeld, mut mask: u64) -> u64 {
-    // Acquire: pairs with the clearer's Release, after its key store.
-    let mut freed = th.waits_freed.swap(0, Ordering::Acquire);
-    while freed != 0 {
-        let i = freed.trailing_zeros() as usize;
-        freed &= freed - 1;
+/// `mask` (full) without the first slot, from a place that moves with `turn`, that another
+/// thread freed: its key is clear. In use by this thread, a slot's key is never clear (only
+/// this thread fills it), so a clear key is a slot free to take. One load when the other
+/// threads end this thread's waits (the common case once the mask has filled): the slot's
+/// line, which the next fill writes anyway.
+#[inline]
+fn reclaim(th: &ThreadHeld, mask: u64, turn: u64) -> u64 {
+    let start = turn as usize % WAITS;
+    for k in 0..WAITS {
+        let i = (start + k) % WAITS;
+        // Acquire: pairs with the clearer's Release.
         if th.waits[i].key.load(Ordering::Acquire) == 0 {
-            mask &= !(1 << i);
+            return mask & !(1 << i);
         }
     }
     mask
@@ -410,6 +408,57 @@ mod tests {
         assert_eq!(waits_by_prim()[&0xfeed_0001].len(), 1);
         LOCAL.with(|l| again.0.clear(Some(l)));
         assert!(!waits_by_prim().contains_key(&0xfeed_0001));
+        h.release();
+    }
+    /// Waits ended by another thread that has a table of its own (a task granted on another
+    /// worker): that thread's mask is not touched, and the owner takes every slot back as
+    /// it needs them, whichever they were.
+    #[test]
+    fn slots_ended_on_other_workers_are_taken_back_one_by_one() {
+        let h = super::super::push(1, 1, Location::caller(), 0, 0).expect("a table");
+        let w = wait(0xfeed_0002);
+        let refs: Vec<_> = LOCAL.with(|l| {
+            (0..WAITS)
+                .map(|_| wait_push(l, &w).expect("a free slot"))
+                .collect()
+        });
+        let (ended, kept): (Vec<_>, Vec<_>) =
+            refs.into_iter().enumerate().partition(|(i, _)| i % 3 == 0);
+        let n = ended.len();
+        std::thread::spawn(move || {
+            // This worker has a table, and a wait of its own.
+            let mine = super::super::push(2, 2, Location::caller(), 0, 0).expect("a table");
+            let own = LOCAL.with(|l| wait_push(l, &wait(0xfeed_0003)).expect("a slot"));
+            let before = LOCAL.with(|l| l.wait_mask.get());
+            LOCAL.with(|l| ended.into_iter().for_each(|(_, (r, _))| r.clear(Some(l))));
+            assert_eq!(
+                LOCAL.with(|l| l.wait_mask.get()),
+                before,
+                "another table's slots"
+            );
+            LOCAL.with(|l| own.0.clear(Some(l)));
+            assert_eq!(LOCAL.with(|l| l.wait_mask.get()), 0, "its own slot");
+            mine.release();
+        })
+        .join()
+        .unwrap();
+        assert_eq!(waits_by_prim()[&0xfeed_0002].len(), WAITS - n);
+        let again: Vec<_> = LOCAL.with(|l| {
+            (0..n)
+                .map(|_| wait_push(l, &w).expect("a slot ended elsewhere"))
+                .collect()
+        });
+        assert!(
+            LOCAL.with(|l| wait_push(l, &w)).is_none(),
+            "all taken again"
+        );
+        assert_eq!(waits_by_prim()[&0xfeed_0002].len(), WAITS);
+        LOCAL.with(|l| {
+            kept.into_iter().for_each(|(_, (r, _))| r.clear(Some(l)));
+            again.into_iter().for_each(|(r, _)| r.clear(Some(l)));
+            assert_eq!(l.wait_mask.get(), 0, "every slot free in the owner's view");
+        });
+        assert!(!waits_by_prim().contains_key(&0xfeed_0002));
         h.release();
     }
 }
