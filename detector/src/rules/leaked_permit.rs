@@ -4,8 +4,9 @@
 //!   in long-running mode;
 //! - guards and permits still held when a `#[lockscope::test]` ends (its body has returned, so
 //!   whatever still holds one is a task left running or a structure that outlived the test);
-//! - in long-running mode, a hold older than the leak threshold whose holder has gone quiet:
-//!   it waits for nothing and has acquired nothing since.
+//! - in long-running mode, a hold older than the leak threshold whose holder has gone quiet
+//!   (it waits for nothing and has acquired nothing since), or that is an owned guard or
+//!   permit (it may have moved away from its acquirer, which may be busy).
 
 use std::collections::{HashMap, HashSet};
 
@@ -329,13 +330,14 @@ impl Rule for LeakedPermit {
                         .saturating_sub(newest.get(&a).copied().unwrap_or(0))
                         >= leak;
                 if age >= leak && (quiet || h.movable()) {
-                    let f = held_finding(
-                        p,
-                        &[h],
-                        state.now_coarse,
-                        "has been held past the leak threshold by a holder that has gone quiet",
-                        false,
-                    );
+                    // An owned guard is reported even while its acquirer is busy (it may live
+                    // elsewhere now): the summary says which.
+                    let why = if quiet {
+                        "has been held past the leak threshold by a holder that has gone quiet"
+                    } else {
+                        "has been held past the leak threshold while its acquirer went on with other work"
+                    };
+                    let f = held_finding(p, &[h], state.now_coarse, why, false);
                     self.active
                         .insert(format!("{}:{}", FindingKind::LeakedPermit, f.key()));
                     out.push(Verdict::Found(Box::new(f)));
@@ -433,7 +435,7 @@ mod tests {
         assert_eq!(
             f[0].summary,
             format!(
-                "a lock guard of mutex \"leak/busy_mutex\" acquired at {site} by task 1 has been held past the leak threshold by a holder that has gone quiet (1000 ms)"
+                "a lock guard of mutex \"leak/busy_mutex\" acquired at {site} by task 1 has been held past the leak threshold while its acquirer went on with other work (1000 ms)"
             )
         );
         assert_eq!(
