@@ -328,9 +328,9 @@ fn blocking_with<P, E>(
     let w = guard.waiting.take().expect("waiting token present");
     match r {
         Ok(p) => {
-            let (hold, waited) = hooks::acquired_after_wait_ms(prim, acq, w);
+            let (hold, waited) = hooks::acquired_after_wait_ns(prim, acq, w);
             if span.is_some() {
-                emit_acquired(&span, waited);
+                emit_acquired(&span, waited as f64 / 1e6);
             }
             Ok((p, Token::new(hold, span)))
         }
@@ -445,9 +445,9 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
             Poll::Ready(Ok(p)) => {
                 let token = match std::mem::replace(this.state, State::Done) {
                     State::Waiting { w, span } => {
-                        let (hold, waited) = hooks::acquired_after_wait_ms(this.prim, *this.acq, w);
+                        let (hold, waited) = hooks::acquired_after_wait_ns(this.prim, *this.acq, w);
                         if span.is_some() {
-                            emit_acquired(&span, waited);
+                            emit_acquired(&span, waited as f64 / 1e6);
                         }
                         Token::new(hold, span)
                     }

@@ -968,13 +968,15 @@ fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
 /// Granted after waiting.
 #[cold]
 pub fn acquired_after_wait(prim: &Prim, acq: Acq, w: Waiting) -> Hold {
-    acquired_after_wait_ms(prim, acq, w).0
+    acquired_after_wait_ns(prim, acq, w).0
 }
 
-/// As [`acquired_after_wait`], also returning how long it waited in milliseconds (for the
-/// `acquired` event; one clock reading serves both).
+/// As [`acquired_after_wait`], also returning how long it waited in nanoseconds (for the
+/// `acquired` event; one clock reading serves both). Nanoseconds, not the event's
+/// milliseconds: the caller converts only when it emits the event (a conversion and a
+/// division ended every contended acquisition otherwise).
 #[cold]
-pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, f64) {
+pub fn acquired_after_wait_ns(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, u64) {
     end_wait(prim, &mut w, false);
     let now = w.now();
     let waited = now.saturating_sub(w.since_ns());
@@ -995,7 +997,7 @@ pub fn acquired_after_wait_ms(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, f
             count_wait(prim, time, exclusive, None);
             Hold::default()
         });
-    (hold, waited as f64 / 1e6)
+    (hold, waited)
 }
 
 /// Counts a grant after a wait of `time`: in this thread's tally when it can (see
