@@ -410,6 +410,7 @@ mod tests {
         assert!(!waits_by_prim().contains_key(&0xfeed_0001));
         h.release();
     }
+
     /// Waits ended by another thread that has a table of its own (a task granted on another
     /// worker): that thread's mask is not touched, and the owner takes every slot back as
     /// it needs them, whichever they were.
