@@ -44,10 +44,13 @@ pub(crate) fn bucket_of(ns: u64) -> usize {
     i
 }
 
+/// Adds `by` to a count: with a load and a store when the caller is its one writer
+/// (`exclusive`: a mutex's holder, a thread's own tally), else an atomic add.
+///
 /// Release: a count becomes visible only after the hold it ends has left the books (see
 /// `hooks::released`), so that a scrape never sees both. Free on x86.
 #[inline]
-fn bump(a: &AtomicU64, by: u64, exclusive: bool) {
+pub(crate) fn bump(a: &AtomicU64, by: u64, exclusive: bool) {
     if exclusive {
         a.store(a.load(Relaxed).wrapping_add(by), Release);
     } else {
@@ -378,6 +381,13 @@ impl Stats {
     #[inline(always)]
     pub(crate) fn count_short(&self, exclusive: bool) {
         bump(&self.untimed, 1, exclusive);
+    }
+
+    /// An acquisition granted after a wait, counted on the primitive (not on a thread's
+    /// table). `exclusive` as for [`Stats::count_short`].
+    #[inline]
+    pub(crate) fn count_contended(&self, exclusive: bool) {
+        bump(&self.contended, 1, exclusive);
     }
 
     /// A sampled short hold of `ns`: in the histogram, and among the samples the untimed ones

@@ -478,7 +478,7 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
         if !held::is_mine(&e, l) {
             return Released::UNDONE;
         }
-        return release_own_entry(prim, &e, mutex);
+        return release_own_entry(prim, &e, (since, meta, short), mutex);
     }
     if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0
         || (mutex && !short)
@@ -507,9 +507,15 @@ pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
 fn quick_view(raw: *mut ()) -> Option<(EntryRef, u64, u64, bool)> {
     // SAFETY: as the callers' callers promise: a pointer from `Hold::into_raw`, or null.
     let e = unsafe { EntryRef::from_ptr(raw.cast()) }?;
-    let (since, meta) = e.since_and_meta();
-    let short = since == clock::published_word() & TIME;
+    let (since, meta, short) = entry_view(&e);
     Some((e, since, meta, short))
+}
+
+/// A live hold's start and meta word, and whether it is short (see [`quick_view`]).
+#[inline(always)]
+fn entry_view(e: &EntryRef) -> (u64, u64, bool) {
+    let (since, meta) = e.since_and_meta();
+    (since, meta, since == clock::published_word() & TIME)
 }
 
 /// The end of a quick release of a hold of `prim` (an id) that is not a mutex's, its entry
@@ -563,18 +569,22 @@ pub fn release_quick_shared(raw: *mut ()) -> Released {
 pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
     // SAFETY: as the caller promises: a live entry of this thread's table (non-null).
     let e = unsafe { EntryRef::from_ptr_unchecked(raw.cast()) };
-    release_own_entry(prim, &e, mutex)
+    release_own_entry(prim, &e, entry_view(&e), mutex)
 }
 
-/// The body of [`release_own`]: `e` is a live hold of [`acquired_quick`], on this thread.
+/// The body of [`release_own`]: `e` is a live hold of [`acquired_quick`], on this thread,
+/// `view` its [`entry_view`] (read before the entry is cleared).
 #[inline(always)]
-fn release_own_entry(prim: &Prim, e: &EntryRef, mutex: bool) -> Released {
-    let (since, meta) = e.since_and_meta();
+fn release_own_entry(
+    prim: &Prim,
+    e: &EntryRef,
+    (since, meta, short): (u64, u64, bool),
+    mutex: bool,
+) -> Released {
     held::release_own(e, local());
     #[cfg(feature = "console")]
     prim.resource
         .released(prim.kind, meta_mode(meta), meta as u32);
-    let short = since == clock::published_word() & TIME;
     if mutex && short {
         prim.stats.count_short(true);
         return Released::default();
@@ -1012,14 +1022,7 @@ fn count_wait(prim: &Prim, time: WaitTime, exclusive: bool, l: Option<&Local>) {
         return;
     }
     prim.stats.observe_wait(time, exclusive);
-    if exclusive {
-        prim.stats.contended.store(
-            prim.stats.contended.load(Ordering::Relaxed) + 1,
-            Ordering::Relaxed,
-        );
-    } else {
-        prim.stats.contended.fetch_add(1, Ordering::Relaxed);
-    }
+    prim.stats.count_contended(exclusive);
 }
 
 /// The acquire future was dropped while waiting.

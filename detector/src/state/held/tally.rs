@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use crate::base::stats::{Tallied, WaitTime};
+use crate::base::stats::{Tallied, WaitTime, bump};
 use crate::state::tls::Local;
 
 use super::*;
@@ -52,9 +52,7 @@ pub(crate) fn tally_wait(l: &Local, prim: u64, time: WaitTime) -> bool {
         WaitTime::ShortSample(ns) => t.waits.observe_short(&t.wait_last, Some(ns), true),
         WaitTime::Long(ns) => t.waits.observe(ns, true),
     }
-    // Release: as the counts of `Histogram::observe`.
-    t.contended
-        .store(t.contended.load(Ordering::Relaxed) + 1, Ordering::Release);
+    bump(&t.contended, 1, true);
     true
 }
 
@@ -103,10 +101,7 @@ fn slot_in(l: &Local, prim: u64) -> Option<&Tally> {
 fn count(t: &Tally, sample: Option<u64>) {
     match sample {
         Some(ns) => t.sampled.observe(ns, true),
-        // Release: visible only after the hold it counts has left the books (as `bump`).
-        None => t
-            .untimed
-            .store(t.untimed.load(Ordering::Relaxed) + 1, Ordering::Release),
+        None => bump(&t.untimed, 1, true),
     }
 }
 
