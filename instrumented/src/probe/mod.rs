@@ -351,17 +351,119 @@ fn wait_begin(prim: &Prim, acq: Acq, timed: bool, span: &Option<SpanPtr>) -> Wai
     }
 }
 
-enum State {
+/// Where an acquisition stands. Three words: the span of a traced wait is boxed with it
+/// ([`State::Traced`]), so that an untraced one, the common case, keeps every waiting task's
+/// future a word smaller.
+pub(crate) enum State {
     /// Not polled yet; `timed`: a timed form's (its deadline may end the wait).
     Start {
         timed: bool,
     },
+    /// The detector was off at the first poll: the inner future runs alone.
     Off,
-    Waiting {
-        w: Waiting,
-        span: Option<SpanPtr>,
-    },
+    Waiting(Waiting),
+    /// A wait whose `acquire` span a subscriber listens to.
+    Traced(Box<(Waiting, SpanPtr)>),
     Done,
+}
+
+impl State {
+    /// A wait that began now, with its span if one is listened to.
+    #[inline]
+    fn waiting(w: Waiting, span: Option<SpanPtr>) -> State {
+        match span {
+            None => State::Waiting(w),
+            Some(span) => State::Traced(Box::new((w, span))),
+        }
+    }
+
+    /// The wait in progress and its span (`None` when not waiting); the state is `Done` after.
+    #[inline]
+    fn take_wait(&mut self) -> Option<(Waiting, Option<SpanPtr>)> {
+        match std::mem::replace(self, State::Done) {
+            State::Waiting(w) => Some((w, None)),
+            State::Traced(b) => {
+                let (w, span) = *b;
+                Some((w, Some(span)))
+            }
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// One poll of `inner`, the acquisition `acq` of `prim` in this state: the probe's state
+    /// machine (see the module docs), shared by [`Acquire`] and the owned forms' future
+    /// ([`crate::tokio::owned`]), which passes `prim` and `acq` in rather than keep them.
+    #[inline]
+    pub(crate) fn poll<P, E, F: Future<Output = Result<P, E>>>(
+        &mut self,
+        inner: Pin<&mut F>,
+        cx: &mut Context<'_>,
+        prim: &Prim,
+        acq: Acq,
+    ) -> Poll<Result<(P, Token), E>> {
+        if let State::Start { .. } = self
+            && !hooks::enabled()
+        {
+            *self = State::Off;
+        }
+        if let State::Off = self {
+            return inner.poll(cx).map_ok(|p| (p, Token::none()));
+        }
+        match inner.poll(cx) {
+            Poll::Ready(Ok(p)) => {
+                let token = match self.take_wait() {
+                    Some((w, span)) => {
+                        let (hold, waited) = hooks::acquired_after_wait_ns(prim, acq, w);
+                        if span.is_some() {
+                            emit_acquired(&span, waited as f64 / 1e6);
+                        }
+                        Token::new(hold, span)
+                    }
+                    None => {
+                        *self = State::Done;
+                        let span = span(prim, &acq);
+                        let hold = hooks::acquired(prim, acq);
+                        if span.is_some() {
+                            emit_acquired(&span, 0.0);
+                        }
+                        Token::new(hold, span)
+                    }
+                };
+                Poll::Ready(Ok((p, token)))
+            }
+            Poll::Ready(Err(e)) => {
+                if let Some((w, span)) = self.take_wait() {
+                    free(span);
+                    hooks::wait_failed(prim, w);
+                }
+                *self = State::Done;
+                Poll::Ready(Err(e))
+            }
+            Poll::Pending => {
+                if let State::Start { timed } = *self {
+                    let span = span(prim, &acq);
+                    let w = wait_begin(prim, acq, timed, &span);
+                    *self = State::waiting(w, span);
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The future is dropped: a wait in progress is recorded as `cancelled`.
+    #[inline]
+    pub(crate) fn cancel(&mut self, prim: &Prim) {
+        if let Some((w, span)) = self.take_wait() {
+            if span.is_some() {
+                emit(&span, "cancelled", hooks::waited_ms(&w));
+            }
+            free(span);
+            hooks::wait_cancelled(prim, w);
+        }
+    }
 }
 
 pin_project! {
@@ -377,13 +479,7 @@ pin_project! {
     impl<'p, F> PinnedDrop for Acquire<'p, F> {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            if let State::Waiting { w, span } = std::mem::replace(this.state, State::Done) {
-                if span.is_some() {
-                    emit(&span, "cancelled", hooks::waited_ms(&w));
-                }
-                free(span);
-                hooks::wait_cancelled(this.prim, w);
-            }
+            this.state.cancel(this.prim);
         }
     }
 }
@@ -408,22 +504,19 @@ impl<'p, F> Acquire<'p, F> {
     /// The deadline passed: records the timeout; returns how long it waited.
     fn time_out(self: Pin<&mut Self>) -> Duration {
         let this = self.project();
-        match std::mem::replace(this.state, State::Done) {
-            State::Waiting { w, span } => {
-                let ms = hooks::waited_ms(&w);
-                if span.is_some() {
-                    emit(&span, "timed_out", ms);
-                }
-                free(span);
-                hooks::wait_timed_out(this.prim, w);
-                Duration::from_secs_f64(ms / 1e3)
+        if let Some((w, span)) = this.state.take_wait() {
+            let ms = hooks::waited_ms(&w);
+            if span.is_some() {
+                emit(&span, "timed_out", ms);
             }
-            State::Off => Duration::ZERO,
-            _ => {
-                hooks::timed_out_at_once(this.prim);
-                Duration::ZERO
-            }
+            free(span);
+            hooks::wait_timed_out(this.prim, w);
+            return Duration::from_secs_f64(ms / 1e3);
         }
+        if !matches!(std::mem::replace(this.state, State::Done), State::Off) {
+            hooks::timed_out_at_once(this.prim);
+        }
+        Duration::ZERO
     }
 }
 
@@ -433,51 +526,7 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Acquire<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if let State::Start { .. } = this.state
-            && !hooks::enabled()
-        {
-            *this.state = State::Off;
-        }
-        if let State::Off = this.state {
-            return this.inner.poll(cx).map_ok(|p| (p, Token::none()));
-        }
-        match this.inner.poll(cx) {
-            Poll::Ready(Ok(p)) => {
-                let token = match std::mem::replace(this.state, State::Done) {
-                    State::Waiting { w, span } => {
-                        let (hold, waited) = hooks::acquired_after_wait_ns(this.prim, *this.acq, w);
-                        if span.is_some() {
-                            emit_acquired(&span, waited as f64 / 1e6);
-                        }
-                        Token::new(hold, span)
-                    }
-                    _ => {
-                        let span = span(this.prim, this.acq);
-                        let hold = hooks::acquired(this.prim, *this.acq);
-                        if span.is_some() {
-                            emit_acquired(&span, 0.0);
-                        }
-                        Token::new(hold, span)
-                    }
-                };
-                Poll::Ready(Ok((p, token)))
-            }
-            Poll::Ready(Err(e)) => {
-                if let State::Waiting { w, span } = std::mem::replace(this.state, State::Done) {
-                    free(span);
-                    hooks::wait_failed(this.prim, w);
-                }
-                Poll::Ready(Err(e))
-            }
-            Poll::Pending => {
-                if let State::Start { timed } = *this.state {
-                    let span = span(this.prim, this.acq);
-                    let w = wait_begin(this.prim, *this.acq, timed, &span);
-                    *this.state = State::Waiting { w, span };
-                }
-                Poll::Pending
-            }
-        }
+        this.state.poll(this.inner, cx, this.prim, *this.acq)
     }
 }
 

@@ -11,6 +11,8 @@ use lockscope_detector::hooks::{Acq, Mode};
 use lockscope_detector::prim::Prim;
 use tokio::sync::{AcquireError, Semaphore, SemaphorePermit, TryAcquireError};
 
+use super::guard::{One, SemOwner};
+use super::owned::Owned;
 use super::{TimeoutError, assert_blocking_allowed, block_on};
 use crate::probe::{self, Timed, TimedError, Token};
 
@@ -20,15 +22,78 @@ pub(crate) fn take(sem: &Semaphore, n: u32) -> bool {
     sem.try_acquire_many(n).map(SemaphorePermit::forget).is_ok()
 }
 
-/// Queues for `n` permits: tokio's FIFO acquire future itself (no `async` layer around it,
-/// which would grow every waiting task's future); `probe::acquire!` forgets the permit it
+/// Queues for `count` permits: tokio's FIFO acquire future itself (no `async` layer around
+/// it, which would grow every waiting task's future); `probe::acquire!` forgets the permit it
 /// gives ([`forget`]).
 #[inline]
-pub(crate) fn queue(
+pub(crate) fn queue<C: Count>(
     sem: &Semaphore,
-    n: u32,
+    count: C,
 ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> {
-    sem.acquire_many(n)
+    C::queue(sem, count.get())
+}
+
+/// How many permits an acquisition asks for, as a type: [`One`] (a mutex's, a reader's, a
+/// one-permit `acquire`) or a `u32`. Only an owned form's future tells them apart: with one
+/// permit it waits in tokio's `acquire`, whose future is a word smaller than
+/// `acquire_many`'s (see [`owned`](super::owned)).
+pub(crate) trait Count: Copy {
+    /// The number.
+    fn get(self) -> u32;
+
+    /// Tokio's future for `n` permits (`n` is [`Count::get`] of a value of this type).
+    fn queue(
+        sem: &Semaphore,
+        n: u32,
+    ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>>;
+}
+
+impl Count for One {
+    #[inline]
+    fn get(self) -> u32 {
+        1
+    }
+
+    #[inline]
+    fn queue(
+        sem: &Semaphore,
+        _n: u32,
+    ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> {
+        sem.acquire()
+    }
+}
+
+impl Count for u32 {
+    #[inline]
+    fn get(self) -> u32 {
+        self
+    }
+
+    #[inline]
+    fn queue(
+        sem: &Semaphore,
+        n: u32,
+    ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> {
+        sem.acquire_many(n)
+    }
+}
+
+/// An owned form's async acquisition of `acq` (of `count` permits) from `owner`, the `Arc` it
+/// was called on: [`Owned`], whose result (the owner, the count and the token) `make` turns
+/// into the guard or permit.
+#[inline]
+pub(crate) fn owned<O: SemOwner, C: Count, R>(
+    owner: O,
+    acq: Acq,
+    _count: C,
+    make: impl Fn(Result<(O, u32, Token), AcquireError>) -> R,
+) -> impl Future<Output = R> {
+    Owned::new(
+        owner,
+        acq,
+        |sem: &'static Semaphore, n| C::queue(sem, n),
+        make,
+    )
 }
 
 /// A permit of the raw semaphore, kept by the guard's count instead (see the module docs).
@@ -163,8 +228,9 @@ macro_rules! lock_forms {
             timeout: ::std::time::Duration,
         ) -> impl ::std::future::Future<Output = Result<$g, $crate::tokio::TimeoutError>> + '_ {
             let $l = self;
-            let acq = $crate::tokio::acquire::here($n, $mode);
-            let timed = $crate::tokio::acquire::timed(&$l.sem, $l.prim(), acq, $n, timeout);
+            let n = lock_forms!(@n $n);
+            let acq = $crate::tokio::acquire::here(n, $mode);
+            let timed = $crate::tokio::acquire::timed(&$l.sem, $l.prim(), acq, n, timeout);
             async move {
                 let $t = timed.await?;
                 Ok($guard)
@@ -175,8 +241,9 @@ macro_rules! lock_forms {
         #[track_caller]
         pub fn $blocking_fn(&self) -> $g {
             let $l = self;
-            let acq = $crate::tokio::acquire::here($n, $mode);
-            let $t = $crate::tokio::acquire::blocking(&$l.sem, $l.prim(), acq, $n);
+            let n = lock_forms!(@n $n);
+            let acq = $crate::tokio::acquire::here(n, $mode);
+            let $t = $crate::tokio::acquire::blocking(&$l.sem, $l.prim(), acq, n);
             let $t = $crate::tokio::acquire::never_closed($t);
             $guard
         }
@@ -184,12 +251,17 @@ macro_rules! lock_forms {
         $(#[$d_owned])*
         #[track_caller]
         pub fn $owned_fn(self: ::std::sync::Arc<Self>) -> impl ::std::future::Future<Output = $og> {
-            let site = ::std::panic::Location::caller();
-            async move {
-                let $l = self;
-                let $t = lock_forms!(@acquire $l, site, $mode, $n, MOVABLE);
+            #[allow(unused_variables)] // `$n` may not read the lock
+            let $l = &self;
+            let count = $n;
+            let acq = lock_forms!(@flags MOVABLE, $crate::tokio::acquire::here(
+                $crate::tokio::acquire::Count::get(count),
+                $mode,
+            ));
+            $crate::tokio::acquire::owned(self, acq, count, |r| {
+                let ($l, _, $t) = $crate::tokio::acquire::never_closed(r);
                 $owned
-            }
+            })
         }
 
         $(#[$d_owned_timeout])*
@@ -201,9 +273,10 @@ macro_rules! lock_forms {
             let site = ::std::panic::Location::caller();
             async move {
                 let $l = self;
-                let acq = ::lockscope_detector::hooks::Acq::new(site, $n, $mode)
+                let n = lock_forms!(@n $n);
+                let acq = ::lockscope_detector::hooks::Acq::new(site, n, $mode)
                     .with_flags(::lockscope_detector::hooks::MOVABLE);
-                let $t = $crate::tokio::acquire::timed(&$l.sem, $l.prim(), acq, $n, timeout);
+                let $t = $crate::tokio::acquire::timed(&$l.sem, $l.prim(), acq, n, timeout);
                 let $t = $t.await?;
                 Ok($owned)
             }
@@ -231,8 +304,12 @@ macro_rules! lock_forms {
     (@acquire $l:ident, $site:ident, $mode:expr, $n:expr, $flags:tt) => {
         $crate::tokio::acquire::never_closed($crate::probe::acquire!(
             $l.prim(),
-            lock_forms!(@flags $flags, ::lockscope_detector::hooks::Acq::new($site, $n, $mode)),
-            $crate::tokio::acquire::take(&$l.sem, $n),
+            lock_forms!(@flags $flags, ::lockscope_detector::hooks::Acq::new(
+                $site,
+                lock_forms!(@n $n),
+                $mode,
+            )),
+            $crate::tokio::acquire::take(&$l.sem, lock_forms!(@n $n)),
             $crate::tokio::acquire::queue(&$l.sem, $n)
         ))
     };
@@ -241,11 +318,13 @@ macro_rules! lock_forms {
         $crate::tokio::acquire::try_take(
             &$l.sem,
             $l.prim(),
-            lock_forms!(@flags $flags, $crate::tokio::acquire::here($n, $mode)),
-            $n,
+            lock_forms!(@flags $flags, $crate::tokio::acquire::here(lock_forms!(@n $n), $mode)),
+            lock_forms!(@n $n),
         )
         .map_err(|_| $crate::tokio::try_lock_error())
     };
+    // The number of permits of a count (see `Count`).
+    (@n $n:expr) => { $crate::tokio::acquire::Count::get($n) };
     // A borrowed form's `Acq` as it is; an owned one's marked movable.
     (@flags 0, $acq:expr) => { $acq };
     (@flags MOVABLE, $acq:expr) => { $acq.with_flags(::lockscope_detector::hooks::MOVABLE) };

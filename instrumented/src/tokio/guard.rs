@@ -23,6 +23,7 @@ pub(crate) trait Hold {
 }
 
 /// One permit: a mutex's or a reader's. Zero-sized, so that a mutex guard stays two words.
+#[derive(Clone, Copy)]
 pub(crate) struct One;
 
 impl Hold for One {

@@ -16,6 +16,7 @@ mod acquire;
 mod guard;
 mod mutex;
 mod mutex_guard;
+mod owned;
 mod rwlock;
 mod rwlock_owned_write_guard;
 mod rwlock_read_guard;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 
 use super::acquire::{blocking, lock_forms, lock_traits, never_closed};
+use super::guard::One;
 use super::mutex_guard::{MutexGuard, OwnedMutexGuard};
 
 /// Wrapper for [`tokio::sync::Mutex`]: an asynchronous mutual-exclusion lock whose every
@@ -124,7 +125,7 @@ impl<T: ?Sized> Mutex<T> {
             lock, lock_timeout, blocking_lock, lock_owned,
             lock_owned_timeout, try_lock, try_lock_owned,
         ]
-        |lock, token| Mode::Exclusive, 1,
+        |lock, token| Mode::Exclusive, One,
         MutexGuard::new(lock, token) => MutexGuard<'_, T>,
         OwnedMutexGuard::new(lock, token) => OwnedMutexGuard<T>;
         {

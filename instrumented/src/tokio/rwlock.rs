@@ -8,7 +8,7 @@ use lockscope_detector::prim::Prim;
 
 use super::MAX_READS;
 use super::acquire::{lock_forms, lock_traits};
-use super::guard::SemRef;
+use super::guard::{One, SemRef};
 use super::rwlock_owned_write_guard::OwnedRwLockWriteGuard;
 use super::rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
 use super::rwlock_write_guard::RwLockWriteGuard;
@@ -190,7 +190,7 @@ impl<T: ?Sized> RwLock<T> {
             read, read_timeout, blocking_read, read_owned,
             read_owned_timeout, try_read, try_read_owned,
         ]
-        |lock, token| Mode::Shared, 1,
+        |lock, token| Mode::Shared, One,
         lock.read_guard(token) => RwLockReadGuard<'_, T>,
         OwnedRwLockReadGuard::new(lock, token) => OwnedRwLockReadGuard<T>;
         {

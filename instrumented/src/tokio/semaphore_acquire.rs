@@ -13,7 +13,8 @@ use lockscope_detector::hooks::{self, Acq, Mode};
 use lockscope_detector::prim::Prim;
 use pin_project_lite::pin_project;
 
-use super::acquire::{block, queue, take, timed, try_take};
+use super::acquire::{Count, block, owned, queue, take, timed, try_take};
+use super::guard::One;
 use super::guard::SemOwner;
 use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
 use super::{AcquireError, Semaphore, TimeoutError, TryAcquireError, assert_blocking_allowed};
@@ -37,54 +38,38 @@ fn owned_acq(site: &'static Location<'static>, n: u32) -> Acq {
 type Site = &'static Location<'static>;
 
 impl Semaphore {
-    /// `n` permits, async: the fast path of `probe::acquire!`, else tokio's queue (the owned
-    /// forms, whose `async` block keeps the `Arc` its acquisition borrows from; the borrowed
-    /// ones take [`Semaphore::acquire_borrowed`]).
-    ///
-    /// An `async` block, not an `async fn`: an `async fn` moves its arguments into locals at
-    /// the first poll, and `this` and `site`, stored by the caller as two words, were read
-    /// back as one 16-byte load, which stalls on store forwarding (a quarter of S2's time in
-    /// this function). The block uses its captures in place.
+    /// `n` permits of the semaphore in `this`, async (the owned forms): [`owned`]'s future.
     #[inline]
-    #[allow(clippy::manual_async_fn)] // on purpose: see above
-    fn acquire_n<O, P>(
-        this: O,
+    fn owned_n<C: Count, P>(
+        this: Arc<Self>,
         site: Site,
-        n: u32,
+        n: C,
         acq: impl Fn(Site, u32) -> Acq,
-        permit: impl FnOnce(O, u32, Token) -> P,
-    ) -> impl Future<Output = Result<P, AcquireError>>
-    where
-        O: SemOwner,
-    {
-        async move {
-            let token = probe::acquire!(
-                SemOwner::prim(&this),
-                acq(site, n),
-                take(this.sem(), n),
-                queue(this.sem(), n)
-            )?;
-            Ok(permit(this, n, token))
-        }
+        permit: impl Fn(Arc<Self>, u32, Token) -> P,
+    ) -> impl Future<Output = Result<P, AcquireError>> {
+        owned(this, acq(site, n.get()), n, move |r| {
+            r.map(|(this, n, token)| permit(this, n, token))
+        })
     }
 
-    /// `n` permits of a borrowed semaphore, async: as [`Semaphore::acquire_n`], but the
-    /// `async` block gives only the token, and the permit is made from it in [`Made`]'s
-    /// poll, which inlines into the caller's.
+    /// `count` permits of a borrowed semaphore, async: the fast path of `probe::acquire!`,
+    /// else tokio's queue, in an `async` block that gives only the token; the permit is made
+    /// from it in [`Made`]'s poll, which inlines into the caller's.
     #[inline]
-    fn acquire_borrowed<'a, P>(
+    fn acquire_borrowed<'a, C: Count + 'a, P>(
         &'a self,
         site: Site,
-        n: u32,
+        count: C,
         acq: impl Fn(Site, u32) -> Acq + 'a,
         permit: impl Fn(&'a Self, u32, Token) -> P + 'a,
     ) -> impl Future<Output = Result<P, AcquireError>> + 'a {
+        let n = count.get();
         let tokens = async move {
             probe::acquire!(
                 self.prim(),
                 acq(site, n),
                 take(&self.ll, n),
-                queue(&self.ll, n)
+                queue(&self.ll, count)
             )
         };
         Made {
@@ -177,7 +162,7 @@ where
 /// both in that order). `($($recv)*) $this` is the receiver (`&self` or `self: Arc<Self>`),
 /// `[$($bound)*]` the futures' lifetime bound, `$p` the permit type and `$permit` its
 /// constructor, `$acq` the acquisition's description, `$acquire_n` the async body
-/// ([`Semaphore::acquire_borrowed`] or [`Semaphore::acquire_n`]) and `$timed` the timed body
+/// ([`Semaphore::acquire_borrowed`] or [`Semaphore::owned_n`]) and `$timed` the timed body
 /// (of the call site, the count and the timeout).
 macro_rules! permit_forms {
     (
@@ -190,32 +175,33 @@ macro_rules! permit_forms {
         { $(#[$d1:meta])* } { $(#[$d2:meta])* } { $(#[$d3:meta])* } { $(#[$d4:meta])* }
         { $(#[$d5:meta])* } { $(#[$d6:meta])* } { $(#[$d7:meta])* } { $(#[$d8:meta])* }
     ) => {
-        permit_forms!(@pair ($($recv)*) $n, $acquire { $(#[$d1])* } $many { $(#[$d2])* } ()
+        permit_forms!(@pair [One] ($($recv)*) $n, $acquire { $(#[$d1])* } $many { $(#[$d2])* } ()
             [impl Future<Output = Result<$p, AcquireError>> $($bound)*]
             Self::$acquire_n($this, Location::caller(), $n, $acq, $permit));
-        permit_forms!(@pair ($($recv)*) $n, $timeout { $(#[$d3])* } $many_timeout { $(#[$d4])* }
+        permit_forms!(@pair [1] ($($recv)*) $n, $timeout { $(#[$d3])* } $many_timeout { $(#[$d4])* }
             ($t: Duration) [impl Future<Output = Result<$p, TimeoutError>> $($bound)*]
             { let $site = Location::caller(); $timed });
-        permit_forms!(@pair ($($recv)*) $n, $try_one { $(#[$d5])* } $try_many { $(#[$d6])* } ()
+        permit_forms!(@pair [1] ($($recv)*) $n, $try_one { $(#[$d5])* } $try_many { $(#[$d6])* } ()
             [Result<$p, TryAcquireError>]
             Self::now_n($this, Location::caller(), $n, $acq, $permit, try_take));
-        permit_forms!(@pair ($($recv)*) $n, $blocking { $(#[$d7])* } $blocking_many { $(#[$d8])* }
+        permit_forms!(@pair [1] ($($recv)*) $n, $blocking { $(#[$d7])* } $blocking_many { $(#[$d8])* }
             () [Result<$p, AcquireError>]
             {
                 assert_blocking_allowed();
                 Self::now_n($this, Location::caller(), $n, $acq, $permit, block)
             });
     };
-    // One method for a permit and one for `n` (its `_many` form), over one body of `$n`.
+    // One method for a permit and one for `n` (its `_many` form), over one body of `$n`:
+    // `$one_n` in the first (`One` for the async forms: see `Count`), a `u32` in the second.
     (
-        @pair ($($recv:tt)*) $n:ident,
+        @pair [$one_n:expr] ($($recv:tt)*) $n:ident,
         $one:ident { $(#[$d_one:meta])* } $many:ident { $(#[$d_many:meta])* }
         ($($arg:ident: $arg_ty:ty)?) [$($ret:tt)*] $body:expr
     ) => {
         $(#[$d_one])*
         #[track_caller]
         pub fn $one($($recv)*, $($arg: $arg_ty)?) -> $($ret)* {
-            let $n = 1;
+            let $n = $one_n;
             $body
         }
 
@@ -393,7 +379,7 @@ impl Semaphore {
             blocking_acquire_many_owned,
         ]
         (self: Arc<Self>) self [] -> OwnedSemaphorePermit, OwnedSemaphorePermit::new, owned_acq,
-        acquire_n, |site, n, timeout| Self::timed_later(self, site, n, timeout, OwnedSemaphorePermit::new);
+        owned_n, |site, n, timeout| Self::timed_later(self, site, n, timeout, OwnedSemaphorePermit::new);
     {
         /// Wrapper for [`tokio::sync::Semaphore::acquire_owned`].
         ///
