@@ -350,3 +350,29 @@ fn a_long_queue_drains_in_linear_time() {
         start.elapsed()
     );
 }
+
+/// A million-task pool's shape: many waiters that hold nothing, on a semaphore whose holders
+/// wait for nothing. It settles without the reduction's books. Once a holder waits for a
+/// mutex that one of the waiters holds, it takes the full path, which finds the knot.
+#[test]
+fn waiters_that_hold_nothing_settle_in_one_pass() {
+    let waiters: Vec<MWait> = (100..10_100).map(|a| wait(a, 1, Mode::Permits)).collect();
+    let pool = fifo(1, 20, vec![hold(1, 20, Mode::Permits)], waiters.clone());
+    assert!(settles(std::slice::from_ref(&pool)));
+    assert!(reduce(std::slice::from_ref(&pool)).blocked.is_empty());
+
+    // Task 1 holds every permit and waits for a mutex that task 100, queued for a permit,
+    // holds: a knot, and everyone queued behind task 100 waits forever too.
+    let knot = fifo(1, 20, vec![hold(1, 20, Mode::Permits)], waiters);
+    let mutex = fifo(
+        2,
+        1,
+        vec![hold(100, 1, Mode::Exclusive)],
+        vec![wait(1, 1, Mode::Exclusive)],
+    );
+    let prims = [knot, mutex];
+    assert!(!settles(&prims));
+    let blocked = reduce(&prims).blocked;
+    assert_eq!(blocked.len(), 10_001);
+    assert!(blocked.contains(&1) && blocked.contains(&100));
+}
