@@ -22,6 +22,8 @@ struct FirstSeen {
     granted: u64,
     /// Waiters queued ahead of it.
     ahead: u64,
+    /// The last check that saw it still waiting (see [`Starvation::check`]).
+    check: u64,
 }
 
 /// Waiters that two tasks start within this long (1 ms) of each other may be queued in either
@@ -53,6 +55,8 @@ pub(crate) struct Starvation {
     pub(crate) skip_waits: HashSet<(u64, u64)>,
     pub(crate) active: HashSet<String>,
     first_seen: HashMap<(u64, u64), FirstSeen>,
+    /// Checks so far: the waiters seen by the latest are those whose `check` is this.
+    checks: u64,
     /// Per primitive held or waited for: its acquisitions granted at the previous check.
     last_granted: HashMap<u64, u64>,
 }
@@ -65,23 +69,29 @@ impl Rule for Starvation {
     fn check(&mut self, state: &State) -> Vec<Verdict> {
         let mut out = Vec::new();
         self.active.clear();
-        let mut seen = HashMap::new();
+        // Updated in place (new waiters added, gone ones dropped), not rebuilt: with a million
+        // tasks queued, a second map of them all was tens of megabytes at each tick.
+        self.checks += 1;
+        let check = self.checks;
         for p in &state.prims {
             // Sorted once per primitive, and only if a waiter is new.
             let mut sorted = None;
             for w in &p.waiters {
-                let key = (p.prim.id().0, w.seq);
-                let first = self.first_seen.get(&key).copied().unwrap_or_else(|| {
-                    let starts = sorted.get_or_insert_with(|| starts(&p.waiters));
-                    FirstSeen {
-                        granted: p.granted,
-                        ahead: ahead_of(starts, w),
-                    }
-                });
-                seen.insert(key, first);
+                let first = self
+                    .first_seen
+                    .entry((p.prim.id().0, w.seq))
+                    .or_insert_with(|| {
+                        let starts = sorted.get_or_insert_with(|| starts(&p.waiters));
+                        FirstSeen {
+                            granted: p.granted,
+                            ahead: ahead_of(starts, w),
+                            check,
+                        }
+                    });
+                first.check = check;
             }
         }
-        self.first_seen = seen;
+        self.first_seen.retain(|_, f| f.check == check);
         let granted_before = std::mem::take(&mut self.last_granted);
         for p in state
             .prims
