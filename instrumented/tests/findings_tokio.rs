@@ -180,6 +180,44 @@ async fn relocking_a_held_mutex_is_a_nested_acquire_reported_before_the_wait() {
     t.abort();
 }
 
+/// A mutex granted after a wait is in the task's books as one taken at once is: locking it
+/// again is a nested acquire too.
+#[tokio::test]
+async fn relocking_a_mutex_granted_after_a_wait_is_a_nested_acquire() {
+    let scope = arm("relock_waited", 1000, 1000);
+    let m = Arc::new(Mutex::named("relock_waited_m", 0));
+    let held = m.lock().await;
+    let m2 = m.clone();
+    let t = tokio::spawn(async move {
+        let _g = m2.lock().await; // site:m_waited
+        let _again = m2.lock().await; // site:m_again
+    });
+    let queued = || {
+        lockscope::detector::locks()
+            .into_iter()
+            .any(|l| l.name == "relock_waited_m" && !l.waiters.is_empty())
+    };
+    for _ in 0..1000 {
+        if queued() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(queued(), "the task queued for the mutex");
+    drop(held);
+    let n = until(&scope, FindingKind::NestedAcquire, "relock_waited_m").await;
+    let text = n.to_string();
+    assert!(
+        text.contains("waits for mutex \"relock_waited_m\" it already holds"),
+        "{text}"
+    );
+    assert!(
+        has_site(&n, "m_waited") && has_site(&n, "m_again"),
+        "{text}"
+    );
+    t.abort();
+}
+
 #[tokio::test]
 async fn write_inside_read_is_a_certain_self_deadlock() {
     let scope = arm("wr", 1000, 1000);
