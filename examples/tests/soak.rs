@@ -10,14 +10,16 @@
 //!
 //! It checks, every interval (10 s; 60 s when the soak lasts 5 minutes or more): the books
 //! balance (accounts plus house), every account can still pay, no scrape fails; at the end,
-//! the served rate of every interval is within 10% of the intervals' median, and the resident
-//! memory grew less than 5 MB since the warm-up. The demo runs as the user runs it, a child
-//! process killed on every way out of the test.
+//! the served rate of every interval is within 10% of the intervals' median (more where the
+//! hypervisor took the CPU, see below), and the resident memory grew less than 5 MB since the
+//! warm-up. The demo runs as the user runs it, a child process killed on every way out of the
+//! test.
 //!
 //! The served rate is wall-clock throughput, and a virtual machine's host can take the CPU
-//! away: an interval in which the hypervisor stole at least [`STEAL_EXCUSES`] of the machine's
-//! time (`steal` in `/proc/stat`) is printed but not judged, as long as most intervals are.
-//! Each interval also prints the demo's CPU time, which grows with the demo's own costs.
+//! away: each interval's tolerance grows by [`STEAL_WEIGHT`] times the share of the machine's
+//! time the hypervisor stole in it (`steal` in `/proc/stat`), and an interval in which it stole
+//! [`STEAL_EXCUSES`] or more is printed but not judged, as long as most intervals are. Each
+//! interval also prints the demo's CPU time, which grows with the demo's own costs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,10 +41,14 @@ const EXCHANGE_LIMIT: Duration = Duration::from_secs(15);
 const RSS_GROWTH_LIMIT_KB: u64 = 5 * 1024;
 /// Largest change of an interval's served rate from the median of the intervals.
 const RATE_TOLERANCE: f64 = 0.10;
+/// How much an interval's rate may fall per share of the machine stolen by the hypervisor, on
+/// top of [`RATE_TOLERANCE`]: on this VM class, 0.1% stolen is usual, 4.5% slowed the rate by
+/// 3%, and 7.5% by 3.3% (the runs that drifted 15% with the machine to themselves did so over
+/// several intervals). Twice the share leaves room above what was seen.
+const STEAL_WEIGHT: f64 = 2.0;
 /// Share of the machine's time stolen by the hypervisor from which an interval's rate says
-/// nothing about the demo (on this VM class, 0.1% is usual; 4.5% slowed the rate by 3%, and
-/// the runs that drifted 15% did so over several intervals).
-const STEAL_EXCUSES: f64 = 0.02;
+/// nothing about the demo: the tolerance would be past 40%.
+const STEAL_EXCUSES: f64 = 0.15;
 
 /// `target/<profile>/examples/demo`, next to this test binary's `deps/` directory.
 fn demo_path() -> PathBuf {
@@ -315,8 +321,9 @@ async fn the_demo_stays_healthy_under_scrapes_and_repeated_injections() {
     child.kill().await.expect("stop the demo");
 }
 
-/// Every interval's served rate within [`RATE_TOLERANCE`] of the median, except those in
-/// which the hypervisor stole [`STEAL_EXCUSES`] of the machine; most intervals are judged.
+/// Every interval's served rate within [`RATE_TOLERANCE`] of the median, plus
+/// [`STEAL_WEIGHT`] times the share of the machine the hypervisor stole in it, except those in
+/// which it stole [`STEAL_EXCUSES`] of the machine; most intervals are judged.
 fn check_rates(rates: &[(f64, f64)]) {
     let mut sorted: Vec<f64> = rates.iter().map(|r| r.0).collect();
     sorted.sort_by(f64::total_cmp);
@@ -332,10 +339,12 @@ fn check_rates(rates: &[(f64, f64)]) {
             continue;
         }
         judged += 1;
+        let tolerance = RATE_TOLERANCE + STEAL_WEIGHT * stolen;
         assert!(
-            (rate - median).abs() <= RATE_TOLERANCE * median,
-            "interval {}: {rate:.1} requests/s against a median of {median:.1} ({:.1}% of the machine stolen): {rates:.3?}",
+            (rate - median).abs() <= tolerance * median,
+            "interval {}: {rate:.1} requests/s against a median of {median:.1}, past {:.1}% ({:.1}% of the machine stolen): {rates:.3?}",
             i + 1,
+            100.0 * tolerance,
             100.0 * stolen
         );
     }
@@ -346,13 +355,29 @@ fn check_rates(rates: &[(f64, f64)]) {
     );
 }
 
+/// The CI run that failed on the earlier rule (three of six intervals with 2% or more stolen,
+/// none of them slower than 3.3% below the median) passes.
 #[test]
-fn a_drop_in_an_interval_the_hypervisor_took_is_not_judged() {
-    check_rates(&[(280.0, 0.001), (278.0, 0.0), (233.0, 0.05), (281.0, 0.002)]);
+fn a_drop_the_hypervisor_explains_passes() {
+    check_rates(&[
+        (276.9, 0.002),
+        (271.1, 0.012),
+        (271.0, 0.018),
+        (260.1, 0.075),
+        (267.8, 0.026),
+        (266.3, 0.043),
+    ]);
+    check_rates(&[(280.0, 0.001), (278.0, 0.0), (250.0, 0.05), (281.0, 0.002)]);
 }
 
 #[test]
-#[should_panic(expected = "interval 3: 233.0 requests/s against a median of 280.0")]
+#[should_panic(expected = "interval 3: 200.0 requests/s against a median of 280.0, past 20.0%")]
+fn a_drop_larger_than_the_steal_explains_fails() {
+    check_rates(&[(280.0, 0.001), (278.0, 0.0), (200.0, 0.05), (281.0, 0.002)]);
+}
+
+#[test]
+#[should_panic(expected = "interval 3: 233.0 requests/s against a median of 280.0, past 12.0%")]
 fn a_drop_with_the_machine_to_itself_fails() {
     check_rates(&[(280.0, 0.001), (278.0, 0.0), (233.0, 0.01), (281.0, 0.002)]);
 }
@@ -360,5 +385,5 @@ fn a_drop_with_the_machine_to_itself_fails() {
 #[test]
 #[should_panic(expected = "only 1 of 3 intervals could be judged")]
 fn a_soak_the_hypervisor_took_over_fails() {
-    check_rates(&[(280.0, 0.03), (278.0, 0.0), (233.0, 0.05)]);
+    check_rates(&[(280.0, 0.2), (278.0, 0.0), (233.0, 0.3)]);
 }
