@@ -395,7 +395,7 @@ impl State {
 
     /// One poll of `inner`, the acquisition `acq` of `prim` in this state: the probe's state
     /// machine (see the module docs), shared by [`Acquire`] and the owned forms' future
-    /// ([`crate::tokio::owned`]), which passes `prim` and `acq` in rather than keep them.
+    /// (`tokio::owned::Owned`), which passes `prim` and `acq` in rather than keep them.
     #[inline]
     pub(crate) fn poll<P, E, F: Future<Output = Result<P, E>>>(
         &mut self,

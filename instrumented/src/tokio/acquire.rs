@@ -192,12 +192,13 @@ pub(crate) fn never_closed<T, E>(r: Result<T, E>) -> T {
 
 /// The seven acquisition forms of one lock mode (`Mutex::lock*`, `RwLock::read*`,
 /// `RwLock::write*`), written once: async, timed, blocking, owned, owned timed, `try_` and
-/// owned `try_`. `$mode` and `$n` say what is taken; `$guard` and `$owned` make the borrowed
-/// and the owned guard from `$l` (the lock, or its `Arc`) and `$t` (the token). The list
-/// names the seven methods and the blocks give their docs, both in the order above.
+/// owned `try_`. `$mode` and `$n` (a [`Count`]) say what is taken; `$guard` and `$owned` make
+/// the borrowed and the owned guard from `$l` (the lock, or its `Arc`) and `$t` (the token).
+/// The list names the seven methods and the blocks give their docs, both in the order above.
 ///
-/// The async forms keep the shape of the one fast path (`probe::acquire!` inside the
-/// method's own `async` block, the `Acq` built where it is used).
+/// The borrowed async form keeps the shape of the one fast path (`probe::acquire!` inside the
+/// method's own `async` block, the `Acq` built where it is used); the owned one is [`owned`]'s
+/// future, whose size matters more than a nanosecond (see [`super::owned`]).
 macro_rules! lock_forms {
     (
         [
@@ -216,7 +217,7 @@ macro_rules! lock_forms {
             let site = ::std::panic::Location::caller();
             async move {
                 let $l = self;
-                let $t = lock_forms!(@acquire $l, site, $mode, $n, 0);
+                let $t = lock_forms!(@acquire $l, site, $mode, $n);
                 $guard
             }
         }
@@ -300,15 +301,12 @@ macro_rules! lock_forms {
             Ok($owned)
         }
     };
-    // The async acquisition (borrowed or owned, by `$flags`): `probe::acquire!`'s fast path.
-    (@acquire $l:ident, $site:ident, $mode:expr, $n:expr, $flags:tt) => {
+    // The borrowed async acquisition: `probe::acquire!`'s fast path (the owned one is
+    // `owned`'s future).
+    (@acquire $l:ident, $site:ident, $mode:expr, $n:expr) => {
         $crate::tokio::acquire::never_closed($crate::probe::acquire!(
             $l.prim(),
-            lock_forms!(@flags $flags, ::lockscope_detector::hooks::Acq::new(
-                $site,
-                lock_forms!(@n $n),
-                $mode,
-            )),
+            ::lockscope_detector::hooks::Acq::new($site, lock_forms!(@n $n), $mode),
             $crate::tokio::acquire::take(&$l.sem, lock_forms!(@n $n)),
             $crate::tokio::acquire::queue(&$l.sem, $n)
         ))

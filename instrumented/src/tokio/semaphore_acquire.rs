@@ -14,8 +14,7 @@ use lockscope_detector::prim::Prim;
 use pin_project_lite::pin_project;
 
 use super::acquire::{Count, block, owned, queue, take, timed, try_take};
-use super::guard::One;
-use super::guard::SemOwner;
+use super::guard::{One, SemOwner};
 use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
 use super::{AcquireError, Semaphore, TimeoutError, TryAcquireError, assert_blocking_allowed};
 use crate::probe::{self, Token};
