@@ -299,12 +299,21 @@ fn quick_nested(
 /// `None` (also outside a task): the caller takes [`acquired`].
 #[inline(always)]
 pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
-    let l = local();
+    quick_task_hold(local(), prim, acq, clock::published_word(), false)
+}
+
+/// A task's hold of `prim` from `since`, on the quick path when it applies (no sample due,
+/// room in the table, a clock reading, not a blocking lock, no task's blocking guard on this
+/// thread): one read of the task's index slot, the entry written in place. `waited`: granted
+/// after a wait, whose start made the checks a nested acquisition needs, so a task that holds
+/// something takes it too; else only one that holds nothing (or a `try_`/re-entry form).
+/// `None`: the caller takes the general path.
+#[inline(always)]
+fn quick_task_hold(l: &Local, prim: &Prim, acq: Acq, since: u64, waited: bool) -> Option<Hold> {
     let th = l.held.get();
     // A sample countdown above 0 means this thread has its table (see `record_hold`).
     let left = l.hold_sample.get();
     let mask = l.mask.get();
-    let since = clock::published_word();
     if (left == 0)
         | (mask == held::FULL)
         | (since == 0)
@@ -316,35 +325,10 @@ pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
     let actor = ActorId::task(tokio::task::try_id()?);
     // Read once: whether the task holds anything, and where its first hold is indexed.
     let look = held::task_look(actor.as_u64());
-    if acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && look.holds() {
+    if !waited && acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && look.holds() {
         return None;
     }
     let hold = quick_push(l, th, mask, prim, actor, acq, since & TIME);
-    if let Some(e) = &hold.entry {
-        e.index_looked(actor.as_u64(), look);
-    }
-    Some(hold)
-}
-
-/// The hold of a task granted after a wait, on the quick path of [`acquired_quick_task`]
-/// when it applies (no sample due, room in the table, not a blocking lock, no blocking guard
-/// of a task on this thread): one read of the task's index slot, the entry written in place.
-/// Unlike a grant without a wait, a task that holds something takes it too: the wait's start
-/// made the checks a nested acquisition needs. `None`: [`record_hold`].
-#[inline(always)]
-fn quick_after_wait(l: &Local, prim: &Prim, acq: Acq, now: u64) -> Option<Hold> {
-    let th = l.held.get();
-    let mask = l.mask.get();
-    if (l.hold_sample.get() == 0)
-        | (mask == held::FULL)
-        | prim.kind.is_blocking()
-        | (l.blocking_in_task.get() != 0)
-    {
-        return None;
-    }
-    let actor = ActorId::task(tokio::task::try_id()?);
-    let look = held::task_look(actor.as_u64());
-    let hold = quick_push(l, th, mask, prim, actor, acq, now & TIME);
     if let Some(e) = &hold.entry {
         e.index_looked(actor.as_u64(), look);
     }
@@ -1026,7 +1010,7 @@ pub fn acquired_after_wait_ns(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, u
     let hold = LOCAL
         .try_with(|l| {
             count_wait(prim, time, exclusive, Some(l));
-            quick_after_wait(l, prim, acq, now)
+            quick_task_hold(l, prim, acq, now, true)
                 .unwrap_or_else(|| record_hold(l, prim, actor::current_in(l), acq, now))
         })
         .unwrap_or_else(|_| {
@@ -1142,7 +1126,7 @@ mod tests {
     use super::*;
     use crate::runtime::cell::PrimCell;
 
-    /// A task granted after a wait is in the task index at once (`quick_after_wait`, or
+    /// A task granted after a wait is in the task index at once (`quick_task_hold`, or
     /// `record_hold` when a sample is due), as after a grant without a wait: a check made on
     /// another worker, where its entry is not, finds the hold through the index. Each of the
     /// grants below runs with a different sample countdown, so both paths are taken.
