@@ -134,8 +134,8 @@ pub mod __private {
     };
 }
 
-pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph};
-pub use analysis::snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks};
+pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph, graph_limited};
+pub use analysis::snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks, locks_limited};
 pub use base::stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
 pub use base::ticks::watchdog_ticks;
 pub use config::{Config, ConfigError, Mode, enabled, set_enabled};

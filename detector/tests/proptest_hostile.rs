@@ -56,11 +56,15 @@ fn snapshot_with(label: &str, site: &str) -> GraphSnapshot {
                 id: "lock:1".into(),
                 label: label.to_owned(),
                 kind: "lock",
+                holders_total: Some(0),
+                waiters_total: Some(1),
             },
             WaitNode {
                 id: "actor:2".into(),
                 label: label.to_owned(),
                 kind: "actor",
+                holders_total: None,
+                waiters_total: None,
             },
         ],
         wait_for_edges: vec![WaitEdge {

@@ -22,8 +22,8 @@
 //! | `GET /` | the live view: findings, locks and both graphs in a browser, refreshed every 1.5 s |
 //! | `GET /metrics` | Prometheus text format: every `lockscope_*` family (see [`render`]) |
 //! | `GET /debug/findings` | JSON array of the findings, each with `"kind"` and `"report"` (its text) |
-//! | `GET /debug/locks` | JSON array of the live primitives with their holders and waiters |
-//! | `GET /debug/graph` | the wait-for and lock-order graphs as JSON; `?format=dot` for Graphviz |
+//! | `GET /debug/locks` | JSON array of the live primitives with their holders and waiters; `?limit=N` lists at most `N` of each per primitive |
+//! | `GET /debug/graph` | the wait-for and lock-order graphs as JSON; `?format=dot` for Graphviz; `?limit=N` as for the locks |
 //! | `GET /debug/report` | the findings as plain text, as a failing test prints them |
 //! | `GET /debug/status` | JSON: the detector's mode, thresholds, watchdog ticks, uptime, label cap |
 //!

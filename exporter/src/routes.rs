@@ -42,8 +42,8 @@ const NOT_FOUND: &str = "not found; lockscope serves / (the live view), /metrics
 /// | `GET /` | the live view: one self-contained HTML page reading the routes below |
 /// | `GET /metrics` | Prometheus text format ([`render`](crate::render)) |
 /// | `GET /debug/findings` | JSON array of [`lockscope_detector::findings`], each with `"kind"` and `"report"` (its text) |
-/// | `GET /debug/locks` | JSON array of [`lockscope_detector::locks`] |
-/// | `GET /debug/graph` | JSON of [`lockscope_detector::graph()`]; `?format=dot` for Graphviz |
+/// | `GET /debug/locks` | JSON array of [`lockscope_detector::locks`]; `?limit=N` lists at most `N` holders and `N` waiters per primitive ([`lockscope_detector::locks_limited`]) |
+/// | `GET /debug/graph` | JSON of [`lockscope_detector::graph()`]; `?format=dot` for Graphviz; `?limit=N` as for the locks ([`lockscope_detector::graph_limited`]) |
 /// | `GET /debug/report` | the findings as plain text, as a failing `#[lockscope::test]` prints them |
 /// | `GET /debug/status` | JSON: mode, thresholds, watchdog ticks, uptime, label cap |
 ///
@@ -106,7 +106,9 @@ fn text(status: StatusCode, body: &'static str) -> Response {
 }
 
 /// Runs `f` on a blocking thread once a render slot is free.
-async fn render_blocking<T: Send + 'static>(f: fn() -> T) -> Result<T, Response> {
+async fn render_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Response> {
     let unavailable = || text(StatusCode::SERVICE_UNAVAILABLE, "exporter unavailable\n");
     // The semaphore is never closed; an error cannot happen, and is answered as a 503.
     let permit = RENDER
@@ -137,13 +139,38 @@ fn body(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Response {
-    match serde_json::to_vec(value) {
+    json_encoded(serde_json::to_vec(value))
+}
+
+/// The response for a JSON encoding (done where the caller chose: a large one on the blocking
+/// thread that rendered it).
+fn json_encoded(encoded: serde_json::Result<Vec<u8>>) -> Response {
+    match encoded {
         Ok(bytes) => body(StatusCode::OK, JSON, bytes),
         Err(e) => {
             tracing::error!(target: "lockscope::exporter", "JSON encoding failed: {e}");
             text(StatusCode::INTERNAL_SERVER_ERROR, "JSON encoding failed\n")
         }
     }
+}
+
+/// The `limit` query parameter of `/debug/locks` and `/debug/graph`: the most holders and
+/// waiters to list per primitive (all when absent); `None` for a value that is not a whole
+/// number (see [`bad_limit`]).
+fn limit(query: &HashMap<String, String>) -> Option<usize> {
+    match query.get("limit") {
+        None => Some(usize::MAX),
+        Some(v) => v.trim().parse().ok(),
+    }
+}
+
+/// The answer to a `limit` that is not a whole number.
+fn bad_limit() -> Response {
+    text(
+        StatusCode::BAD_REQUEST,
+        "limit must be a whole number: the most holders and waiters to list per primitive \
+         (all of them without it)\n",
+    )
 }
 
 async fn metrics_handler() -> Response {
@@ -189,9 +216,13 @@ async fn findings_handler() -> Response {
     }
 }
 
-async fn locks_handler() -> Response {
-    match render_blocking(lockscope_detector::locks).await {
-        Ok(locks) => json(&locks),
+async fn locks_handler(Query(query): Query<HashMap<String, String>>) -> Response {
+    let Some(limit) = limit(&query) else {
+        return bad_limit();
+    };
+    let render = move || serde_json::to_vec(&lockscope_detector::locks_limited(limit));
+    match render_blocking(render).await {
+        Ok(encoded) => json_encoded(encoded),
         Err(r) => r,
     }
 }
@@ -207,9 +238,20 @@ async fn graph_handler(Query(query): Query<HashMap<String, String>>) -> Response
             );
         }
     };
-    match render_blocking(lockscope_detector::graph).await {
-        Ok(graph) if dot => body(StatusCode::OK, DOT, graph.to_dot()),
-        Ok(graph) => json(&graph),
+    let Some(limit) = limit(&query) else {
+        return bad_limit();
+    };
+    let render = move || {
+        let graph = lockscope_detector::graph_limited(limit);
+        if dot {
+            Ok(graph.to_dot().into_bytes())
+        } else {
+            serde_json::to_vec(&graph)
+        }
+    };
+    match render_blocking(render).await {
+        Ok(Ok(dot_text)) if dot => body(StatusCode::OK, DOT, dot_text),
+        Ok(encoded) => json_encoded(encoded),
         Err(r) => r,
     }
 }

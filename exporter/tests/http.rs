@@ -101,8 +101,13 @@ async fn metrics_are_gzipped_when_the_scraper_asks() {
     server.shutdown().await;
 }
 
+/// Held by the tests that compare two reads of the whole graph and by those that change it
+/// meanwhile (tests run at once, and the detector's state is the process's).
+static GRAPH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn debug_endpoints_are_json_and_dot() {
+    let _graph = GRAPH.lock().await;
     let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
     let addr = server.local_addr();
     let m = PrimCell::new(
@@ -401,4 +406,146 @@ async fn shutdown_is_bounded_by_the_grace_when_a_client_stalls() {
         took < Duration::from_secs(3),
         "shutdown took {took:?} with a 300 ms grace"
     );
+}
+
+/// `?limit=N` on `/debug/locks` and `/debug/graph`: at most `N` holders and waiters listed per
+/// primitive, the totals and the oldest wait still whole, and in the graph every edge of an
+/// actor that holds and waits (only those can close a cycle) drawn whatever the limit.
+#[tokio::test]
+async fn a_limit_bounds_the_listings_but_not_the_counts_or_a_cycle() {
+    use std::sync::{Arc, Barrier, mpsc};
+
+    let _graph = GRAPH.lock().await;
+
+    let server = lockscope_exporter::serve("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    let cell = |name: &str, kind, capacity| {
+        Arc::new(PrimCell::new(
+            Some(name.into()),
+            kind,
+            Location::caller(),
+            capacity,
+        ))
+    };
+    let sem = cell("limit/sem", PrimKind::Semaphore, 1);
+    let held = cell("limit/held", PrimKind::Mutex, 1);
+    let acq = || Acq::new(Location::caller(), 1, Mode::Exclusive);
+    let sem_hold = hooks::acquired(sem.get(), acq());
+
+    // Four threads wait on the semaphore in turn; the last holds the mutex while it waits.
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let done_rx = Arc::new(std::sync::Mutex::new(done_rx));
+    let mut threads = Vec::new();
+    for i in 0..4 {
+        let (sem, held, done_rx) = (sem.clone(), held.clone(), done_rx.clone());
+        let queued = Arc::new(Barrier::new(2));
+        let q = queued.clone();
+        threads.push(std::thread::spawn(move || {
+            let hold = (i == 3).then(|| hooks::acquired(held.get(), acq()));
+            let w = hooks::wait_begin(sem.get(), acq(), false);
+            q.wait();
+            // Err: the test failed and is unwinding; end the wait all the same.
+            let _ = done_rx.lock().unwrap().recv();
+            hooks::wait_failed(sem.get(), w);
+            if let Some(hold) = hold {
+                hooks::released(held.get(), hold);
+            }
+        }));
+        queued.wait();
+    }
+
+    let find = |locks: &serde_json::Value, name: &str| {
+        locks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is listed"))
+    };
+    let all = find(&get(addr, "/debug/locks").await.json(), "limit/sem");
+    assert_eq!(all["waiters"].as_array().unwrap().len(), 4, "{all}");
+    assert_eq!(
+        (all["waiters_total"].as_u64(), all["holders_total"].as_u64()),
+        (Some(4), Some(1))
+    );
+    let r = get(addr, "/debug/locks?limit=1").await;
+    assert_eq!(r.status, 200);
+    let one = find(&r.json(), "limit/sem");
+    assert_eq!(one["waiters"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(
+        one["waiters"][0]["actor_id"], all["waiters"][0]["actor_id"],
+        "the head of the queue is listed"
+    );
+    assert_eq!(
+        (one["waiters_total"].as_u64(), one["holders_total"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert!(one["oldest_wait_ms"].as_u64().is_some(), "{one}");
+    let none = find(&get(addr, "/debug/locks?limit=0").await.json(), "limit/sem");
+    assert!(
+        none["waiters"].as_array().unwrap().is_empty()
+            && none["holders"].as_array().unwrap().is_empty()
+    );
+    assert_eq!(none["waiters_total"].as_u64(), Some(4));
+
+    // The graph: one plain waiter of the four, and the one that holds the mutex.
+    let g = get(addr, "/debug/graph?limit=1").await.json();
+    let node = g["wait_for_nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["label"].as_str().unwrap().contains("limit/sem"))
+        .cloned()
+        .expect("the semaphore's node");
+    assert_eq!(node["waiters_total"].as_u64(), Some(4), "{node}");
+    let to_sem: Vec<_> = g["wait_for_edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["to"] == node["id"] && e["relation"] == "waits")
+        .cloned()
+        .collect();
+    assert_eq!(to_sem.len(), 2, "{to_sem:?}");
+    let holder_of_mutex = g["wait_for_edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["relation"] == "held_by"
+                && g["wait_for_nodes"].as_array().unwrap().iter().any(|n| {
+                    n["id"] == e["from"] && n["label"].as_str().unwrap().contains("limit/held")
+                })
+        })
+        .map(|e| e["to"].clone())
+        .expect("the mutex's holder");
+    assert!(
+        to_sem.iter().any(|e| e["from"] == holder_of_mutex),
+        "{to_sem:?}"
+    );
+    assert!(
+        get(addr, "/debug/graph?limit=1&format=dot")
+            .await
+            .text()
+            .starts_with("digraph lockscope {")
+    );
+
+    for bad in ["/debug/locks?limit=some", "/debug/graph?limit=-1"] {
+        let r = get(addr, bad).await;
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(
+            r.text().contains("limit must be a whole number"),
+            "{bad}: {}",
+            r.text()
+        );
+    }
+
+    for _ in &threads {
+        done_tx.send(()).unwrap();
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    hooks::released(sem.get(), sem_hold);
+    server.shutdown().await;
 }

@@ -23,6 +23,8 @@ fuzz_target!(|data: &[u8]| {
             id: "lock:1".into(),
             label: label.to_owned(),
             kind: "lock",
+            holders_total: Some(1),
+            waiters_total: Some(0),
         }],
         wait_for_edges: vec![WaitEdge {
             from: "actor:2".into(),

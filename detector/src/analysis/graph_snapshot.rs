@@ -1,11 +1,12 @@
 //! `/debug/graph`: the current wait-for graph and the lock-order graph, as JSON or DOT.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use crate::analysis::graph::lockorder::{self, OrderEdgeSnapshot};
-use crate::analysis::snapshot::State;
+use crate::analysis::snapshot::{State, oldest_first};
 use crate::state::prim::site_string;
 
 /// A node of the wait-for graph: a task/thread or a primitive.
@@ -17,6 +18,12 @@ pub struct WaitNode {
     pub label: String,
     /// `actor` or `lock`.
     pub kind: &'static str,
+    /// A lock's holders in all, drawn or not (`None` for an actor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holders_total: Option<usize>,
+    /// A lock's waiters in all, drawn or not (`None` for an actor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiters_total: Option<usize>,
 }
 
 /// An edge of the wait-for graph: actor waits for lock, or lock is held by actor.
@@ -47,7 +54,31 @@ pub struct GraphSnapshot {
 
 /// The graphs now.
 pub fn graph() -> GraphSnapshot {
+    graph_limited(usize::MAX)
+}
+
+/// [`graph`], with at most `limit` `held_by` edges (the oldest holds) and `limit` `waits`
+/// edges (the first in queue order) per primitive, besides those of the actors that both hold
+/// and wait, which are always drawn: only they can close a cycle, so a deadlock is whole
+/// whatever the limit (`/debug/graph?limit=N`, which the live view reads). The lock nodes
+/// carry the totals.
+///
+/// ```
+/// let g = lockscope_detector::graph_limited(0);
+/// assert!(g.wait_for_nodes.iter().all(|n| (n.kind == "lock") == n.waiters_total.is_some()));
+/// ```
+pub fn graph_limited(limit: usize) -> GraphSnapshot {
     let state = State::capture();
+    let holding: HashSet<u64> = state
+        .prims
+        .iter()
+        .flat_map(|p| p.holds.iter().map(|h| h.actor.as_u64()))
+        .collect();
+    let waiting: HashSet<u64> = state
+        .prims
+        .iter()
+        .flat_map(|p| p.waiters.iter().map(|w| w.actor.as_u64()))
+        .collect();
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     let mut actors = std::collections::BTreeMap::new();
@@ -60,8 +91,17 @@ pub fn graph() -> GraphSnapshot {
             id: lid.clone(),
             label: format!("{} {:?}", p.prim.kind(), p.prim.name()),
             kind: "lock",
+            holders_total: Some(p.holds.len()),
+            waiters_total: Some(p.waiters.len()),
         });
-        for h in &p.holds {
+        let mut drawn = 0;
+        for h in oldest_first(&p.holds, usize::MAX) {
+            if !waiting.contains(&h.actor.as_u64()) {
+                if drawn == limit {
+                    continue;
+                }
+                drawn += 1;
+            }
             actors.insert(h.actor.as_u64(), h.actor.describe());
             edges.push(WaitEdge {
                 from: lid.clone(),
@@ -71,7 +111,14 @@ pub fn graph() -> GraphSnapshot {
                 permits: h.permits,
             });
         }
+        let mut drawn = 0;
         for w in &p.waiters {
+            if !holding.contains(&w.actor.as_u64()) {
+                if drawn == limit {
+                    continue;
+                }
+                drawn += 1;
+            }
             actors.insert(w.actor.as_u64(), w.actor.describe());
             edges.push(WaitEdge {
                 from: format!("actor:{}", w.actor.as_u64()),
@@ -87,6 +134,8 @@ pub fn graph() -> GraphSnapshot {
             id: format!("actor:{id}"),
             label,
             kind: "actor",
+            holders_total: None,
+            waiters_total: None,
         });
     }
     GraphSnapshot {

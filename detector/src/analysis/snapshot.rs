@@ -186,10 +186,17 @@ pub struct LockSnapshot {
     pub closed: bool,
     /// Permits forgotten and not added back.
     pub forgotten: u64,
-    /// Holders.
+    /// Holders (all of them, or the oldest ones first up to the limit of [`locks_limited`]).
     pub holders: Vec<HolderSnapshot>,
-    /// Waiters, in queue order.
+    /// Waiters, in queue order (all of them, or the first ones up to the limit of
+    /// [`locks_limited`]).
     pub waiters: Vec<WaiterSnapshot>,
+    /// Holders in all, listed or not.
+    pub holders_total: usize,
+    /// Waiters in all, listed or not.
+    pub waiters_total: usize,
+    /// How long the longest wait among all the waiters has lasted (ms); `None` with no waiter.
+    pub oldest_wait_ms: Option<u64>,
 }
 
 /// Permits a hold occupies for availability accounting.
@@ -201,7 +208,33 @@ pub fn occupied(kind: PrimKind, h: &HoldView) -> u64 {
 }
 
 /// Every live primitive with its holders and waiters (`/debug/locks`).
+///
+/// ```
+/// let m = lockscope_detector::prim::PrimCell::new(
+///     Some("docs/locks".into()),
+///     lockscope_detector::prim::PrimKind::Mutex,
+///     std::panic::Location::caller(),
+///     1,
+/// );
+/// let locks = lockscope_detector::locks();
+/// let l = locks.iter().find(|l| l.id == m.get().id().0).unwrap();
+/// assert_eq!((l.name.as_str(), l.waiters_total), ("docs/locks", 0));
+/// ```
 pub fn locks() -> Vec<LockSnapshot> {
+    locks_limited(usize::MAX)
+}
+
+/// [`locks`], listing at most `limit` holders (the oldest) and `limit` waiters (the first in
+/// queue order) of each primitive; the counts and the oldest wait still cover them all
+/// (`/debug/locks?limit=N`, which the live view reads). A semaphore a million tasks queue on
+/// is then a few lines, not a million: the whole listing of each waiter, its actor and site
+/// formatted, is what costs at that size.
+///
+/// ```
+/// let locks = lockscope_detector::locks_limited(0);
+/// assert!(locks.iter().all(|l| l.holders.is_empty() && l.waiters.is_empty()));
+/// ```
+pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
     let state = State::capture();
     let mut out: Vec<LockSnapshot> = state
         .prims
@@ -231,9 +264,7 @@ pub fn locks() -> Vec<LockSnapshot> {
                 available: p.capacity.saturating_sub(held),
                 closed: p.closed,
                 forgotten: p.forgotten,
-                holders: p
-                    .holds
-                    .iter()
+                holders: oldest_first(&p.holds, limit)
                     .map(|h| HolderSnapshot {
                         actor_id: h.actor.as_u64(),
                         actor: h.actor.describe(),
@@ -247,6 +278,7 @@ pub fn locks() -> Vec<LockSnapshot> {
                 waiters: p
                     .waiters
                     .iter()
+                    .take(limit)
                     .map(|w| WaiterSnapshot {
                         actor_id: w.actor.as_u64(),
                         actor: w.actor.describe(),
@@ -257,11 +289,29 @@ pub fn locks() -> Vec<LockSnapshot> {
                         timed: w.timed,
                     })
                     .collect(),
+                holders_total: p.holds.len(),
+                waiters_total: p.waiters.len(),
+                oldest_wait_ms: p
+                    .waiters
+                    .iter()
+                    .map(|w| state.wait_age(w) / 1_000_000)
+                    .max(),
             }
         })
         .collect();
     out.sort_by_key(|l| l.id);
     out
+}
+
+/// The `limit` oldest of `holds` (all of them, in their order, when they fit).
+pub(crate) fn oldest_first(holds: &[HoldView], limit: usize) -> impl Iterator<Item = &HoldView> {
+    let mut order: Vec<&HoldView> = holds.iter().collect();
+    if order.len() > limit {
+        order.select_nth_unstable_by_key(limit, |h| h.since);
+        order.truncate(limit);
+        order.sort_by_key(|h| h.since);
+    }
+    order.into_iter()
 }
 
 /// Names of the current actor, for reports (`task 12`, `thread 'main' (#1)`).
