@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::analysis::graph::lockorder::{self, OrderEdgeSnapshot};
-use crate::analysis::snapshot::{State, oldest_first};
+use crate::analysis::snapshot::{Listing, oldest_first};
 use crate::state::prim::site_string;
 
 /// A node of the wait-for graph: a task/thread or a primitive.
@@ -68,7 +68,7 @@ pub fn graph() -> GraphSnapshot {
 /// assert!(g.wait_for_nodes.iter().all(|n| (n.kind == "lock") == n.waiters_total.is_some()));
 /// ```
 pub fn graph_limited(limit: usize) -> GraphSnapshot {
-    let state = State::capture();
+    let state = Listing::capture(limit, true);
     let holding: HashSet<u64> = state
         .prims
         .iter()
@@ -83,7 +83,7 @@ pub fn graph_limited(limit: usize) -> GraphSnapshot {
     let mut edges = Vec::new();
     let mut actors = std::collections::BTreeMap::new();
     for p in &state.prims {
-        if p.holds.is_empty() && p.waiters.is_empty() {
+        if p.holds.is_empty() && p.waiters_total == 0 {
             continue;
         }
         let lid = format!("lock:{}", p.prim.id().0);
@@ -92,7 +92,7 @@ pub fn graph_limited(limit: usize) -> GraphSnapshot {
             label: format!("{} {:?}", p.prim.kind(), p.prim.name()),
             kind: "lock",
             holders_total: Some(p.holds.len()),
-            waiters_total: Some(p.waiters.len()),
+            waiters_total: Some(p.waiters_total),
         });
         let mut drawn = 0;
         for h in oldest_first(&p.holds, usize::MAX) {

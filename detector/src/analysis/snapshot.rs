@@ -126,6 +126,81 @@ impl State {
     }
 }
 
+/// What a listing (`/debug/locks`, `/debug/graph`) reads of one primitive: a [`PrimState`]
+/// whose waiters may be cut short, with their number and the oldest's start.
+pub(crate) struct Listed {
+    pub(crate) prim: Arc<Prim>,
+    pub(crate) capacity: u64,
+    pub(crate) closed: bool,
+    pub(crate) forgotten: u64,
+    /// Every hold.
+    pub(crate) holds: Vec<HoldView>,
+    /// In queue order: the first ones up to the listing's limit, and any other it keeps.
+    pub(crate) waiters: Vec<WaiterRec>,
+    pub(crate) waiters_total: usize,
+    /// When the longest wait began (precise clock).
+    pub(crate) oldest_wait_since: Option<u64>,
+}
+
+/// The live state as the listings read it: [`State::capture`]'s primitives and holds, with at
+/// most `limit` waiters copied per primitive (the first in queue order) besides those of the
+/// actors that hold something when `keep_holders` (only they can close a cycle). A queue of a
+/// million waiters is counted, not copied.
+pub(crate) struct Listing {
+    pub(crate) now_coarse: u64,
+    pub(crate) now_precise: u64,
+    pub(crate) prims: Vec<Listed>,
+}
+
+impl Listing {
+    pub(crate) fn capture(limit: usize, keep_holders: bool) -> Listing {
+        let mut holds: HashMap<u64, Vec<HoldView>> = HashMap::new();
+        held::for_each_all(|h| holds.entry(h.prim).or_default().push(h));
+        let holding: std::collections::HashSet<u64> = if keep_holders {
+            holds.values().flatten().map(|h| h.actor.as_u64()).collect()
+        } else {
+            Default::default()
+        };
+        let keep = |w: &WaiterRec| holding.contains(&w.actor.as_u64());
+        let mut slot_waits = held::waits_by_prim();
+        let mut prims = Vec::new();
+        prim::for_each(|p| {
+            let slots = slot_waits.remove(&p.id().0).unwrap_or_default();
+            let (waiters, waiters_total, oldest_wait_since) =
+                if slots.is_empty() && p.waiting() == 0 {
+                    (Vec::new(), 0, None)
+                } else {
+                    p.waiters.lock().listed(&slots, limit, keep)
+                };
+            prims.push(Listed {
+                prim: p.clone(),
+                capacity: p.capacity(),
+                closed: p.is_closed(),
+                forgotten: p.forgotten(),
+                holds: holds.remove(&p.id().0).unwrap_or_default(),
+                waiters,
+                waiters_total,
+                oldest_wait_since,
+            });
+        });
+        Listing {
+            now_coarse: clock::coarse_now(),
+            now_precise: clock::precise_now(),
+            prims,
+        }
+    }
+
+    /// Age of a hold now, in ns.
+    pub(crate) fn hold_age(&self, h: &HoldView) -> u64 {
+        self.now_coarse.saturating_sub(h.since)
+    }
+
+    /// Age of a wait begun at `since_ns` now, in ns.
+    pub(crate) fn wait_age(&self, since_ns: u64) -> u64 {
+        self.now_precise.saturating_sub(since_ns)
+    }
+}
+
 /// A holder in `/debug/locks`.
 #[derive(Clone, Debug, Serialize)]
 pub struct HolderSnapshot {
@@ -235,7 +310,7 @@ pub fn locks() -> Vec<LockSnapshot> {
 /// assert!(locks.iter().all(|l| l.holders.is_empty() && l.waiters.is_empty()));
 /// ```
 pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
-    let state = State::capture();
+    let state = Listing::capture(limit, false);
     let mut out: Vec<LockSnapshot> = state
         .prims
         .iter()
@@ -283,19 +358,15 @@ pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
                         actor_id: w.actor.as_u64(),
                         actor: w.actor.describe(),
                         site: prim::site_string(w.site),
-                        waiting_ms: state.wait_age(w) / 1_000_000,
+                        waiting_ms: state.wait_age(w.since_ns) / 1_000_000,
                         permits: w.permits,
                         mode: w.mode.verb_in(kind.as_str()),
                         timed: w.timed,
                     })
                     .collect(),
                 holders_total: p.holds.len(),
-                waiters_total: p.waiters.len(),
-                oldest_wait_ms: p
-                    .waiters
-                    .iter()
-                    .map(|w| state.wait_age(w) / 1_000_000)
-                    .max(),
+                waiters_total: p.waiters_total,
+                oldest_wait_ms: p.oldest_wait_since.map(|t| state.wait_age(t) / 1_000_000),
             }
         })
         .collect();

@@ -112,12 +112,43 @@ impl WaitQueue {
     /// (every wait then asks the same, so the order does not matter).
     pub(crate) fn ordered_with(&self, slots: Vec<WaiterRec>) -> Vec<WaiterRec> {
         let mut out = self.ordered();
-        let at = match self.mixed_from {
-            0 => out.len(),
-            from => out.iter().position(|w| w.seq >= from).unwrap_or(out.len()),
-        };
+        let at = self.slots_at();
         out.splice(at..at, slots);
         out
+    }
+
+    /// Where [`ordered_with`](Self::ordered_with) puts the slots' waits: the index in `list`.
+    fn slots_at(&self) -> usize {
+        match self.mixed_from {
+            0 => self.list.len(),
+            from => self.list.partition_point(|w| w.seq < from),
+        }
+    }
+
+    /// What a listing shows of the waiters, in [`ordered_with`](Self::ordered_with)'s order
+    /// without copying them all: the first `limit` and any other that `keep` asks for, how
+    /// many there are in all, and when the longest wait began.
+    pub(crate) fn listed(
+        &self,
+        slots: &[WaiterRec],
+        limit: usize,
+        keep: impl Fn(&WaiterRec) -> bool,
+    ) -> (Vec<WaiterRec>, usize, Option<u64>) {
+        let at = self.slots_at();
+        let all = self
+            .list
+            .range(..at)
+            .chain(slots)
+            .chain(self.list.range(at..));
+        let mut out = Vec::new();
+        let mut oldest: Option<u64> = None;
+        for (i, w) in all.enumerate() {
+            if i < limit || keep(w) {
+                out.push(w.clone());
+            }
+            oldest = Some(oldest.map_or(w.since_ns, |o| o.min(w.since_ns)));
+        }
+        (out, self.list.len() + slots.len(), oldest)
     }
 
     pub(crate) fn push(&mut self, mut rec: WaiterRec) -> u64 {
@@ -221,5 +252,36 @@ mod tests {
         let left: Vec<u64> = q.ordered().iter().map(|w| w.seq).collect();
         assert_eq!(left, [2, 4, 5, 6, 7, 9, 10]);
         assert!(q.contains(9) && !q.contains(8));
+    }
+
+    /// A listing is `ordered_with`'s order cut at the limit, plus what it keeps past it; the
+    /// total and the oldest start count every wait, the slots' too.
+    #[test]
+    fn a_listing_is_the_ordered_queue_cut_short_with_whole_counts() {
+        let ids = |ws: &[WaiterRec]| ws.iter().map(|w| w.thread).collect::<Vec<_>>();
+        let mut q = WaitQueue::default();
+        for n in [20, 21, 22, 23] {
+            q.push(rec(n));
+        }
+        // A queue that turned mixed at its third wait: the slots' waits go before it.
+        q.mixed_from = 3;
+        let slots = [rec(5), rec(30)];
+        let whole = q.ordered_with(slots.to_vec());
+        assert_eq!(ids(&whole), [20, 21, 5, 30, 22, 23]);
+        for limit in 0..=7 {
+            let (listed, total, oldest) = q.listed(&slots, limit, |_| false);
+            assert_eq!(ids(&listed), ids(&whole[..limit.min(6)]), "limit {limit}");
+            assert_eq!((total, oldest), (6, Some(5)), "limit {limit}");
+        }
+        let (listed, _, _) = q.listed(&slots, 1, |w| w.thread == 23);
+        assert_eq!(ids(&listed), [20, 23], "kept past the limit, in order");
+        q.mixed_from = 0;
+        assert_eq!(
+            ids(&q.listed(&slots, 9, |_| false).0),
+            [20, 21, 22, 23, 5, 30]
+        );
+        let empty = WaitQueue::default();
+        let (listed, total, oldest) = empty.listed(&[], 3, |_| true);
+        assert!(listed.is_empty() && total == 0 && oldest.is_none());
     }
 }
