@@ -94,12 +94,39 @@ async fn the_live_view_shows_a_deadlock_in_a_real_browser() {
         w1.wait().await;
         let _b = b1.lock().await;
     });
-    let (a2, b2, w2) = (alice.clone(), bob.clone(), both.clone());
+    // Bob's holder queues for alice behind six others: the graph draws five waiters a lock,
+    // and the cycle must be drawn whole all the same.
+    let behind = Arc::new(tokio::sync::Notify::new());
+    let (a2, b2, w2, q2) = (alice.clone(), bob.clone(), both.clone(), behind.clone());
     let t2 = tokio::spawn(async move {
         let _b = b2.lock().await;
         w2.wait().await;
+        q2.notified().await;
         let _a = a2.lock().await;
     });
+    let alice_waiters = || {
+        lockscope::detector::locks()
+            .into_iter()
+            .find(|l| l.name == "accounts/alice")
+            .map(|l| (l.holders_total, l.waiters_total))
+    };
+    let settle = Instant::now() + Duration::from_secs(10);
+    while alice_waiters() != Some((1, 0)) {
+        assert!(Instant::now() < settle, "alice is never held");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Timed waits (they give up by themselves, so they are in no deadlock), queued before it.
+    for _ in 0..6 {
+        let a = alice.clone();
+        tasks.push(tokio::spawn(async move {
+            let _a = a.lock_timeout(Duration::from_secs(600)).await;
+        }));
+    }
+    while alice_waiters() != Some((1, 6)) {
+        assert!(Instant::now() < settle, "six waiters never queue for alice");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    behind.notify_one();
     let names = [format!("task {}", t1.id()), format!("task {}", t2.id())];
     let formed = Instant::now();
 
@@ -320,8 +347,31 @@ fn check_page(
         "const svg = document.querySelector('#waitfor svg'); if (!svg) return null; \
          const red = svg.querySelectorAll('path.edge.red').length; \
          const labels = [...svg.querySelectorAll('g.node.red title')].map(t => t.textContent); \
-         return red >= 4 ? {red, labels} : null",
+         const edges = [...svg.querySelectorAll('path.edge.red title')].map(t => t.textContent); \
+         return red >= 4 ? {red, labels, edges} : null",
     );
+    // Each task's red edges: the account it holds, and the one it waits for (bob's holder
+    // behind six other waiters on alice).
+    let edges: Vec<&str> = graph["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for (task, held, wanted) in [
+        (&tasks[0], "accounts/alice", "accounts/bob"),
+        (&tasks[1], "accounts/bob", "accounts/alice"),
+    ] {
+        for want in [
+            format!("\"{held}\" held by {task} "),
+            format!("{task} waits for mutex \"{wanted}\""),
+        ] {
+            assert!(
+                edges.iter().any(|e| e.contains(&want)),
+                "no red edge {want}: {edges:?}"
+            );
+        }
+    }
     let labels: Vec<&str> = graph["labels"]
         .as_array()
         .expect("labels")
