@@ -352,12 +352,15 @@ fn check_page(
     );
     // Each task's red edges: the account it holds, and the one it waits for (bob's holder
     // behind six other waiters on alice).
-    let edges: Vec<&str> = graph["edges"]
-        .as_array()
-        .expect("edges")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let strings = |key: &str| -> Vec<&str> {
+        graph[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}: {graph}"))
+            .iter()
+            .filter_map(Value::as_str)
+            .collect()
+    };
+    let edges = strings("edges");
     for (task, held, wanted) in [
         (&tasks[0], "accounts/alice", "accounts/bob"),
         (&tasks[1], "accounts/bob", "accounts/alice"),
@@ -372,12 +375,7 @@ fn check_page(
             );
         }
     }
-    let labels: Vec<&str> = graph["labels"]
-        .as_array()
-        .expect("labels")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let labels = strings("labels");
     for want in [
         tasks[0].as_str(),
         tasks[1].as_str(),

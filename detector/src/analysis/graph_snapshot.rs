@@ -69,11 +69,7 @@ pub fn graph() -> GraphSnapshot {
 /// ```
 pub fn graph_limited(limit: usize) -> GraphSnapshot {
     let state = Listing::capture(limit, true);
-    let holding: HashSet<u64> = state
-        .prims
-        .iter()
-        .flat_map(|p| p.holds.iter().map(|h| h.actor.as_u64()))
-        .collect();
+    let holding = &state.holding;
     let waiting: HashSet<u64> = state
         .prims
         .iter()
@@ -95,7 +91,7 @@ pub fn graph_limited(limit: usize) -> GraphSnapshot {
             waiters_total: Some(p.waiters_total),
         });
         let mut drawn = 0;
-        for h in oldest_first(&p.holds, usize::MAX) {
+        for h in oldest_first(&p.holds, limit) {
             if !waiting.contains(&h.actor.as_u64()) {
                 if drawn == limit {
                     continue;

@@ -150,6 +150,8 @@ pub(crate) struct Listing {
     pub(crate) now_coarse: u64,
     pub(crate) now_precise: u64,
     pub(crate) prims: Vec<Listed>,
+    /// The actors that hold something (raw ids), when asked for with `keep_holders`.
+    pub(crate) holding: std::collections::HashSet<u64>,
 }
 
 impl Listing {
@@ -187,6 +189,7 @@ impl Listing {
             now_coarse: clock::coarse_now(),
             now_precise: clock::precise_now(),
             prims,
+            holding,
         }
     }
 
@@ -340,6 +343,8 @@ pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
                 closed: p.closed,
                 forgotten: p.forgotten,
                 holders: oldest_first(&p.holds, limit)
+                    .into_iter()
+                    .take(limit)
                     .map(|h| HolderSnapshot {
                         actor_id: h.actor.as_u64(),
                         actor: h.actor.describe(),
@@ -353,7 +358,6 @@ pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
                 waiters: p
                     .waiters
                     .iter()
-                    .take(limit)
                     .map(|w| WaiterSnapshot {
                         actor_id: w.actor.as_u64(),
                         actor: w.actor.describe(),
@@ -374,15 +378,14 @@ pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
     out
 }
 
-/// The `limit` oldest of `holds` (all of them, in their order, when they fit).
-pub(crate) fn oldest_first(holds: &[HoldView], limit: usize) -> impl Iterator<Item = &HoldView> {
+/// `holds` oldest first when more than `limit` of them (in their order otherwise), for a
+/// listing that shows the first `limit`.
+pub(crate) fn oldest_first(holds: &[HoldView], limit: usize) -> Vec<&HoldView> {
     let mut order: Vec<&HoldView> = holds.iter().collect();
     if order.len() > limit {
-        order.select_nth_unstable_by_key(limit, |h| h.since);
-        order.truncate(limit);
         order.sort_by_key(|h| h.since);
     }
-    order.into_iter()
+    order
 }
 
 /// Names of the current actor, for reports (`task 12`, `thread 'main' (#1)`).
