@@ -104,7 +104,7 @@ pub mod config {
 // wrappers, the exporter, the tests) reach into them, and hidden from the documentation: they
 // are not part of the API and change without notice. Their one sanctioned path is `__private`.
 #[doc(hidden)]
-pub use analysis::{graph, snapshot};
+pub use analysis::{graph, snapshot, status};
 #[doc(hidden)]
 pub use base::{clock, stats};
 #[doc(hidden)]

@@ -59,6 +59,7 @@ pub mod parking_lot;
 mod probe;
 pub mod runtime;
 mod shell;
+pub mod status;
 pub mod std;
 mod test_support;
 pub mod tokio;

@@ -4,3 +4,4 @@
 pub mod graph;
 pub(crate) mod graph_snapshot;
 pub mod snapshot;
+pub mod status;

@@ -246,3 +246,9 @@ lock_traits!(
     Mutex,
     /// As parking_lot's: `Mutex { data: .. }`, or `<locked>`. Not recorded as an acquisition.
 );
+
+crate::status::status_queries! {
+    impl[T: ?Sized] Mutex<T> as "lockscope::parking_lot::Mutex";
+    prim: |m| m.prim();
+    can_lock: |m| !m.inner.is_locked();
+}

@@ -261,3 +261,10 @@ lock_traits!(
     ReentrantMutex,
     /// As parking_lot's. Not recorded as an acquisition.
 );
+
+crate::status::status_queries! {
+    impl[T: ?Sized] ReentrantMutex<T> as "lockscope::parking_lot::ReentrantMutex";
+    prim: |m| m.prim();
+    // The owner thread may always enter again.
+    can_lock: |m| !m.inner.is_locked() || m.inner.is_owned_by_current_thread();
+}

@@ -483,3 +483,24 @@ lock_traits!(
     RwLock,
     /// As parking_lot's. Not recorded as an acquisition.
 );
+
+crate::status::status_queries! {
+    impl[T: ?Sized] RwLock<T> as "lockscope::parking_lot::RwLock";
+    prim: |l| l.prim();
+    can_lock: |l| !l.inner.is_locked();
+}
+
+impl<T: ?Sized> RwLock<T> {
+    /// Whether a read could be taken now: no writer holds the lock (lockscope addition). A
+    /// racy snapshot (see [`status`](crate::status)); a writer parked in the queue can still
+    /// make [`try_read`](RwLock::try_read) fail, as parking_lot favours it.
+    ///
+    /// ```
+    /// let l = lockscope::parking_lot::RwLock::new(1);
+    /// let _r = l.read();
+    /// assert!(l.can_read() && !l.can_lock());
+    /// ```
+    pub fn can_read(&self) -> bool {
+        !self.inner.is_locked_exclusive()
+    }
+}

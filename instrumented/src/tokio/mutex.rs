@@ -303,3 +303,10 @@ impl<T: ?Sized> Mutex<T> {
         self.cell.get()
     }
 }
+
+crate::status::status_queries! {
+    impl[T: ?Sized] Mutex<T> as "lockscope::tokio::Mutex";
+    prim: |m| m.cell.get();
+    is_locked: |m| m.sem.available_permits() == 0;
+    can_lock: |m| m.sem.available_permits() > 0;
+}

@@ -460,3 +460,25 @@ lock_traits! {
         /// ```
     }
 }
+
+crate::status::status_queries! {
+    impl[T: ?Sized] RwLock<T> as "lockscope::tokio::RwLock";
+    prim: |l| l.prim();
+    is_locked: |l| l.sem.available_permits() < l.mr as usize;
+    can_lock: |l| l.sem.available_permits() == l.mr as usize;
+}
+
+impl<T: ?Sized> RwLock<T> {
+    /// Whether [`try_read`](RwLock::try_read) would succeed now: no writer holds the lock and
+    /// a read permit is free (lockscope addition). A racy snapshot: see
+    /// [`status`](crate::status).
+    ///
+    /// ```
+    /// let l = lockscope::tokio::RwLock::new(1);
+    /// let _r = l.try_read().unwrap();
+    /// assert!(l.can_read() && !l.can_lock());
+    /// ```
+    pub fn can_read(&self) -> bool {
+        self.sem.available_permits() > 0
+    }
+}

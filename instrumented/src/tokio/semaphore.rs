@@ -191,3 +191,12 @@ impl fmt::Debug for Semaphore {
         fmt::Debug::fmt(&self.ll, f)
     }
 }
+
+crate::status::status_queries! {
+    impl[] Semaphore as "lockscope::tokio::Semaphore";
+    prim: |s| s.prim();
+    // tokio's semaphore cannot tell its capacity (permits may be added or forgotten), so
+    // whether any permit is out is read from the books.
+    is_locked: |s| crate::status::booked(s.prim(), false).unwrap_or(false);
+    can_lock: |s| s.ll.available_permits() > 0 && !s.ll.is_closed();
+}

@@ -170,3 +170,14 @@ lock_traits!("std::sync", Mutex,
     /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
     /// recorded as an acquisition.
 );
+
+crate::status::status_queries! {
+    impl[T: ?Sized] Mutex<T> as "lockscope::std::sync::Mutex";
+    prim: |m| m.cell.get();
+    // std's mutex cannot be asked without locking it: the books answer while the detector is
+    // on; off, a `try_lock` does (and unlocks at once).
+    is_locked: |m| crate::status::booked(m.cell.get(), true).unwrap_or_else(|| {
+        matches!(m.inner.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+    });
+    can_lock: |m| !m.is_locked();
+}

@@ -190,3 +190,34 @@ lock_traits!("std::sync", RwLock,
     /// As std's: `data` (`<locked>` while locked exclusively) and `poisoned`. Not
     /// recorded as an acquisition.
 );
+
+crate::status::status_queries! {
+    impl[T: ?Sized] RwLock<T> as "lockscope::std::sync::RwLock";
+    prim: |l| l.cell.get();
+    // As for std's Mutex: the books while the detector is on, else a `try_write`.
+    is_locked: |l| crate::status::booked(l.cell.get(), false).unwrap_or_else(|| {
+        matches!(l.inner.try_write(), Err(std::sync::TryLockError::WouldBlock))
+    });
+    can_lock: |l| !l.is_locked();
+}
+
+impl<T: ?Sized> RwLock<T> {
+    /// Whether a read could be taken now: no writer holds the lock (lockscope addition). A
+    /// racy snapshot: see [`status`](crate::status). It reads lockscope's books while the
+    /// detector is on, else tries a read and releases it at once.
+    ///
+    /// ```
+    /// let l = lockscope::std::sync::RwLock::new(1);
+    /// let _r = l.read().unwrap();
+    /// assert!(l.can_read() && !l.can_lock());
+    /// ```
+    pub fn can_read(&self) -> bool {
+        match crate::status::booked(self.cell.get(), true) {
+            Some(written) => !written,
+            None => !matches!(
+                self.inner.try_read(),
+                Err(std::sync::TryLockError::WouldBlock)
+            ),
+        }
+    }
+}
