@@ -517,3 +517,17 @@ fn demo_with_a_busy_port_fails_with_a_message() {
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
+
+#[test]
+fn lock_tools_multilock_transfers_in_opposite_orders_and_status_queries() {
+    check_example(
+        "lock_tools",
+        &[
+            "both transfers done: alice 95, bob 105",
+            "account:alice is_locked: true, held by the caller: true, holder: thread 'main'",
+            "acquired at examples/examples/lock_tools.rs:",
+            "account:bob is_locked: false, can_lock: true",
+            "lockscope findings about the accounts: 0",
+        ],
+    );
+}

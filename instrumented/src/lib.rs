@@ -55,6 +55,7 @@
 #![warn(missing_docs)]
 
 mod blocking_shell;
+mod multilock;
 pub mod parking_lot;
 mod probe;
 pub mod runtime;

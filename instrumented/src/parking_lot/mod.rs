@@ -55,6 +55,7 @@ mod arc_guard;
 #[cfg(feature = "arc_lock")]
 mod arc_lock;
 mod condvar;
+mod multilock;
 mod mutex;
 mod mutex_guard;
 mod remutex;
@@ -70,6 +71,7 @@ pub use arc_guard::{
     Excl, Read, Upgradable, Write,
 };
 pub use condvar::Condvar;
+pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};
 pub use remutex::{ReentrantMutex, const_reentrant_mutex};

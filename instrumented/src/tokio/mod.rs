@@ -14,6 +14,7 @@
 
 mod acquire;
 mod guard;
+mod multilock;
 mod mutex;
 mod mutex_guard;
 mod owned;
@@ -26,6 +27,7 @@ mod semaphore_acquire;
 mod semaphore_permit;
 mod timeout;
 
+pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::Mutex;
 pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
 pub use rwlock::RwLock;

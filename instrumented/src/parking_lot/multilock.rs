@@ -1,0 +1,177 @@
+//! [`MultiLock`]: a set of parking_lot mutexes taken together, in one global order.
+
+use std::time::{Duration, Instant};
+
+use super::{Mutex, MutexGuard};
+use crate::multilock::{Guards, global_order};
+
+pub use crate::multilock::MultiLockError;
+
+/// A set of [`Mutex`]es taken together, blocking (lockscope addition; the async form is
+/// [`lockscope::tokio::MultiLock`](crate::tokio::MultiLock)): whatever order they are listed
+/// in, every `MultiLock` of the process takes them in one global order, so two multi-locks
+/// over the same locks cannot deadlock each other; the timed forms bound the whole set; the
+/// guards are released in reverse order. Each member's acquisition is an ordinary one for the
+/// detector, at the caller's line.
+///
+/// ```
+/// use lockscope::parking_lot::{MultiLock, Mutex};
+///
+/// let (a, b) = (Mutex::named("a", 1), Mutex::named("b", 2));
+/// let set = MultiLock::new([&b, &a]).unwrap();
+/// let mut g = set.lock();
+/// *g.get_mut(0) = 5;
+/// assert_eq!(*g.get(1), 1);
+/// drop(g);
+/// assert_eq!(*b.lock(), 5);
+/// ```
+pub struct MultiLock<'a, T: ?Sized> {
+    locks: Vec<&'a Mutex<T>>,
+    /// Positions in `locks`, in the global order.
+    order: Vec<usize>,
+}
+
+/// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
+/// Dropped, it releases the members in the reverse of the order they were taken.
+pub struct MultiLockGuard<'a, T: ?Sized> {
+    guards: Guards<MutexGuard<'a, T>>,
+}
+
+impl<'a, T: ?Sized> MultiLock<'a, T> {
+    /// A lock set over `locks`, listed in any order.
+    ///
+    /// # Errors
+    ///
+    /// [`MultiLockError`] if a lock is listed twice.
+    ///
+    /// ```
+    /// let m = lockscope::parking_lot::Mutex::named("once", ());
+    /// assert!(lockscope::parking_lot::MultiLock::new([&m, &m]).is_err());
+    /// ```
+    pub fn new(locks: impl IntoIterator<Item = &'a Mutex<T>>) -> Result<Self, MultiLockError> {
+        let locks: Vec<&'a Mutex<T>> = locks.into_iter().collect();
+        let prims: Vec<_> = locks.iter().map(|m| m.prim()).collect();
+        let order = global_order(&prims)?;
+        Ok(MultiLock { locks, order })
+    }
+
+    /// How many locks the set has.
+    pub fn len(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Whether the set is empty (its guard then guards nothing).
+    pub fn is_empty(&self) -> bool {
+        self.locks.is_empty()
+    }
+
+    fn guard(&self, taken: Vec<MutexGuard<'a, T>>) -> MultiLockGuard<'a, T> {
+        MultiLockGuard {
+            guards: Guards::new(&self.order, taken),
+        }
+    }
+
+    /// Locks every member, in the global order, blocking as [`Mutex::lock`] does for each.
+    #[track_caller]
+    pub fn lock(&self) -> MultiLockGuard<'a, T> {
+        let mut taken = Vec::with_capacity(self.order.len());
+        for &i in &self.order {
+            taken.push(self.locks[i].lock());
+        }
+        self.guard(taken)
+    }
+
+    /// [`lock`](MultiLock::lock) within `timeout` for the whole set; `None` (the members
+    /// taken released) if the set is not all taken by then.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (a, b) = (lockscope::parking_lot::Mutex::new(()), lockscope::parking_lot::Mutex::new(()));
+    /// let set = lockscope::parking_lot::MultiLock::new([&a, &b]).unwrap();
+    /// let held = set.lock();
+    /// assert!(std::thread::scope(|s| {
+    ///     s.spawn(|| set.try_lock_for(Duration::from_millis(20)).is_none()).join().unwrap()
+    /// }));
+    /// drop(held);
+    /// ```
+    #[track_caller]
+    pub fn try_lock_for(&self, timeout: Duration) -> Option<MultiLockGuard<'a, T>> {
+        self.try_lock_until(Instant::now() + timeout)
+    }
+
+    /// [`lock`](MultiLock::lock) until `deadline` for the whole set; `None` (the members
+    /// taken released) if the set is not all taken by then.
+    #[track_caller]
+    pub fn try_lock_until(&self, deadline: Instant) -> Option<MultiLockGuard<'a, T>> {
+        let mut taken = Vec::with_capacity(self.order.len());
+        for &i in &self.order {
+            // `taken` is dropped on `None`: the members taken so far are released.
+            taken.push(self.locks[i].try_lock_until(deadline)?);
+        }
+        Some(self.guard(taken))
+    }
+
+    /// Takes every member now, or none (the members taken released if one is held).
+    ///
+    /// ```
+    /// let (a, b) = (lockscope::parking_lot::Mutex::new(1), lockscope::parking_lot::Mutex::new(2));
+    /// let set = lockscope::parking_lot::MultiLock::new([&a, &b]).unwrap();
+    /// let _b = b.lock();
+    /// assert!(set.try_lock().is_none());
+    /// assert!(a.try_lock().is_some(), "a was released");
+    /// ```
+    #[track_caller]
+    pub fn try_lock(&self) -> Option<MultiLockGuard<'a, T>> {
+        let mut taken = Vec::with_capacity(self.order.len());
+        for &i in &self.order {
+            taken.push(self.locks[i].try_lock()?);
+        }
+        Some(self.guard(taken))
+    }
+}
+
+impl<T: ?Sized> MultiLockGuard<'_, T> {
+    /// The value of the member listed `i`-th.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below the set's length.
+    pub fn get(&self, i: usize) -> &T {
+        self.guards.get(i)
+    }
+
+    /// The value of the member listed `i`-th, mutably.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below the set's length.
+    pub fn get_mut(&mut self, i: usize) -> &mut T {
+        self.guards.get_mut(i)
+    }
+
+    /// How many members the guard holds.
+    pub fn len(&self) -> usize {
+        self.guards.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.guards.len() == 0
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.locks.iter().map(|m| m.name()))
+            .finish()
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for MultiLockGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiLockGuard")
+            .field("len", &self.len())
+            .finish()
+    }
+}

@@ -1,0 +1,228 @@
+//! [`MultiLock`]: a set of tokio mutexes taken together, in one global order.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::{Mutex, MutexGuard, TimeoutError, TryLockError};
+use crate::multilock::{Guards, global_order};
+
+pub use crate::multilock::MultiLockError;
+
+/// A set of [`Mutex`]es taken together (lockscope addition): whatever order they are listed
+/// in, every `MultiLock` of the process takes them in one global order, so two multi-locks
+/// over the same locks cannot deadlock each other; one timeout covers the whole set; the
+/// guards are released in reverse order. Each member's acquisition is an ordinary one for the
+/// detector (its wait, its hold, its lock-order edges), at the caller's line.
+///
+/// The guard gives each member's value by its position in the list given to
+/// [`MultiLock::new`].
+///
+/// # Cancel safety
+///
+/// As [`Mutex::lock`]: dropping the future releases the members taken so far and gives up
+/// the place in the queue of the one it waits for.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use lockscope::tokio::{MultiLock, Mutex};
+///
+/// let alice = Mutex::named("alice", 100u64);
+/// let bob = Mutex::named("bob", 0u64);
+/// // Listed bob-first here and alice-first elsewhere: taken in the same order anyway.
+/// let both = MultiLock::new([&bob, &alice]).unwrap();
+/// let mut g = both.lock().await;
+/// *g.get_mut(1) -= 30;
+/// *g.get_mut(0) += 30;
+/// drop(g);
+/// assert_eq!((*alice.lock().await, *bob.lock().await), (70, 30));
+/// # }
+/// ```
+pub struct MultiLock<'a, T: ?Sized> {
+    locks: Vec<&'a Mutex<T>>,
+    /// Positions in `locks`, in the global order.
+    order: Vec<usize>,
+}
+
+/// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
+/// Dropped, it releases the members in the reverse of the order they were taken.
+pub struct MultiLockGuard<'a, T: ?Sized> {
+    guards: Guards<MutexGuard<'a, T>>,
+}
+
+impl<'a, T: ?Sized> MultiLock<'a, T> {
+    /// A lock set over `locks`, listed in any order.
+    ///
+    /// # Errors
+    ///
+    /// [`MultiLockError`] if a lock is listed twice.
+    ///
+    /// ```
+    /// let m = lockscope::tokio::Mutex::named("once", ());
+    /// let err = lockscope::tokio::MultiLock::new([&m, &m]).err().unwrap();
+    /// assert_eq!((err.lock(), err.positions()), ("once", (0, 1)));
+    /// ```
+    pub fn new(locks: impl IntoIterator<Item = &'a Mutex<T>>) -> Result<Self, MultiLockError> {
+        let locks: Vec<&'a Mutex<T>> = locks.into_iter().collect();
+        let prims: Vec<_> = locks.iter().map(|m| m.prim()).collect();
+        let order = global_order(&prims)?;
+        Ok(MultiLock { locks, order })
+    }
+
+    /// How many locks the set has.
+    pub fn len(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Whether the set is empty (its guard then guards nothing).
+    pub fn is_empty(&self) -> bool {
+        self.locks.is_empty()
+    }
+
+    /// The members' futures, in the global order, each recorded at the caller's line.
+    #[track_caller]
+    fn member_futures(&self) -> Vec<impl Future<Output = MutexGuard<'a, T>> + 'a> {
+        let mut futures = Vec::with_capacity(self.order.len());
+        // A loop, not a closure: `#[track_caller]` reaches `lock` only from this body.
+        for &i in &self.order {
+            let lock: &'a Mutex<T> = self.locks[i];
+            futures.push(lock.lock());
+        }
+        futures
+    }
+
+    /// Locks every member, in the global order, waiting as [`Mutex::lock`] does for each.
+    #[track_caller]
+    pub fn lock(&self) -> impl Future<Output = MultiLockGuard<'a, T>> + '_ {
+        let futures = self.member_futures();
+        async move {
+            let mut taken = Vec::with_capacity(futures.len());
+            for f in futures {
+                taken.push(f.await);
+            }
+            MultiLockGuard {
+                guards: Guards::new(&self.order, taken),
+            }
+        }
+    }
+
+    /// [`lock`](MultiLock::lock) within `timeout` for the whole set: if the set is not all
+    /// taken by then, the members taken are released and the error names the member still
+    /// waited for and its holders. (Its wait counts as cancelled in the metrics: it was
+    /// given up for the set's deadline, not its own.)
+    ///
+    /// # Errors
+    ///
+    /// [`TimeoutError`] when the deadline passed.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// let (a, b) = (lockscope::tokio::Mutex::named("a", ()), lockscope::tokio::Mutex::named("b", ()));
+    /// let _held = b.lock().await;
+    /// let set = lockscope::tokio::MultiLock::new([&a, &b]).unwrap();
+    /// let err = set.lock_timeout(Duration::from_millis(50)).await.err().unwrap();
+    /// assert_eq!(err.lock(), "b");
+    /// assert!(a.try_lock().is_ok(), "the member taken was released");
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn lock_timeout(
+        &self,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<MultiLockGuard<'a, T>, TimeoutError>> + '_ {
+        let futures = self.member_futures();
+        async move {
+            let mut at = 0;
+            let all = async {
+                let mut taken = Vec::with_capacity(futures.len());
+                for (k, f) in futures.into_iter().enumerate() {
+                    at = k;
+                    taken.push(f.await);
+                }
+                taken
+            };
+            match tokio::time::timeout(timeout, all).await {
+                Ok(taken) => Ok(MultiLockGuard {
+                    guards: Guards::new(&self.order, taken),
+                }),
+                Err(_) => {
+                    let waited_for = self.locks[self.order[at]];
+                    Err(TimeoutError::elapsed(waited_for.prim(), timeout))
+                }
+            }
+        }
+    }
+
+    /// Takes every member now, or none: a `try_lock` of each in the global order; the
+    /// members taken are released if one is held.
+    ///
+    /// # Errors
+    ///
+    /// [`TryLockError`] if any member is held.
+    ///
+    /// ```
+    /// let (a, b) = (lockscope::tokio::Mutex::new(1), lockscope::tokio::Mutex::new(2));
+    /// let set = lockscope::tokio::MultiLock::new([&a, &b]).unwrap();
+    /// let g = set.try_lock().unwrap();
+    /// assert_eq!((*g.get(0), *g.get(1)), (1, 2));
+    /// assert!(set.try_lock().is_err());
+    /// ```
+    #[track_caller]
+    pub fn try_lock(&self) -> Result<MultiLockGuard<'a, T>, TryLockError> {
+        let mut taken = Vec::with_capacity(self.order.len());
+        for &i in &self.order {
+            taken.push(self.locks[i].try_lock()?);
+        }
+        Ok(MultiLockGuard {
+            guards: Guards::new(&self.order, taken),
+        })
+    }
+}
+
+impl<T: ?Sized> MultiLockGuard<'_, T> {
+    /// The value of the member listed `i`-th.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below the set's length.
+    pub fn get(&self, i: usize) -> &T {
+        self.guards.get(i)
+    }
+
+    /// The value of the member listed `i`-th, mutably.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below the set's length.
+    pub fn get_mut(&mut self, i: usize) -> &mut T {
+        self.guards.get_mut(i)
+    }
+
+    /// How many members the guard holds.
+    pub fn len(&self) -> usize {
+        self.guards.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.guards.len() == 0
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.locks.iter().map(|m| m.name()))
+            .finish()
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for MultiLockGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiLockGuard")
+            .field("len", &self.len())
+            .finish()
+    }
+}
