@@ -73,6 +73,30 @@ impl PrimCell {
         }
     }
 
+    /// A registered cell named `name`, counted in the metrics series `series` (a keyed lock's
+    /// `"map[key]"` in the series `"map"`).
+    pub fn in_series(
+        name: &str,
+        series: &str,
+        kind: PrimKind,
+        site: &'static Location<'static>,
+        capacity: u64,
+    ) -> PrimCell {
+        let prim = watched(books::register_in(
+            Some(name.into()),
+            Some(series),
+            kind,
+            site,
+            capacity,
+        ));
+        PrimCell {
+            ptr: AtomicPtr::new(Arc::into_raw(prim).cast_mut()),
+            kind,
+            site,
+            init_capacity: capacity,
+        }
+    }
+
     /// An unregistered cell for `const` constructors; it registers on first [`get`](Self::get).
     pub const fn lazy(kind: PrimKind, site: &'static Location<'static>, capacity: u64) -> PrimCell {
         PrimCell {

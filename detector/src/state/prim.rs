@@ -228,6 +228,14 @@ fn site_instances(site: &'static Location<'static>) -> u32 {
         .unwrap_or(0)
 }
 
+/// A series name as a primitive's name would be cleaned (see [`register`]).
+fn clean_series(series: &str) -> Arc<str> {
+    match validate_name(series) {
+        Ok(()) => Arc::from(series),
+        Err(_) => Arc::from(clean_name(series)),
+    }
+}
+
 fn series_for(name: &Arc<str>, kind: PrimKind) -> (u32, Arc<str>) {
     let mut t = SERIES.lock();
     if let Some(&i) = t.index.get(&(name.clone(), kind)) {
@@ -275,6 +283,19 @@ pub fn register(
     site: &'static Location<'static>,
     capacity: u64,
 ) -> Arc<Prim> {
+    register_in(name, None, kind, site, capacity)
+}
+
+/// [`register`], counted in the metrics series named `series` rather than its own name: a
+/// keyed lock's `"map[key]"` primitives all count as `"map"`, so that keys never become metric
+/// labels (reports and `/debug/*` still show the full name).
+pub fn register_in(
+    name: Option<Cow<'_, str>>,
+    series: Option<&str>,
+    kind: PrimKind,
+    site: &'static Location<'static>,
+    capacity: u64,
+) -> Arc<Prim> {
     let instance = if name.is_none() {
         next_instance(site)
     } else {
@@ -295,7 +316,10 @@ pub fn register(
         },
         None => Arc::from(site_name(site)),
     };
-    let (series, name) = series_for(&name, kind);
+    let (series, name) = match series {
+        None => series_for(&name, kind),
+        Some(series) => (series_for(&clean_series(series), kind).0, name),
+    };
     let resource = crate::state::console::Resource::new(kind, &name, site, capacity);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let prim = Arc::new(Prim {

@@ -14,6 +14,7 @@
 
 mod acquire;
 mod guard;
+mod keyed;
 mod multilock;
 mod mutex;
 mod mutex_guard;
@@ -28,6 +29,7 @@ mod semaphore_acquire;
 mod semaphore_permit;
 mod timeout;
 
+pub use keyed::{KeyedMutex, KeyedMutexGuard};
 pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::Mutex;
 pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
