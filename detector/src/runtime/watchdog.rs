@@ -178,6 +178,13 @@ fn tick_once() -> usize {
     finding::retain_active(rules.leak.kind(), &leaks);
     drop(rules);
     exit_if_stuck(&state, &deadlocks);
+    // After the findings: a test that a deadlock or stuck queue is ending is left to them.
+    if let Some(report) = crate::runtime::test_timeout::check(&state) {
+        end_process(
+            "a test timed out with nothing moving, and cannot fail by itself",
+            &report,
+        );
+    }
     new
 }
 
@@ -211,9 +218,15 @@ fn exit_if_stuck(state: &State, deadlocks: &[crate::model::finding::Finding]) {
 }
 
 fn die(report: &str) -> ! {
+    end_process("a deadlock blocks threads that can never wake", report)
+}
+
+/// Prints `why` and the report to stderr and ends the process with status 101 (a failed
+/// test's).
+fn end_process(why: &str, report: &str) -> ! {
     // Straight to the stderr stream: the harness would drop captured output at the exit.
     write_stderr(&format!(
-        "\nlockscope watchdog: a deadlock blocks threads that can never wake; ending the process.\n{report}\n"
+        "\nlockscope watchdog: {why}; ending the process.\n{report}\n"
     ));
     std::process::exit(101);
 }
