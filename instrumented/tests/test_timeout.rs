@@ -62,6 +62,47 @@ fn plain_recv_holding_a_guard() {
     }
 }
 
+/// An async body that blocks its own thread (a std channel, never yielding): it cannot be
+/// polled to panic, so the watchdog ends the process.
+#[lockscope::test(timeout_ms = 1000)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn async_body_blocking_its_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_held_blocking", 0);
+        let _held = m.lock().await;
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let _ = rx.recv();
+        drop(tx);
+    }
+}
+
+/// A lock-order deadlock between two tasks, with a test timeout set: it is the deadlock that
+/// ends the test, within its own bound, not the timeout.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2, timeout_ms = 4000)]
+#[ignore = "deadlocks on purpose; run in a child process by the tests below"]
+async fn deadlock_under_a_timeout() {
+    if child() {
+        use std::sync::Arc;
+        let a = Arc::new(lockscope::tokio::Mutex::named("timeout_dl_a", 0));
+        let b = Arc::new(lockscope::tokio::Mutex::named("timeout_dl_b", 0));
+        let both = Arc::new(tokio::sync::Barrier::new(2));
+        let t1 = tokio::spawn({
+            let (a, b, both) = (a.clone(), b.clone(), both.clone());
+            async move {
+                let _a = a.lock().await;
+                both.wait().await;
+                let _b = b.lock().await;
+            }
+        });
+        let t2 = tokio::spawn(async move {
+            let _b = b.lock().await;
+            both.wait().await;
+            let _a = a.lock().await;
+        });
+        let _ = (t1.await, t2.await);
+    }
+}
+
 /// No `timeout_ms`: the environment decides.
 #[lockscope::test]
 #[ignore = "hangs on purpose; run in a child process by the tests below"]
@@ -192,6 +233,61 @@ fn a_blocked_plain_test_ends_the_process_with_the_dump() {
         run.took
     );
     assert!(run.took < Duration::from_secs(6), "took {:?}", run.took);
+}
+
+#[test]
+fn an_async_body_blocking_its_thread_ends_the_process_after_a_grace() {
+    let run = run("async_body_blocking_its_thread", &[]);
+    let err = &run.stderr;
+    assert_eq!(
+        run.code,
+        Some(101),
+        "stderr:\n{err}\nstdout:\n{}",
+        run.stdout
+    );
+    assert!(
+        err.contains("lockscope watchdog: a test timed out with nothing moving"),
+        "{err}"
+    );
+    assert!(
+        err.contains("test `test_timeout::async_body_blocking_its_thread` has not finished"),
+        "{err}"
+    );
+    assert!(err.contains("mutex \"timeout_held_blocking\""), "{err}");
+    assert!(
+        err.contains("is inside its body's poll: blocked or busy"),
+        "{err}"
+    );
+    // The timeout, then up to a grace of 1 s for the body to answer.
+    assert!(
+        run.took >= Duration::from_millis(1900),
+        "took {:?}",
+        run.took
+    );
+    assert!(run.took < Duration::from_secs(6), "took {:?}", run.took);
+}
+
+#[test]
+fn a_deadlock_still_ends_the_test_before_the_timeout() {
+    let run = run("deadlock_under_a_timeout", &[]);
+    let out = &run.stdout;
+    assert_eq!(
+        run.code,
+        Some(101),
+        "stdout:\n{out}\nstderr:\n{}",
+        run.stderr
+    );
+    assert!(out.contains("lockscope: deadlock"), "{out}");
+    assert!(
+        out.contains("timeout_dl_a") && out.contains("timeout_dl_b"),
+        "{out}"
+    );
+    assert!(!out.contains("lockscope test timeout"), "{out}");
+    assert!(
+        run.took < Duration::from_millis(3500),
+        "took {:?}",
+        run.took
+    );
 }
 
 #[test]

@@ -175,6 +175,8 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
 pub(crate) struct BlockedTest {
     /// The test's name.
     pub(crate) test: String,
+    /// Its scope.
+    pub(crate) scope: u32,
     /// Its thread.
     pub(crate) thread: u64,
     /// How long the thread has been blocked (ns).
@@ -227,6 +229,7 @@ pub(crate) fn blocked_test_threads(
         };
         out.push(BlockedTest {
             test: s.name.clone(),
+            scope: s.id,
             thread: s.thread,
             blocked_ns,
             report,
