@@ -136,6 +136,19 @@ fn print_the_armed_timeout() {
     }
 }
 
+/// A scope armed by hand (not by the attribute, not listening) is never timed.
+#[test]
+#[ignore = "run in a child process by the tests below"]
+fn hand_armed_scope_idle_past_the_timeout() {
+    if child() {
+        let scope = TestScope::arm("by_hand", ScopeOptions::default());
+        assert_eq!(scope.test_timeout(), Some(Duration::from_millis(300)));
+        let m = lockscope::parking_lot::Mutex::named("timeout_by_hand", 0);
+        let _held = m.lock();
+        std::thread::sleep(Duration::from_millis(1300));
+    }
+}
+
 /// Runs `test` in a child with `envs`, to its end (bounded by `run_child_env`).
 fn run(test: &str, envs: &[(&str, &str)]) -> common::ChildRun {
     let mut all = vec![(CHILD_ENV, "1")];
@@ -291,6 +304,20 @@ fn a_deadlock_still_ends_the_test_before_the_timeout() {
 }
 
 #[test]
+fn a_scope_armed_by_hand_is_not_timed() {
+    let run = run(
+        "hand_armed_scope_idle_past_the_timeout",
+        &[("LOCKSCOPE_TEST_TIMEOUT_MS", "300")],
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.took >= Duration::from_millis(1300),
+        "took {:?}",
+        run.took
+    );
+}
+
+#[test]
 fn the_environment_sets_the_timeout() {
     let run = run(
         "hang_timed_by_the_environment",
@@ -332,11 +359,11 @@ fn assert_still_running_after(test: &str, envs: &[(&str, &str)], for_: Duration)
 
 #[test]
 fn timeout_ms_0_disables_it_whatever_the_environment() {
-    // With the environment's 500 ms in force it would have failed within about 1.6 s.
+    // With the environment's 500 ms in force it would have failed within about a second.
     assert_still_running_after(
         "hang_with_no_timeout",
         &[("LOCKSCOPE_TEST_TIMEOUT_MS", "500")],
-        Duration::from_millis(2500),
+        Duration::from_millis(2000),
     );
 }
 
@@ -346,7 +373,7 @@ fn the_variable_at_0_disables_it() {
     assert_still_running_after(
         "hang_timed_by_the_environment",
         &[("LOCKSCOPE_TEST_TIMEOUT_MS", "0")],
-        Duration::from_millis(2500),
+        Duration::from_millis(2000),
     );
 }
 

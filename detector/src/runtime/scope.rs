@@ -143,6 +143,9 @@ impl TestScope {
     /// Tells the watchdog that this test listens for its deadlocks but cannot be woken (a
     /// plain test with no runtime): a deadlock or a hang of its thread then ends the process
     /// with the report, as when [`deadlock`](TestScope::deadlock) is awaited and never answered.
+    /// It also times the test: once nothing has moved in it for its test timeout, the process
+    /// ends with the dump (see `docs/testing.md`). A scope that neither listens nor runs a
+    /// body under [`with_timeout`] is never timed.
     pub fn listen(&self) {
         self.state.deadlock.lock().listening = true;
     }

@@ -75,8 +75,13 @@ pub(crate) fn check(state: &State) -> Option<String> {
         let Some(limit) = s.config.test_timeout else {
             continue;
         };
-        let digest = movement(state, s.id);
         let mut t = s.timeout.lock();
+        // Only a test that the attribute runs is timed: its body wrapped in `WithTimeout`, or
+        // a plain `fn` that listens (`TestScope::listen`). A scope armed by hand is not.
+        if !t.listening && !s.deadlock.lock().listening {
+            continue;
+        }
+        let digest = movement(state, s.id);
         if let Some((at, dump)) = &t.fired {
             if !t.listening || now.duration_since(*at) >= GRACE {
                 return Some(unanswered(&s, dump));
