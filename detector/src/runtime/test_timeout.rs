@@ -191,3 +191,57 @@ impl<F: Future> Future for WithTimeout<F> {
         unsafe { Pin::new_unchecked(&mut this.body) }.poll(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{MS, Scope, at, hold, state, task, wait};
+    use crate::state::held::Mode;
+    use crate::state::prim::PrimKind;
+
+    #[test]
+    fn movement_changes_with_the_tests_own_primitives_only() {
+        let mine = Scope::arm(1000, 1000, None);
+        let other = Scope::arm(1000, 1000, None);
+        let m = mine.prim("moving_mine", PrimKind::Mutex, 1);
+        let o = other.prim("moving_other", PrimKind::Mutex, 1);
+        let idle = |granted: u64, other_granted: u64| {
+            let mut a = at(&m, vec![hold(&m, task(1), Mode::Exclusive, 1, 0)], vec![]);
+            a.granted = granted;
+            let mut b = at(&o, vec![], vec![]);
+            b.granted = other_granted;
+            movement(&state(vec![a, b], &mine, 100 * MS), mine.0)
+        };
+        let base = idle(1, 0);
+        assert_eq!(base, idle(1, 0), "nothing moved: the same digest");
+        assert_ne!(
+            base,
+            idle(2, 0),
+            "an acquisition of the test's primitive moves it"
+        );
+        assert_eq!(
+            base,
+            idle(1, 7),
+            "another test's primitive, which this test does not use, does not"
+        );
+        // A new waiter is movement; the clock going on is not.
+        let mut a = at(&m, vec![hold(&m, task(1), Mode::Exclusive, 1, 0)], vec![]);
+        a.granted = 1;
+        let later = movement(
+            &state(vec![a, at(&o, vec![], vec![])], &mine, 900 * MS),
+            mine.0,
+        );
+        assert_eq!(base, later, "time alone moves nothing");
+        let mut a = at(
+            &m,
+            vec![hold(&m, task(1), Mode::Exclusive, 1, 0)],
+            vec![wait(task(2), 1, Mode::Exclusive, 1, 50 * MS)],
+        );
+        a.granted = 1;
+        let waiting = movement(
+            &state(vec![a, at(&o, vec![], vec![])], &mine, 100 * MS),
+            mine.0,
+        );
+        assert_ne!(base, waiting);
+    }
+}
