@@ -89,6 +89,7 @@ pub mod config {
     //! | `LOCKSCOPE_STARVATION_MS` | a waiter bypassed, or a contended primitive held, this long: `starvation` | 10000 (test: 1000) |
     //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
     //! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
+    //! | `LOCKSCOPE_TEST_TIMEOUT_MS` | an armed test with nothing moving this long fails with a dump of its live state (`docs/testing.md`); `0`: none | none (test: 60000) |
     //! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
     //!
     //! The environment is read once, when the first primitive is created or the detector is first

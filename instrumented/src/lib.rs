@@ -72,15 +72,18 @@ pub mod tokio_util;
 ///
 /// It accepts everything `#[tokio::test]` does (`flavor = "current_thread" | "multi_thread"`,
 /// `worker_threads = N`, `start_paused = true`, `crate = "path"`) plus the detector's
-/// thresholds for this test: `stuck_ms`, `starvation_ms`, `leak_ms`, `worker_stall_ms`
-/// (defaults: 1000, 1000, "end of test" and 10; the `LOCKSCOPE_*_MS` variables override the
-/// defaults). The runtime it builds is instrumented (see [`runtime`]), so a blocking guard
-/// held across an `.await` that blocks the thread its holder needs is a `deadlock`.
+/// thresholds for this test: `stuck_ms`, `starvation_ms`, `leak_ms`, `worker_stall_ms`,
+/// `timeout_ms` (defaults: 1000, 1000, "end of test", 10 and 60000, `0` meaning no timeout;
+/// the `LOCKSCOPE_*_MS` variables override the defaults). The runtime it builds is
+/// instrumented (see [`runtime`]), so a blocking guard held across an `.await` that blocks the thread its holder needs is a `deadlock`.
 ///
 /// - No silent hang: when the test's own thread is blocked inside a lockscope wait (it can
 ///   never panic), the watchdog prints the test's name, its findings and the live state to
 ///   stderr and ends the process with status 101, once a finding is known or the wait passes
 ///   the stuck threshold.
+/// - No test hangs: a test that has not finished, with nothing moving in it (no acquisition,
+///   release or other change on the primitives it uses) for `timeout_ms`, fails with a dump of
+///   what it holds and waits for (a pending body panics; a blocked thread ends the process).
 ///
 /// - A live `deadlock` among the test's tasks and threads fails the test within about a
 ///   second with the report, instead of hanging. If even that is impossible (the test's own

@@ -70,6 +70,10 @@ pub struct Config {
     /// Period of the clock thread that times holds (see [`crate::clock`]); `None` (the
     /// default): no clock thread, holds read the time the watchdog publishes (every <= 100 ms).
     pub clock_tick: Option<Duration>,
+    /// Test timeout: an armed test (`#[lockscope::test]`) still running with nothing moving
+    /// in it for this long fails with a dump of its live state. `None`: no timeout (the
+    /// production default; `LOCKSCOPE_TEST_TIMEOUT_MS=0`). Only armed tests use it.
+    pub test_timeout: Option<Duration>,
 }
 
 impl Default for Config {
@@ -92,11 +96,12 @@ impl Config {
             max_edges: 100_000,
             tick: Duration::from_millis(100),
             clock_tick: None,
+            test_timeout: None,
         }
     }
 
     /// Test defaults: 1 s stuck and starvation, leaks checked at the end of the test, 10 ms
-    /// worker stall.
+    /// worker stall, 60 s test timeout.
     pub fn test() -> Config {
         Config {
             mode: Mode::Test,
@@ -104,6 +109,7 @@ impl Config {
             starvation: Duration::from_secs(1),
             leak: None,
             worker_stall: Duration::from_millis(10),
+            test_timeout: Some(Duration::from_secs(60)),
             ..Config::production()
         }
     }
@@ -166,6 +172,9 @@ impl Config {
                 _ => Some(parse_ms("LOCKSCOPE_CLOCK_TICK_MS", &v)?),
             };
         }
+        if let Some(v) = get(TEST_TIMEOUT_VAR) {
+            cfg.test_timeout = parse_timeout_ms(TEST_TIMEOUT_VAR, &v)?;
+        }
         Ok(cfg)
     }
 
@@ -190,6 +199,26 @@ pub fn parse_ms(key: &'static str, value: &str) -> Result<Duration, ConfigError>
             key,
             value,
             "expected a whole number of milliseconds",
+        )),
+    }
+}
+
+/// The variable that sets the test timeout ([`Config::test_timeout`]).
+pub const TEST_TIMEOUT_VAR: &str = "LOCKSCOPE_TEST_TIMEOUT_MS";
+
+/// Parses a timeout in milliseconds where `0` means none: a whole number.
+///
+/// # Errors
+///
+/// When `value` is not a whole number of milliseconds.
+pub fn parse_timeout_ms(key: &'static str, value: &str) -> Result<Option<Duration>, ConfigError> {
+    match value.trim().parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(n) => Ok(Some(Duration::from_millis(n))),
+        Err(_) => Err(ConfigError::new(
+            key,
+            value,
+            "expected a whole number of milliseconds (0: no timeout)",
         )),
     }
 }
@@ -278,6 +307,11 @@ impl Builder {
             ));
         }
         self.cfg.clock_tick = d;
+        self
+    }
+    /// Sets the test timeout of armed tests; `None` (or a zero duration) disables it.
+    pub fn test_timeout(mut self, d: Option<Duration>) -> Builder {
+        self.cfg.test_timeout = d.filter(|d| !d.is_zero());
         self
     }
     fn check(&mut self, key: &'static str, d: Duration) {
@@ -455,6 +489,36 @@ mod tests {
         assert_eq!(c.clock_tick, None);
         assert_eq!(Config::production().clock_tick, None, "off by default");
         assert!(Config::from_lookup(env(&[("LOCKSCOPE_CLOCK_TICK_MS", "often")])).is_err());
+    }
+
+    #[test]
+    fn test_timeout_from_env() {
+        assert_eq!(
+            Config::production().test_timeout,
+            None,
+            "none in production"
+        );
+        assert_eq!(Config::test().test_timeout, Some(Duration::from_secs(60)));
+        let c = Config::from_lookup(env(&[("LOCKSCOPE_TEST_TIMEOUT_MS", "1500")])).unwrap();
+        assert_eq!(c.test_timeout, Some(Duration::from_millis(1500)));
+        let c = Config::from_lookup(env(&[
+            ("LOCKSCOPE_MODE", "test"),
+            ("LOCKSCOPE_TEST_TIMEOUT_MS", " 0 "),
+        ]))
+        .unwrap();
+        assert_eq!(c.test_timeout, None, "0 disables it");
+        for bad in ["soon", "-1", "1.5", "", "99999999999999999999999"] {
+            let e = Config::from_lookup(env(&[("LOCKSCOPE_TEST_TIMEOUT_MS", bad)])).unwrap_err();
+            assert_eq!(e.key(), "LOCKSCOPE_TEST_TIMEOUT_MS");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid LOCKSCOPE_TEST_TIMEOUT_MS value {bad:?}: expected a whole number of milliseconds (0: no timeout)"
+                )
+            );
+        }
+        let b = Config::builder().test_timeout(Some(Duration::ZERO)).build();
+        assert_eq!(b.unwrap().test_timeout, None);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub(crate) struct ScopeState {
     pub(crate) config: Config,
     pub(crate) findings: Mutex<Vec<Arc<Rec>>>,
     pub(crate) deadlock: Mutex<DeadlockSignal>,
+    /// The test timeout's idle clock and signal (see `runtime::test_timeout`).
+    pub(crate) timeout: Mutex<TimeoutSignal>,
 }
 
 impl ScopeState {
@@ -43,6 +45,34 @@ pub(crate) struct DeadlockSignal {
     /// unanswered deadlock end the process.
     pub(crate) listening: bool,
     pub(crate) waker: Option<Waker>,
+}
+
+/// The test timeout of one armed test: what moved last, and the signal its body's
+/// [`WithTimeout`](crate::scope::WithTimeout) waits for.
+pub(crate) struct TimeoutSignal {
+    /// A digest of the test's movement counters at the last tick (`None`: not read yet).
+    pub(crate) digest: Option<u64>,
+    /// When the digest last changed (or the test was armed).
+    pub(crate) idle_since: Instant,
+    /// The dump, once the timeout has fired, and when it fired.
+    pub(crate) fired: Option<(Instant, String)>,
+    /// A [`WithTimeout`](crate::scope::WithTimeout) polls this test's body: the test can
+    /// fail by a panic instead of ending the process.
+    pub(crate) listening: bool,
+    /// The body's waker, woken when the timeout fires.
+    pub(crate) waker: Option<Waker>,
+}
+
+impl TimeoutSignal {
+    pub(crate) fn new() -> TimeoutSignal {
+        TimeoutSignal {
+            digest: None,
+            idle_since: Instant::now(),
+            fired: None,
+            listening: false,
+            waker: None,
+        }
+    }
 }
 
 pub(crate) static NEXT_SCOPE: AtomicU32 = AtomicU32::new(1);
@@ -98,6 +128,19 @@ pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
     }
 }
 
+/// Every armed scope, as they stand now.
+pub(crate) fn armed() -> Vec<Arc<ScopeState>> {
+    ARMED.lock().clone()
+}
+
+/// Armed scope `id`, if it is.
+pub(crate) fn get(id: u32) -> Option<Arc<ScopeState>> {
+    if id == 0 {
+        return None;
+    }
+    ARMED.lock().iter().find(|s| s.id == id).cloned()
+}
+
 /// Whether test scope `id` is armed now.
 pub(crate) fn is_armed(id: u32) -> bool {
     id != 0 && ARMED.lock().iter().any(|s| s.id == id)
@@ -132,6 +175,8 @@ pub(crate) fn unacknowledged_deadlocks(grace: Duration) -> Vec<(String, String)>
 pub(crate) struct BlockedTest {
     /// The test's name.
     pub(crate) test: String,
+    /// Its scope.
+    pub(crate) scope: u32,
     /// Its thread.
     pub(crate) thread: u64,
     /// How long the thread has been blocked (ns).
@@ -184,6 +229,7 @@ pub(crate) fn blocked_test_threads(
         };
         out.push(BlockedTest {
             test: s.name.clone(),
+            scope: s.id,
             thread: s.thread,
             blocked_ns,
             report,

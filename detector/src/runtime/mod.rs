@@ -5,5 +5,6 @@ pub mod cell;
 pub mod configure;
 pub mod hooks;
 pub mod scope;
+pub(crate) mod test_timeout;
 pub mod testing;
 pub(crate) mod watchdog;

@@ -20,8 +20,9 @@ use crate::base::config::{self, Config};
 use crate::model::finding::Finding;
 use crate::report::finding;
 pub use crate::report::scopes::any_armed;
-use crate::report::scopes::{self, DeadlockSignal, NEXT_SCOPE, ScopeState};
+use crate::report::scopes::{self, DeadlockSignal, NEXT_SCOPE, ScopeState, TimeoutSignal};
 use crate::rules;
+pub use crate::runtime::test_timeout::{WithTimeout, with_timeout};
 use crate::state::actor;
 
 /// Thresholds a test may override (`#[lockscope::test(stuck_ms = .., ..)]`).
@@ -37,6 +38,10 @@ pub struct ScopeOptions {
     /// `blocking-in-async` worker-stall threshold in ms (default: the test default, 10, or
     /// `LOCKSCOPE_WORKER_STALL_MS`).
     pub worker_stall_ms: Option<u64>,
+    /// Test timeout in ms: the test fails with a dump of its live state once it has not
+    /// finished and nothing has moved in it for this long; `Some(0)`: no timeout (default:
+    /// the test default, 60000, or `LOCKSCOPE_TEST_TIMEOUT_MS`). See `docs/testing.md`.
+    pub timeout_ms: Option<u64>,
 }
 
 /// An armed test. Dropping it disarms; [`finish`](TestScope::finish) also checks for leaks
@@ -69,6 +74,11 @@ impl TestScope {
         if env.worker_stall != defaults.worker_stall {
             config.worker_stall = env.worker_stall;
         }
+        // `0` (none) is a valid value here, so whether the variable is set decides, not a
+        // comparison with the production default (which is none too).
+        if std::env::var_os(config::TEST_TIMEOUT_VAR).is_some() {
+            config.test_timeout = env.test_timeout;
+        }
         if let Some(ms) = options.stuck_ms {
             config.stuck = Duration::from_millis(ms.max(1));
         }
@@ -80,6 +90,9 @@ impl TestScope {
         }
         if let Some(ms) = options.worker_stall_ms {
             config.worker_stall = Duration::from_millis(ms.max(1));
+        }
+        if let Some(ms) = options.timeout_ms {
+            config.test_timeout = (ms > 0).then(|| Duration::from_millis(ms));
         }
         // The detector must be on for an armed test, whatever the process-wide mode.
         if !crate::base::config::enabled() {
@@ -94,6 +107,7 @@ impl TestScope {
             config,
             findings: Mutex::new(Vec::new()),
             deadlock: Mutex::new(DeadlockSignal::default()),
+            timeout: Mutex::new(TimeoutSignal::new()),
         });
         config::arm_scope(id, state.config.clone());
         scopes::arm(state.clone());
@@ -103,6 +117,12 @@ impl TestScope {
             state,
             previous_thread_scope,
         }
+    }
+
+    /// The test timeout in force for this test (`None`: none): the attribute's `timeout_ms`,
+    /// else `LOCKSCOPE_TEST_TIMEOUT_MS`, else the test default (60 s).
+    pub fn test_timeout(&self) -> Option<Duration> {
+        self.state.config.test_timeout
     }
 
     /// The scope number to stamp on the test runtime's threads.
@@ -123,6 +143,9 @@ impl TestScope {
     /// Tells the watchdog that this test listens for its deadlocks but cannot be woken (a
     /// plain test with no runtime): a deadlock or a hang of its thread then ends the process
     /// with the report, as when [`deadlock`](TestScope::deadlock) is awaited and never answered.
+    /// It also times the test: once nothing has moved in it for its test timeout, the process
+    /// ends with the dump (see `docs/testing.md`). A scope that neither listens nor runs a
+    /// body under [`with_timeout`] is never timed.
     pub fn listen(&self) {
         self.state.deadlock.lock().listening = true;
     }

@@ -7,7 +7,6 @@
 //! ticks that ran: a flat line is a dead watchdog.
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -178,6 +177,13 @@ fn tick_once() -> usize {
     finding::retain_active(rules.leak.kind(), &leaks);
     drop(rules);
     exit_if_stuck(&state, &deadlocks);
+    // After the findings: a test that a deadlock or stuck queue is ending is left to them.
+    if let Some(report) = crate::runtime::test_timeout::check(&state) {
+        end_process(
+            "a test timed out with nothing moving, and cannot fail by itself",
+            &report,
+        );
+    }
     new
 }
 
@@ -202,7 +208,7 @@ fn exit_if_stuck(state: &State, deadlocks: &[crate::model::finding::Finding]) {
             crate::state::actor::ActorId::from_thread_seq(b.thread).describe(),
             b.blocked_ns / 1_000_000,
             b.report,
-            live_state(state)
+            crate::report::dump::live_dump(state, b.scope, b.thread)
         ));
     }
     if EXIT_GUARDS.load(Ordering::Relaxed) > 0 && !deadlocks.is_empty() && !scope::any_armed() {
@@ -211,54 +217,17 @@ fn exit_if_stuck(state: &State, deadlocks: &[crate::model::finding::Finding]) {
 }
 
 fn die(report: &str) -> ! {
-    // Straight to the stderr stream: the harness would drop captured output at the exit.
-    write_stderr(&format!(
-        "\nlockscope watchdog: a deadlock blocks threads that can never wake; ending the process.\n{report}\n"
-    ));
-    std::process::exit(101);
+    end_process("a deadlock blocks threads that can never wake", report)
 }
 
-/// The primitives that have waiters, with their holders and waiters: what a hung test was
-/// stuck on (at most 20 primitives).
-fn live_state(state: &State) -> String {
-    let mut out = String::from("live state (primitives with waiters):\n");
-    let mut shown = 0;
-    for p in state.prims.iter().filter(|p| !p.waiters.is_empty()) {
-        if shown == 20 {
-            out.push_str("  ...\n");
-            break;
-        }
-        shown += 1;
-        let r = crate::rules::prim_ref(&p.prim);
-        let _ = writeln!(
-            out,
-            "  {} \"{}\" (created at {}):",
-            r.kind, r.name, r.created_at
-        );
-        for h in &p.holds {
-            let _ = writeln!(
-                out,
-                "    held by {} for {} ms, acquired at {}",
-                h.actor.describe(),
-                state.hold_age(h) / 1_000_000,
-                crate::state::prim::site_string(h.site)
-            );
-        }
-        for w in &p.waiters {
-            let _ = writeln!(
-                out,
-                "    waited for by {} on {} for {} ms, at {}",
-                w.actor.describe(),
-                crate::state::actor::ActorId::from_thread_seq(w.thread).describe(),
-                state.wait_age(w) / 1_000_000,
-                crate::state::prim::site_string(w.site)
-            );
-        }
-    }
-    if shown == 0 {
-        out.push_str("  (none)\n");
-    }
-    out
+/// Prints `why` and the report to stderr and ends the process with status 101 (a failed
+/// test's).
+fn end_process(why: &str, report: &str) -> ! {
+    // Straight to the stderr stream: the harness would drop captured output at the exit.
+    write_stderr(&format!(
+        "\nlockscope watchdog: {why}; ending the process.\n{report}\n"
+    ));
+    std::process::exit(101);
 }
 
 /// Arms the blocking-deadlock watchdog for plain `#[test]`s and programs: while the returned

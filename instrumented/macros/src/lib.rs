@@ -17,6 +17,7 @@ struct Args {
     starvation_ms: Option<u64>,
     leak_ms: Option<u64>,
     worker_stall_ms: Option<u64>,
+    timeout_ms: Option<u64>,
     krate: Option<syn::Path>,
 }
 
@@ -66,6 +67,7 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
         starvation_ms: None,
         leak_ms: None,
         worker_stall_ms: None,
+        timeout_ms: None,
         krate: None,
     };
     let mut flavor_span = None;
@@ -106,6 +108,7 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
             "worker_stall_ms" => {
                 a.worker_stall_ms = Some(positive(&nv.value, "worker_stall_ms")?);
             }
+            "timeout_ms" => a.timeout_ms = Some(timeout(&nv.value)?),
             "crate" => {
                 let s = lit_str(&nv.value).ok_or_else(|| {
                     syn::Error::new_spanned(&nv.value, "`crate` expects a string path")
@@ -117,7 +120,7 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
                     &nv.path,
                     "unknown argument; expected one of `flavor`, `worker_threads`, \
                      `start_paused`, `crate`, `stuck_ms`, `starvation_ms`, `leak_ms`, \
-                     `worker_stall_ms`",
+                     `worker_stall_ms`, `timeout_ms`",
                 ));
             }
         }
@@ -144,6 +147,24 @@ fn positive(e: &Expr, key: &str) -> syn::Result<u64> {
         ));
     }
     Ok(n)
+}
+
+/// The test timeout in ms: any whole number, `0` meaning none.
+fn timeout(e: &Expr) -> syn::Result<u64> {
+    match e {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) if !i.base10_digits().starts_with('-') => i.base10_parse::<u64>().map_err(|err| {
+            syn::Error::new_spanned(
+                e,
+                format!("`timeout_ms`: {err} (a whole number of milliseconds; 0: no timeout)"),
+            )
+        }),
+        _ => Err(syn::Error::new_spanned(
+            e,
+            "`timeout_ms` expects a whole number of milliseconds (0: no timeout)",
+        )),
+    }
 }
 
 /// Marks a test watched by lockscope's detector: on an `async fn`, a `#[tokio::test]`; on a
@@ -195,11 +216,12 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         Some(n) => quote!(::core::option::Option::Some(#n)),
         None => quote!(::core::option::Option::None),
     };
-    let (stuck, starvation, leak, worker_stall) = (
+    let (stuck, starvation, leak, worker_stall, timeout) = (
         opt(args.stuck_ms),
         opt(args.starvation_ms),
         opt(args.leak_ms),
         opt(args.worker_stall_ms),
+        opt(args.timeout_ms),
     );
     let body = &f.block;
     let output = match &f.sig.output {
@@ -213,6 +235,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         __options.starvation_ms = #starvation;
         __options.leak_ms = #leak;
         __options.worker_stall_ms = #worker_stall;
+        __options.timeout_ms = #timeout;
     };
     if !is_async {
         let new_body = quote_spanned! {span=>
@@ -241,7 +264,9 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             __builder.enable_all();
             #workers
             #paused
-            let __body = async #body;
+            // Raced against the test timeout: a pending body that times out panics with the
+            // dump (see `lockscope::detector::scope::with_timeout`).
+            let __body = #krate::detector::scope::with_timeout(async #body);
             let __out: #output = #krate::__private::run_test(
                 ::core::concat!(::core::module_path!(), "::", #name),
                 __options,
@@ -258,4 +283,65 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         #(#attrs)*
         #f
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TokenStream2, expand, parse_args, quote};
+
+    fn err(attr: TokenStream2) -> String {
+        match parse_args(attr) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[::core::prelude::v1::test]
+    fn timeout_ms_accepts_whole_numbers_and_zero() {
+        assert_eq!(
+            parse_args(quote!(timeout_ms = 1500)).unwrap().timeout_ms,
+            Some(1500)
+        );
+        assert_eq!(
+            parse_args(quote!(timeout_ms = 0)).unwrap().timeout_ms,
+            Some(0)
+        );
+        assert_eq!(parse_args(quote!()).unwrap().timeout_ms, None);
+    }
+
+    #[::core::prelude::v1::test]
+    fn bad_timeout_ms_values_get_clear_errors() {
+        let expected = "`timeout_ms` expects a whole number of milliseconds (0: no timeout)";
+        assert_eq!(err(quote!(timeout_ms = "1500")), expected);
+        assert_eq!(err(quote!(timeout_ms = -1)), expected);
+        assert_eq!(err(quote!(timeout_ms = 1.5)), expected);
+        assert_eq!(err(quote!(timeout_ms = true)), expected);
+        let e = err(quote!(timeout_ms = 99999999999999999999999));
+        assert!(
+            e.starts_with("`timeout_ms`: number too large")
+                && e.ends_with("(a whole number of milliseconds; 0: no timeout)"),
+            "{e}"
+        );
+        assert!(
+            err(quote!(timeout = 5)).contains("`timeout_ms`"),
+            "listed among the known arguments"
+        );
+    }
+
+    #[::core::prelude::v1::test]
+    fn the_async_body_is_raced_against_the_timeout_and_the_option_passed() {
+        let out = expand(
+            quote!(timeout_ms = 0),
+            quote!(
+                async fn t() {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(out.contains("with_timeout"), "{out}");
+        assert!(
+            out.contains("timeout_ms = :: core :: option :: Option :: Some (0u64)"),
+            "{out}"
+        );
+    }
 }
