@@ -380,6 +380,34 @@ fn send_guards_released_on_another_thread_balance_the_books() {
     assert!(r.try_write().is_some());
 }
 
+/// A release takes back the record of the thread that releases, not the latest one: here the
+/// other thread's read came last, and stays in the books after this thread's read ends.
+#[test]
+fn a_release_takes_back_its_own_threads_record() {
+    let r: RwLock<PlRawRw, ()> = RwLock::from_raw(RawRwLock::named("la_own_record"), ());
+    let mine = r.read();
+    let me = lock_named("la_own_record").unwrap().holders[0].actor_id;
+    let (held, done) = (Barrier::new(2), Barrier::new(2));
+    let after = thread::scope(|s| {
+        s.spawn(|| {
+            let _theirs = r.read();
+            held.wait();
+            done.wait();
+        });
+        held.wait();
+        drop(mine);
+        let after = lock_named("la_own_record").unwrap().holders;
+        done.wait(); // before asserting: a failed assertion must not leave the thread waiting
+        after
+    });
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after[0].actor_id, me,
+        "the other thread still holds its read"
+    );
+    assert_books_empty("la_own_record");
+}
+
 #[test]
 fn a_panic_while_holding_releases_the_books() {
     let m: Mutex<PlRaw, i32> = Mutex::from_raw(RawMutex::named("la_panic_mutex"), 0);
