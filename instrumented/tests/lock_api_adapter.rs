@@ -21,6 +21,7 @@ use lock_api::{
 use lockscope::detector::FindingKind;
 use lockscope::lock_api::{Mutex, RawMutex, RawRwLock, RwLock};
 
+#[macro_use]
 mod support;
 use support::findings::{assert_silent, findings_about, lock_named, wait_for_finding};
 
@@ -299,6 +300,30 @@ fn spin_parity() {
     assert_eq!(rwlock_upgrade(&raw), rwlock_upgrade(&ours));
     assert_books_empty("la_spin_rwlock");
     assert_silent(&["la_spin_mutex", "la_spin_rwlock"]);
+}
+
+/// The adapters keep the raw lock's auto traits, and so its guards' (`GuardMarker` is `R`'s):
+/// parking_lot's guards stay `!Send`, spin's are `Send`.
+#[test]
+fn send_sync_match_the_raw_locks() {
+    type L<'a> = lockscope::lock_api::MutexGuard<'a, PlRaw, u32>;
+    type Rc = std::rc::Rc<u32>;
+    assert_traits!(lock_api::Mutex<PlRaw, u32>: Send, Sync);
+    assert_traits!(Mutex<PlRaw, u32>: Send, Sync);
+    assert_traits!(lock_api::Mutex<PlRaw, Rc>: !Send, !Sync);
+    assert_traits!(Mutex<PlRaw, Rc>: !Send, !Sync);
+    assert_traits!(lock_api::MutexGuard<'static, PlRaw, u32>: !Send, Sync);
+    assert_traits!(L<'static>: !Send, Sync);
+    assert_traits!(lock_api::RwLockReadGuard<'static, PlRawRw, u32>: !Send, Sync);
+    assert_traits!(lockscope::lock_api::RwLockReadGuard<'static, PlRawRw, u32>: !Send, Sync);
+    assert_traits!(lock_api::MutexGuard<'static, SpinRaw, u32>: Send, Sync);
+    assert_traits!(lockscope::lock_api::MutexGuard<'static, SpinRaw, u32>: Send, Sync);
+    assert_traits!(lock_api::RwLockUpgradableReadGuard<'static, SpinRawRw, u32>: Send, Sync);
+    assert_traits!(
+        lockscope::lock_api::RwLockUpgradableReadGuard<'static, SpinRawRw, u32>: Send, Sync
+    );
+    assert_traits!(RawMutex<PlRaw>: Send, Sync);
+    assert_traits!(RawRwLock<SpinRawRw>: Send, Sync);
 }
 
 /// The books follow each step, not only the end: a hold per guard, with its mode.
