@@ -15,8 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lock_api::{
-    RawMutexFair, RawMutexTimed, RawRwLockRecursiveTimed, RawRwLockUpgradeDowngrade,
-    RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
+    GetThreadId as _, RawMutexFair, RawMutexTimed, RawRwLockRecursiveTimed,
+    RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
 };
 use lockscope::detector::FindingKind;
 use lockscope::lock_api::{Mutex, RawMutex, RawRwLock, RwLock};
@@ -540,6 +540,26 @@ fn read_inside_a_read_is_nested_but_read_recursive_is_not() {
     let _b = bad.read();
     let f = wait_for_finding(FindingKind::NestedAcquire, &["la_recursive_bad"]);
     assert!(f.summary.contains("latent deadlock"), "{f}");
+}
+
+/// lock_api's `ReentrantMutex` over the adapter: the owner's re-entries never reach the raw
+/// mutex, so they are neither recorded nor reported; the outer hold is, and is released.
+#[test]
+fn a_reentrant_mutex_over_the_adapter_is_not_a_nested_acquire() {
+    let m: lock_api::ReentrantMutex<RawMutex<PlRaw>, parking_lot::RawThreadId, u32> =
+        lock_api::ReentrantMutex::from_raw(
+            RawMutex::named("la_reentrant"),
+            parking_lot::RawThreadId::INIT,
+            1,
+        );
+    {
+        let a = m.lock();
+        let b = m.lock();
+        assert_eq!(*a + *b, 2);
+        assert_eq!(holders("la_reentrant"), 1);
+    }
+    assert_books_empty("la_reentrant");
+    assert_silent(&["la_reentrant"]);
 }
 
 /// Set in the child's environment only: the deadlocking test does nothing without it.

@@ -57,6 +57,10 @@
 //!
 //! # What the books cannot see
 //!
+//! - `lock_api::ReentrantMutex<RawMutex<R>, G, T>` works (the owner's re-entries never reach
+//!   the raw mutex, so only the outer hold is recorded), but lock_api's raw reentrant mutex does
+//!   not pass its callers' locations on: its holds are recorded at a line of lock_api's, and an
+//!   unnamed one is named after it. Name it with [`RawMutex::named`].
 //! - Holds of a lock whose guard was given to `std::mem::forget` stay in the books, as with
 //!   the other wrappers (a `force_unlock` releases them).
 //! - With the detector switched off while a read is held and on again before its release, the
