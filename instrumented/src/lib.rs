@@ -37,6 +37,9 @@
 //!   live lock, permit and waiter state (no `tokio_unstable` needed for these resources;
 //!   console-subscriber itself wants `--cfg console_without_tokio_unstable`), and
 //!   `lockscope::exporter::init_tracing` installs console-subscriber's layer.
+//! - `lock_api`: `lockscope::lock_api::{RawMutex, RawRwLock}`, adapters over any
+//!   `lock_api` raw lock, so `lock_api::Mutex<lockscope::lock_api::RawMutex<R>, T>` and code
+//!   generic over lock_api are tracked like the other wrappers.
 //!
 //! ## Performance considerations
 //!
@@ -56,6 +59,8 @@
 
 mod blocking_shell;
 mod multilock;
+#[cfg(feature = "lock_api")]
+pub mod lock_api;
 pub mod parking_lot;
 mod probe;
 pub mod runtime;
