@@ -110,6 +110,8 @@ pub use analysis::{graph, snapshot};
 #[doc(hidden)]
 pub use base::{clock, stats};
 #[doc(hidden)]
+pub use report::ci;
+#[doc(hidden)]
 pub use report::metrics;
 #[doc(hidden)]
 pub use runtime::cell as prim;

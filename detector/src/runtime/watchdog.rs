@@ -211,6 +211,7 @@ fn exit_if_stuck(state: &State, deadlocks: &[crate::model::finding::Finding]) {
 }
 
 fn die(report: &str) -> ! {
+    crate::report::ci::before_exit();
     // Straight to the stderr stream: the harness would drop captured output at the exit.
     write_stderr(&format!(
         "\nlockscope watchdog: a deadlock blocks threads that can never wake; ending the process.\n{report}\n"
