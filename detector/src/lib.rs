@@ -55,6 +55,8 @@
 //! assert!(lockscope_detector::findings().is_empty());
 //! ```
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (Cargo.toml): each feature-gated item gets its feature badge.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The layers, top to bottom (see the map at the top of this file). Internal: `pub(crate)`;
 // the old flat paths below stay for lockscope's crates.
@@ -108,6 +110,8 @@ pub mod config {
 pub use analysis::{graph, snapshot, status};
 #[doc(hidden)]
 pub use base::{clock, stats};
+#[doc(hidden)]
+pub use report::ci;
 #[doc(hidden)]
 pub use report::metrics;
 #[doc(hidden)]

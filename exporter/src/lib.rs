@@ -76,6 +76,8 @@
 //! - Memory: the exporter keeps nothing per primitive; a scrape allocates its families and
 //!   its text (about 3 KiB of text per series) and frees them when answered.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (Cargo.toml): each feature-gated item gets its feature badge.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod live;

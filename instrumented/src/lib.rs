@@ -56,11 +56,13 @@
 //! - **scrape / analysis**: aggregation happens on the scraping or watchdog thread, never on
 //!   the acquiring one.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (Cargo.toml): each feature-gated item gets its feature badge.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blocking_shell;
-mod multilock;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;
+mod multilock;
 pub mod parking_lot;
 mod probe;
 pub mod runtime;

@@ -11,7 +11,7 @@ pub use tokio;
 use std::sync::atomic::Ordering;
 
 use lockscope_detector::executor::{self, RuntimeKey};
-use lockscope_detector::{TestScope, actor, render_all};
+use lockscope_detector::{Finding, TestScope, actor, ci, render_all};
 
 /// Runs one armed test: arms a scope, stamps the runtime's threads with it, runs `body`
 /// until it ends or a live deadlock of this test is reported, then checks for leftover
@@ -69,7 +69,7 @@ pub fn run_test<F: Future>(
             let findings = scope.finish();
             rt.shutdown_timeout(Duration::from_secs(5));
             if !findings.is_empty() {
-                panic!("{}", render_all(&findings));
+                failed(name, &findings);
             }
             out
         }
@@ -78,7 +78,7 @@ pub fn run_test<F: Future>(
             drop(scope);
             // The deadlocked tasks can never finish: do not wait for them.
             rt.shutdown_background();
-            panic!("{}", render_all(&findings));
+            failed(name, &findings);
         }
     }
 }
@@ -96,7 +96,15 @@ pub fn run_plain_test<T>(name: &str, options: ScopeOptions, body: impl FnOnce() 
     let out = body();
     let findings = scope.finish();
     if !findings.is_empty() {
-        panic!("{}", render_all(&findings));
+        failed(name, &findings);
     }
     out
+}
+
+/// Fails test `name` on `findings`: the reports `LOCKSCOPE_REPORT` asks for, then the panic
+/// with the report.
+#[track_caller]
+fn failed(name: &str, findings: &[Finding]) -> ! {
+    ci::test_failed(name, findings);
+    panic!("{}", render_all(findings));
 }

@@ -14,8 +14,11 @@ use crate::tokio::{AcquireError, OwnedSemaphorePermit, Semaphore, TryAcquireErro
 /// What the acquire future yields.
 type Acquired = Result<OwnedSemaphorePermit, AcquireError>;
 
-/// A queued acquisition, kept between polls.
-type Queued = Pin<Box<dyn Future<Output = Acquired> + Send + 'static>>;
+/// A queued acquisition, kept between polls. `Sync` as well as `Send` (lockscope's acquire
+/// futures are both), so that a `PollSemaphore` is `Sync` as tokio-util's is: tower's
+/// `ConcurrencyLimit` inside a `BoxCloneSyncService` needs it. tokio-util gets there with a
+/// `ReusableBoxFuture` that is `Sync` by an `unsafe impl`; no `unsafe` is needed here.
+type Queued = Pin<Box<dyn Future<Output = Acquired> + Send + Sync + 'static>>;
 
 /// Wrapper for `tokio_util::sync::PollSemaphore`: a lockscope [`Semaphore`] in an `Arc`, with
 /// `poll_acquire` methods for `poll`-style code, and a `Stream` of permits.

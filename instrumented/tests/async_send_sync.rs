@@ -2,16 +2,21 @@
 //! `tokio::sync`'s Mutex, RwLock and Semaphore family and for the futures of every async
 //! method, checked with the same expectations against `tokio::sync` (module `raw`) and
 //! `lockscope::tokio` (module `wrapped`): swapping the import must not change what may cross
-//! threads or be pinned.
+//! threads or be pinned. The same is done for every wrapper of `parking_lot` (the `arc_lock`
+//! guards with that feature), of `std::sync` and, with the `tokio-util` feature, for
+//! `tokio_util::sync::PollSemaphore`: each expectation is checked against the original crate
+//! and against lockscope's. The one deliberate difference is written out beside it
+//! (`ArcMutexGuard`'s `Sync`, where lockscope keeps the stricter bound).
 //!
 //! Everything here is checked at compile time. Positive checks call `require_send(&v)`;
 //! negative ones use tokio's trick: `AmbiguousIfSend::some_item(&v)` has two candidate impls
 //! when `v` is `Send` (so it fails to compile), and one when it is not.
 //!
-//! `T` comes in three flavours, as in tokio's file: `YY` (Send + Sync), `YN` (Send, not Sync)
-//! and `NN` (neither). The same file also pins `UnwindSafe`/`RefUnwindSafe` (the bounds of
-//! `catch_unwind`): code that needed `AssertUnwindSafe` around a tokio lock still needs it,
-//! and code that did not, still does not.
+//! `T` comes in four flavours: as in tokio's file, `YY` (Send + Sync), `YN` (Send, not Sync)
+//! and `NN` (neither), plus `NY` (Sync, not Send), which tells a lock's `T: Send` bound from a
+//! `T: Sync` one. The same file also pins `UnwindSafe`/`RefUnwindSafe` (the bounds of
+//! `catch_unwind`) for tokio's family: code that needed `AssertUnwindSafe` around a tokio lock
+//! still needs it, and code that did not, still does not.
 #![allow(clippy::type_complexity, clippy::diverging_sub_expression)]
 #![allow(dead_code, unused_variables, unreachable_code)]
 
@@ -33,6 +38,11 @@ struct YN {
 #[derive(Clone)]
 struct NN {
     _value: Rc<u8>,
+}
+
+/// Send: no, Sync: yes (as a `std::sync::MutexGuard` of a `Sync` value).
+struct NY {
+    _value: std::marker::PhantomData<std::sync::MutexGuard<'static, u8>>,
 }
 
 fn require_send<T: Send>(_t: &T) {}
@@ -309,6 +319,184 @@ mod lockscope_additions {
         s::Semaphore::acquire_many_owned_timeout(_, u32, Duration): Send & Sync & !Unpin
     );
     assert_value!(s::TimeoutError: Send & Sync & Unpin);
+}
+
+/// The matrix of the blocking locks that parking_lot and lockscope::parking_lot share (every
+/// guard is `!Send`, as parking_lot's without its `send_guard` feature).
+macro_rules! parking_lot_matrix {
+    ($s:ident) => {
+        assert_value!($s::Mutex<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::Mutex<NY>: !Send & !Sync & Unpin);
+        assert_value!($s::Mutex<YN>: Send & Sync & Unpin);
+        assert_value!($s::Mutex<YY>: Send & Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedMutexGuard<'_, YY>: !Send & Sync & Unpin);
+
+        assert_value!($s::ReentrantMutex<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::ReentrantMutex<NY>: !Send & !Sync & Unpin);
+        assert_value!($s::ReentrantMutex<YN>: Send & Sync & Unpin);
+        assert_value!($s::ReentrantMutex<YY>: Send & Sync & Unpin);
+        assert_value!($s::ReentrantMutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::ReentrantMutexGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::ReentrantMutexGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::ReentrantMutexGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedReentrantMutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedReentrantMutexGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedReentrantMutexGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedReentrantMutexGuard<'_, YY>: !Send & Sync & Unpin);
+
+        assert_value!($s::RwLock<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLock<NY>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLock<YN>: Send & !Sync & Unpin);
+        assert_value!($s::RwLock<YY>: Send & Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockUpgradableReadGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockUpgradableReadGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockUpgradableReadGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockUpgradableReadGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedRwLockReadGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedRwLockReadGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedRwLockReadGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedRwLockReadGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedRwLockWriteGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedRwLockWriteGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::MappedRwLockWriteGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::MappedRwLockWriteGuard<'_, YY>: !Send & Sync & Unpin);
+
+        assert_value!($s::Condvar: Send & Sync & Unpin);
+        assert_value!($s::WaitTimeoutResult: Send & Sync & Unpin);
+    };
+}
+
+/// The `arc_lock` guards' rows that parking_lot and lockscope share.
+#[cfg(feature = "arc_lock")]
+macro_rules! parking_lot_arc_matrix {
+    ($s:ident) => {
+        assert_value!($s::ArcMutexGuard<$s::RawMutex, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcMutexGuard<$s::RawMutex, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcMutexGuard<$s::RawMutex, YY>: !Send & Sync & Unpin);
+        assert_value!($s::ArcRwLockReadGuard<$s::RawRwLock, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockReadGuard<$s::RawRwLock, NY>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockReadGuard<$s::RawRwLock, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockReadGuard<$s::RawRwLock, YY>: !Send & Sync & Unpin);
+        assert_value!($s::ArcRwLockWriteGuard<$s::RawRwLock, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockWriteGuard<$s::RawRwLock, NY>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockWriteGuard<$s::RawRwLock, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockWriteGuard<$s::RawRwLock, YY>: !Send & Sync & Unpin);
+        assert_value!($s::ArcRwLockUpgradableReadGuard<$s::RawRwLock, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockUpgradableReadGuard<$s::RawRwLock, NY>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockUpgradableReadGuard<$s::RawRwLock, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::ArcRwLockUpgradableReadGuard<$s::RawRwLock, YY>: !Send & Sync & Unpin);
+    };
+}
+
+/// parking_lot itself: proves the expectations are parking_lot's.
+mod parking_lot_raw {
+    use super::*;
+    use parking_lot as s;
+    parking_lot_matrix!(s);
+    #[cfg(feature = "arc_lock")]
+    parking_lot_arc_matrix!(s);
+
+    // parking_lot's `ArcMutexGuard` is `Sync` when `T: Sync`, even for a `T` that is not
+    // `Send`: see `parking_lot_wrapped` for why lockscope's is not.
+    #[cfg(feature = "arc_lock")]
+    assert_value!(s::ArcMutexGuard<s::RawMutex, NY>: !Send & Sync & Unpin);
+}
+
+/// The same against lockscope::parking_lot.
+mod parking_lot_wrapped {
+    use super::*;
+    use lockscope::parking_lot as s;
+    parking_lot_matrix!(s);
+    #[cfg(feature = "arc_lock")]
+    parking_lot_arc_matrix!(s);
+
+    // Kept stricter on purpose: a shared `&ArcMutexGuard` hands out the `Arc<Mutex<T>>` (its
+    // `mutex()` accessor), and a clone of that `Arc` sent to another thread may drop the
+    // `T` there, so sharing the guard needs `T: Send` as well as `T: Sync`, as sharing the
+    // `Arc` does. A `T` that is `Sync` but not `Send` makes lockscope's guard `!Sync`.
+    #[cfg(feature = "arc_lock")]
+    assert_value!(s::ArcMutexGuard<s::RawMutex, NY>: !Send & !Sync & Unpin);
+}
+
+/// std::sync's locks, against std and lockscope::std::sync.
+macro_rules! std_matrix {
+    ($s:ident) => {
+        assert_value!($s::Mutex<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::Mutex<NY>: !Send & !Sync & Unpin);
+        assert_value!($s::Mutex<YN>: Send & Sync & Unpin);
+        assert_value!($s::Mutex<YY>: Send & Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::MutexGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLock<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLock<NY>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLock<YN>: Send & !Sync & Unpin);
+        assert_value!($s::RwLock<YY>: Send & Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockReadGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, NY>: !Send & Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::RwLockWriteGuard<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::Condvar: Send & Sync & Unpin);
+        assert_value!($s::PoisonError<$s::MutexGuard<'_, YY>>: !Send & Sync & Unpin);
+        assert_value!($s::TryLockError<$s::MutexGuard<'_, YY>>: !Send & Sync & Unpin);
+    };
+}
+
+/// std itself.
+mod std_raw {
+    use super::*;
+    use std::sync as s;
+    std_matrix!(s);
+}
+
+/// lockscope::std::sync.
+mod std_wrapped {
+    use super::*;
+    use lockscope::std::sync as s;
+    std_matrix!(s);
+}
+
+/// tokio-util's `PollSemaphore` and lockscope's: `Send`, `Sync` (tower's `BoxCloneSyncService`
+/// of a `ConcurrencyLimit` needs it) and `Unpin`.
+#[cfg(feature = "tokio-util")]
+macro_rules! poll_semaphore_matrix {
+    ($s:ident) => {
+        assert_value!($s::PollSemaphore: Send & Sync & Unpin);
+    };
+}
+
+#[cfg(feature = "tokio-util")]
+mod tokio_util_raw {
+    use super::*;
+    use tokio_util::sync as s;
+    poll_semaphore_matrix!(s);
+}
+
+#[cfg(feature = "tokio-util")]
+mod tokio_util_wrapped {
+    use super::*;
+    use lockscope::tokio_util as s;
+    poll_semaphore_matrix!(s);
 }
 
 /// The checks above are compile-time; this test only makes the file show up in the test run.

@@ -141,6 +141,17 @@ pub(crate) fn get(id: u32) -> Option<Arc<ScopeState>> {
     ARMED.lock().iter().find(|s| s.id == id).cloned()
 }
 
+/// The name and findings of every armed test that has any (for the CI reports when the
+/// watchdog ends the process).
+pub(crate) fn armed_findings() -> Vec<(String, Vec<Finding>)> {
+    let armed = ARMED.lock().clone();
+    armed
+        .iter()
+        .map(|s| (s.name.clone(), s.all_findings()))
+        .filter(|(_, f)| !f.is_empty())
+        .collect()
+}
+
 /// Whether test scope `id` is armed now.
 pub(crate) fn is_armed(id: u32) -> bool {
     id != 0 && ARMED.lock().iter().any(|s| s.id == id)

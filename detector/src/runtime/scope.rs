@@ -207,6 +207,7 @@ pub fn assert_clean() {
     finding::report_all(rules::leaked_permit::check_end_of_scope(0));
     let all = finding::findings();
     if !all.is_empty() {
+        crate::report::ci::assert_clean_failed(&all);
         panic!("{}", finding::render_all(&all));
     }
 }

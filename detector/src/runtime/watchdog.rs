@@ -223,6 +223,8 @@ fn die(report: &str) -> ! {
 /// Prints `why` and the report to stderr and ends the process with status 101 (a failed
 /// test's).
 fn end_process(why: &str, report: &str) -> ! {
+    // The CI reports (`LOCKSCOPE_REPORT`) first: nothing runs after the exit.
+    crate::report::ci::before_exit();
     // Straight to the stderr stream: the harness would drop captured output at the exit.
     write_stderr(&format!(
         "\nlockscope watchdog: {why}; ending the process.\n{report}\n"

@@ -88,10 +88,10 @@ pub type ArcRwLockUpgradableReadGuard<R, T> = ArcGuard<R, RwLock<T>, Upgradable>
 ///
 /// Dropping it releases the books first, then the lock, as for every lockscope guard (the
 /// one guard shell does both). Like parking_lot's, it
-/// is `!Send` unless parking_lot's `send_guard` feature is on. It is `Sync` when the `Arc` of
-/// its lock is (for a mutex: `T: Send + Sync`), where parking_lot's `ArcMutexGuard` asks only
-/// `T: Sync`: a shared guard hands out `&Arc<Mutex<T>>`, whose clones may drop `T` on another
-/// thread.
+/// is `!Send` unless parking_lot's `send_guard` feature is on. It is `Sync` when both `T` and
+/// the `Arc` of its lock are (for a mutex: `T: Send + Sync`), where parking_lot's
+/// `ArcMutexGuard` asks only `T: Sync`: a shared guard hands out `&Arc<Mutex<T>>`, whose
+/// clones may drop `T` on another thread.
 #[clippy::has_significant_drop]
 #[must_use = "if unused the lock will immediately unlock"]
 pub struct ArcGuard<R, L: ?Sized, A> {
@@ -111,8 +111,15 @@ struct ArcLock<L: ?Sized> {
 // SAFETY: `prim` is a shared borrow of a `Prim` (which is `Sync`) that lives as long as `lock`;
 // otherwise the fields are the `Arc` and a function pointer, so the `Arc` decides, as before.
 unsafe impl<L: ?Sized> Send for ArcLock<L> where Arc<L>: Send {}
-// SAFETY: as for `Send`.
-unsafe impl<L: ?Sized> Sync for ArcLock<L> where Arc<L>: Sync {}
+// SAFETY: as for `Send`; and a shared guard hands out `&T`, so `T` must be `Sync` too, which
+// `Arc<Mutex<T>>: Sync` alone does not ask (a mutex is `Sync` for any `T: Send`).
+unsafe impl<L: ?Sized + SharedData> Sync for ArcLock<L> where Arc<L>: Sync {}
+
+/// A lock whose data may be shared between threads (`T: Sync`): what sharing a guard of it
+/// hands out.
+trait SharedData {}
+impl<T: ?Sized + Sync> SharedData for Mutex<T> {}
+impl<T: ?Sized + Sync> SharedData for RwLock<T> {}
 
 impl<L: ?Sized> Owner<()> for ArcLock<L> {
     const QUICK: bool = true;
