@@ -758,6 +758,7 @@ mod tests {
             actors: actors.into(),
             prims: [ids(i), ids(j)].into(),
             waits: [(ids(i), 1), (ids(j), 1)].into(),
+            joins: Default::default(),
         };
         assert_eq!(groups, [group([10, 11], 0, 1), group([20, 21], 2, 3)]);
     }

@@ -132,3 +132,111 @@ pub(super) fn access(
         for_ms: for_ns / 1_000_000,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::panic::Location;
+
+    use crate::rules::deadlock::Deadlock;
+    use crate::rules::testkit::{MS, Scope, at, found, hold, state, task, wait};
+    use crate::rules::{Rule, Verdict};
+    use crate::state::actor::ActorId;
+    use crate::state::held::Mode;
+    use crate::state::joins::JoinView;
+    use crate::state::prim::PrimKind;
+
+    #[track_caller]
+    fn join(seq: u64, waiter: ActorId, targets: Vec<ActorId>, since_ns: u64) -> JoinView {
+        let here = Location::caller();
+        JoinView {
+            seq,
+            waiter,
+            thread: 1,
+            blocking: false,
+            targets: targets.into_iter().map(|t| (t, here)).collect(),
+            any_of_set: false,
+            site: here,
+            since_ns,
+            scope: 0,
+        }
+    }
+
+    fn twice(s: &crate::analysis::snapshot::State) -> Vec<crate::model::finding::Finding> {
+        let mut rule = Deadlock::default();
+        let first = rule.check(s);
+        assert!(first.iter().all(|v| matches!(v, Verdict::Recheck)));
+        found(rule.check(s))
+    }
+
+    /// Task 1 holds `m` and joins task 2, which waits for `m`: a deadlock, worded with the
+    /// join, its spawn site, and the fix for it.
+    #[test]
+    fn a_lock_held_across_a_join_is_reported_naming_the_join() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dlj/m", PrimKind::Mutex, 1);
+        let mut s = state(
+            vec![at(
+                &m,
+                vec![hold(&m, task(1), Mode::Exclusive, 1, 10 * MS)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 30 * MS)],
+            )],
+            &scope,
+            1_000 * MS,
+        );
+        s.joins = vec![join(7, task(1), vec![task(2)], 20 * MS)];
+        let f = twice(&s);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        let here = crate::state::prim::site_string(s.joins[0].site);
+        assert_eq!(
+            f[0].summary,
+            format!(
+                "2 tasks can never proceed: each waits for mutex \"dlj/m\" held by another of them, or for join of task 2 (spawned at {here}), the end of another of them"
+            )
+        );
+        assert!(f[0].key().ends_with(",j7"), "{}", f[0].key());
+        assert_eq!(f[0].fix, super::FIX);
+        let text = f[0].to_string();
+        assert!(
+            text.contains(&format!(
+                "    waits for join of task 2 (spawned at {here}) for 980 ms, at {here}"
+            )),
+            "{text}"
+        );
+        // The join is no primitive of the finding.
+        assert_eq!(f[0].primitives.len(), 1);
+    }
+
+    /// The same books, but the joiner took its hold after the join began (it ran since: a
+    /// `select!` or `join!`), or the joined thread has not started (no target yet), or the
+    /// joined task waits for nothing: no deadlock.
+    #[test]
+    fn a_join_left_behind_an_unknown_target_or_a_free_one_is_no_deadlock() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dlj/n", PrimKind::Mutex, 1);
+        let books = |hold_since: u64, waiter: bool| {
+            let waits = if waiter {
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 30 * MS)]
+            } else {
+                vec![]
+            };
+            state(
+                vec![at(
+                    &m,
+                    vec![hold(&m, task(1), Mode::Exclusive, 1, hold_since)],
+                    waits,
+                )],
+                &scope,
+                1_000 * MS,
+            )
+        };
+        let mut later = books(40 * MS, true);
+        later.joins = vec![join(8, task(1), vec![task(2)], 20 * MS)];
+        assert!(twice(&later).is_empty());
+        let mut unknown = books(10 * MS, true);
+        unknown.joins = vec![join(9, task(1), vec![], 20 * MS)];
+        assert!(Deadlock::default().check(&unknown).is_empty());
+        let mut free = books(10 * MS, false);
+        free.joins = vec![join(10, task(1), vec![task(2)], 20 * MS)];
+        assert!(Deadlock::default().check(&free).is_empty());
+    }
+}
