@@ -145,6 +145,63 @@ fn a_lock_held_across_the_join_of_a_blocking_task_that_needs_it_is_a_deadlock() 
     rt.shutdown_background();
 }
 
+/// A `JoinSet` drained while holding the lock every task of the set waits for: the joiner
+/// waits for any one of them, and none can end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_a_set_whose_every_task_needs_the_held_lock_is_a_deadlock() {
+    let scope = arm("join_set_dl", 1000, 1000);
+    let m = Arc::new(Mutex::named("join_set_dl", 0));
+    let m1 = m.clone();
+    let joiner = task::spawn(async move {
+        let _g = m1.lock().await;
+        let mut set = task::JoinSet::new();
+        for _ in 0..2 {
+            let m2 = m1.clone();
+            set.spawn(async move { *m2.lock().await += 1 });
+        }
+        while set.join_next().await.is_some() {}
+    });
+    let f = until(&scope, FindingKind::Deadlock, "join_set_dl").await;
+    let text = f.to_string();
+    assert!(
+        text.contains("3 tasks can never proceed")
+            && text.contains("join of any of 2 tasks of a JoinSet"),
+        "{text}"
+    );
+    joiner.abort();
+}
+
+/// A `JoinSet` one of whose tasks needs the held lock while another ends by itself: the
+/// joiner goes on when that one ends, releases, and the other gets the lock. Silent.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_with_one_task_free_to_end_is_silent() {
+    let m = Arc::new(Mutex::named("neg_join_set_one_free", 0));
+    let g = m.lock().await;
+    let mut set = task::JoinSet::new();
+    let m2 = m.clone();
+    set.spawn(async move { *m2.lock().await += 1 });
+    set.spawn(async { tokio::time::sleep(Duration::from_millis(300)).await });
+    set.join_next().await.unwrap().unwrap();
+    drop(g);
+    set.join_next().await.unwrap().unwrap();
+    assert_eq!(*m.lock().await, 1);
+}
+
+fn send_sync<T: Send + Sync>() {}
+fn unpin_unwind_safe<T: Unpin + std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+
+/// The handles are `Send`, `Sync`, `Unpin` and unwind-safe as tokio's and std's are.
+#[test]
+fn handles_have_the_auto_traits_of_tokio_and_std() {
+    send_sync::<task::JoinHandle<u8>>();
+    unpin_unwind_safe::<task::JoinHandle<std::rc::Rc<u8>>>();
+    send_sync::<task::JoinSet<u8>>();
+    send_sync::<lockscope::std::thread::JoinHandle<std::rc::Rc<u8>>>();
+    // As std's: Send and Sync when T is Send (a thread's JoinHandle, whatever T).
+    send_sync::<lockscope::std::thread::ScopedJoinHandle<'static, u8>>();
+    send_sync::<lockscope::std::thread::Builder>();
+}
+
 /// Thread `X` holds a mutex and joins thread `T`, which waits for it.
 fn thread_holds_and_joins(m: Arc<lockscope::parking_lot::Mutex<i32>>) {
     use lockscope::std::thread;
