@@ -253,6 +253,30 @@ async fn a_std_mutex_held_across_a_thread_join_is_a_deadlock() {
     assert!(f.to_string().contains("waits for join of thread"), "{f}");
 }
 
+/// A scope whose owner holds a mutex that its scoped thread (never joined explicitly) waits
+/// for: the scope's implicit join at its end is the wait that closes the cycle.
+#[tokio::test]
+async fn a_scope_ending_while_its_owner_holds_what_a_scoped_thread_needs_is_a_deadlock() {
+    use lockscope::std::thread;
+    let scope = arm("join_scope", 1000, 1000);
+    let m = Arc::new(lockscope::parking_lot::Mutex::named("join_scope", 0));
+    thread::Builder::new()
+        .name("scope owner".into())
+        .spawn(move || {
+            let _g = m.lock();
+            thread::scope(|s| {
+                s.spawn(|| *m.lock() += 1);
+            });
+        })
+        .unwrap();
+    let f = until(&scope, FindingKind::Deadlock, "join_scope").await;
+    let text = f.to_string();
+    assert!(
+        text.contains("join of any of 1 thread of a thread::scope"),
+        "{text}"
+    );
+}
+
 // --- negative controls: each must stay silent in an armed test ---------------------------
 
 /// Polls until `m` has a waiter (bounded), yielding so that a current-thread runtime runs it.
@@ -397,8 +421,8 @@ fn a_thread_join_after_the_lock_is_released_is_silent() {
     assert_eq!(*m.lock(), 100);
 }
 
-/// A thread that had finished before its join: no wait at all; a scoped thread joined while
-/// a lock it never takes is held.
+/// A thread that had finished before its join: no wait at all; scoped threads joined (one
+/// explicitly, one by the scope's end) while a lock they never take is held.
 #[lockscope::test]
 fn finished_and_scoped_joins_are_silent() {
     use lockscope::std::thread;
@@ -410,6 +434,8 @@ fn finished_and_scoped_joins_are_silent() {
     }
     assert_eq!(t.join().unwrap(), 1);
     let n = thread::scope(|s| {
+        // Left to the scope's implicit join, while the lock it never takes is held.
+        s.spawn(|| thread::sleep(Duration::from_millis(300)));
         let h = s.spawn(|| {
             thread::sleep(Duration::from_millis(300));
             2

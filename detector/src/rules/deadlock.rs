@@ -471,10 +471,11 @@ pub fn report(state: &State, g: &Group) -> Finding {
                 continue;
             };
             let age = state.now_precise.saturating_sub(j.since_ns);
-            let (target, name) = if j.any_of_set {
+            let (target, name) = if let Some(set) = j.set {
                 let n = j.targets.len();
+                let kind = if first.is_task() { "task" } else { "thread" };
                 let what = format!(
-                    "any of {n} task{} of a JoinSet",
+                    "any of {n} {kind}{} of a {set}",
                     if n == 1 { "" } else { "s" }
                 );
                 (

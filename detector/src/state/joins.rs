@@ -46,14 +46,32 @@ impl Started {
     }
 }
 
-/// The tasks of one `JoinSet` (raw actor id -> spawn site), kept by the set's wrapper and read
-/// by the analysis when someone waits on the set.
-#[derive(Debug, Default)]
+/// The tasks of one `JoinSet` (raw actor id -> spawn site), or the threads of one
+/// `thread::scope` still running at its end, kept by the wrapper and read by the analysis
+/// when someone waits on the set.
+#[derive(Debug)]
 pub struct SetMembers {
     members: Mutex<HashMap<u64, &'static Location<'static>>>,
+    /// What the set is, for reports: `JoinSet`, `thread::scope`.
+    label: &'static str,
+}
+
+impl Default for SetMembers {
+    /// An empty `JoinSet`'s members.
+    fn default() -> SetMembers {
+        SetMembers::named("JoinSet")
+    }
 }
 
 impl SetMembers {
+    /// An empty set, called `label` in reports (`JoinSet`, `thread::scope`).
+    pub fn named(label: &'static str) -> SetMembers {
+        SetMembers {
+            members: Mutex::default(),
+            label,
+        }
+    }
+
     /// A task joined the set.
     pub fn add(&self, actor: ActorId, spawned_at: &'static Location<'static>) {
         self.members.lock().insert(actor.as_u64(), spawned_at);
@@ -120,8 +138,9 @@ pub struct JoinView {
     /// Empty when that is not known yet (a thread that has not started): then the join is
     /// assumed to end.
     pub targets: Vec<(ActorId, &'static Location<'static>)>,
-    /// The wait is for any one of `targets` (a `JoinSet`), not for a single handle.
-    pub any_of_set: bool,
+    /// The wait is for any one of `targets`, the members of this set (`JoinSet`,
+    /// `thread::scope`), not for a single handle.
+    pub set: Option<&'static str>,
     /// Where the join was called (a thread's `join()`), or the spawn site when the call site
     /// is not known (an `.await` gives a future no caller location).
     pub site: &'static Location<'static>,
@@ -186,13 +205,13 @@ pub fn snapshot() -> Vec<JoinView> {
     for shard in JOINS.iter() {
         let recs: Vec<(u64, JoinRec)> = shard.lock().iter().map(|(s, r)| (*s, r.clone())).collect();
         for (seq, r) in recs {
-            let (targets, any_of_set) = match &r.target {
-                JoinTarget::Task(a) => (vec![(*a, r.spawned_at)], false),
+            let (targets, set) = match &r.target {
+                JoinTarget::Task(a) => (vec![(*a, r.spawned_at)], None),
                 JoinTarget::Thread(s) => (
                     s.actor().map(|a| (a, r.spawned_at)).into_iter().collect(),
-                    false,
+                    None,
                 ),
-                JoinTarget::AnyOf(set) => (set.snapshot(), true),
+                JoinTarget::AnyOf(set) => (set.snapshot(), Some(set.label)),
             };
             out.push(JoinView {
                 seq,
@@ -200,7 +219,7 @@ pub fn snapshot() -> Vec<JoinView> {
                 thread: r.thread,
                 blocking: r.blocking,
                 targets,
-                any_of_set,
+                set,
                 site: r.site,
                 since_ns: r.since_ns,
                 scope: r.scope,

@@ -26,14 +26,18 @@
 //!
 //! # What the books cannot see
 //!
-//! - The implicit join at the end of [`scope`] (of scoped threads nobody joined) is not
-//!   recorded; an explicit [`ScopedJoinHandle::join`] is.
+//! - The implicit join at the end of [`scope`] waits for every scoped thread still running;
+//!   the books record it as a wait for any one of them (a deadlock is reported when all of
+//!   them are stuck behind the scope's owner, not when only one is).
 
+use std::collections::HashMap;
 use std::panic::Location;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
 
 use lockscope_detector::actor;
-use lockscope_detector::hooks::{self, JoinTarget, JoinWait, Started};
+use lockscope_detector::hooks::{self, JoinTarget, JoinWait, SetMembers, Started};
 
 /// std's own thread items, passed through unchanged.
 pub use std::thread::{
@@ -62,6 +66,34 @@ where
         f()
     };
     (started, run)
+}
+
+/// The threads of each live [`scope`] that are running now (each adds itself when it starts
+/// and leaves when its closure ends, panics included), by the address of std's scope (unique
+/// while it lives; its entry is removed before the scope returns). Only scoped spawns and
+/// scope ends take this lock.
+static SCOPES: LazyLock<Mutex<HashMap<usize, Arc<SetMembers>>>> = LazyLock::new(Mutex::default);
+
+/// A scoped thread in its scope's set while it runs: it leaves when dropped (at the end of
+/// its closure, or while it unwinds).
+struct InScope(Arc<SetMembers>, lockscope_detector::ActorId);
+
+impl Drop for InScope {
+    fn drop(&mut self) {
+        self.0.remove(self.1);
+    }
+}
+
+/// The implicit join of a scope (its closure returned) begins: a wait for any of its threads
+/// still running, kept until std's scope has joined them all. A thread not started yet is not
+/// in the set: the wait is then for fewer threads than std waits for, which can only make a
+/// deadlock claim rarer (std's join needs every one to end).
+#[cold]
+fn implicit_join(members: Arc<SetMembers>, site: &'static Location<'static>) -> JoinWait {
+    if !hooks::enabled() {
+        return JoinWait::none();
+    }
+    hooks::join_begin(JoinTarget::AnyOf(members), site, site, true)
 }
 
 /// The join of a thread, spawned at `spawned_at`, begins at `site` (unless it has finished).
@@ -311,7 +343,15 @@ impl Builder {
         T: Send + 'scope,
     {
         let spawned_at = Location::caller();
-        let (started, run) = wrap(f);
+        let members = SCOPES.lock().get(&scope.key()).cloned();
+        let (started, run) = wrap(move || {
+            let _in_scope = members.map(|m| {
+                let me = actor::current();
+                m.add(me, spawned_at);
+                InScope(m, me)
+            });
+            f()
+        });
         let inner = self.inner.spawn_scoped(&scope.inner, run)?;
         Ok(ScopedJoinHandle {
             inner,
@@ -370,6 +410,11 @@ pub struct Scope<'scope, 'env: 'scope> {
 }
 
 impl<'scope, 'env> Scope<'scope, 'env> {
+    /// This scope's key in `SCOPES`.
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self).addr()
+    }
+
     fn wrap(inner: &'scope std::thread::Scope<'scope, 'env>) -> &'scope Scope<'scope, 'env> {
         // SAFETY: `Scope` is `repr(transparent)` over `std::thread::Scope` (same layout), and
         // the reference keeps its lifetime.
@@ -424,7 +469,27 @@ pub fn scope<'env, F, T>(f: F) -> T
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
-    std::thread::scope(|s| f(Scope::wrap(s)))
+    let site = Location::caller();
+    let (out, _implicit) = std::thread::scope(|s| {
+        let scope = Scope::wrap(s);
+        let members = Arc::new(SetMembers::named("thread::scope"));
+        SCOPES.lock().insert(scope.key(), members.clone());
+        // The entry must go whatever `f` does (a panic unwinds through std's scope).
+        struct Forget(usize);
+        impl Drop for Forget {
+            fn drop(&mut self) {
+                SCOPES.lock().remove(&self.0);
+            }
+        }
+        let _forget = Forget(scope.key());
+        let out = f(scope);
+        // std's scope joins every thread still running once this closure returns: that wait
+        // is in the books until it ends (`_implicit` is dropped after std's scope returned,
+        // or while a scoped thread's panic unwinds out of it).
+        let implicit = implicit_join(members, site);
+        (out, implicit)
+    });
+    out
 }
 
 /// An owned permission to join on a scoped thread: wrapper for

@@ -154,7 +154,7 @@ mod tests {
             thread: 1,
             blocking: false,
             targets: targets.into_iter().map(|t| (t, here)).collect(),
-            any_of_set: false,
+            set: None,
             site: here,
             since_ns,
             scope: 0,
