@@ -381,6 +381,21 @@ async fn a_join_of_a_task_that_ends_while_a_lock_it_does_not_need_is_held_is_sil
     assert_eq!(h.await.unwrap(), 5);
 }
 
+/// A task that panics, and a blocking task that sleeps, each joined over several ticks while
+/// a lock neither takes is held: the joins end (one with the panic), nothing is reported.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_of_a_panicking_task_and_a_blocking_one_are_silent() {
+    let m = Mutex::named("neg_join_panic", 0);
+    let _g = m.lock().await;
+    let h = task::spawn(async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        panic!("the task's own bug");
+    });
+    assert!(h.await.unwrap_err().is_panic());
+    let b = task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(300)));
+    b.await.unwrap();
+}
+
 /// The task needs the lock the joiner holds, but only tries it and falls back: no wait.
 #[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_only_tries_the_lock_is_silent() {
