@@ -173,6 +173,33 @@ fn abba_reports_the_inversion_without_a_hang_then_the_deadlock() {
 }
 
 #[test]
+fn join_deadlock_names_the_join_then_the_fix_is_silent() {
+    check_example(
+        "join_deadlock",
+        &[
+            "lockscope: deadlock: 2 tasks can never proceed: each waits for mutex \"cache\" held by another of them, or for join of task ",
+            "(spawned at examples/examples/join_deadlock.rs:",
+            "fix: do not hold a lock while awaiting a task or joining a thread that needs it",
+            "refreshed: 2 entries; lockscope findings about the fresh cache: 0",
+        ],
+    );
+}
+
+#[test]
+fn thread_join_deadlock_names_the_join_and_its_line_then_the_fix_is_silent() {
+    check_example(
+        "thread_join_deadlock",
+        &[
+            "lockscope: deadlock: 2 threads can never proceed: each waits for blocking_mutex \"log\" held by another of them, or for join of thread 'flusher'",
+            "waits for join of thread 'flusher'",
+            "at examples/examples/thread_join_deadlock.rs:",
+            "fix: do not hold a lock while awaiting a task or joining a thread that needs it",
+            "lockscope findings about the fresh log: 0",
+        ],
+    );
+}
+
+#[test]
 fn rwlock_reentrant_read_reports_the_latent_then_the_real_deadlock() {
     check_example(
         "rwlock_reentrant_read",

@@ -13,6 +13,7 @@ use crate::base::clock;
 use crate::state::actor;
 use crate::state::executor::Executors;
 use crate::state::held::{self, HoldView};
+use crate::state::joins::{self, JoinView};
 use crate::state::prim::{self, Prim, PrimKind};
 use crate::state::wait::WaiterRec;
 
@@ -47,6 +48,8 @@ pub struct State {
     pub prims: Vec<PrimState>,
     /// Known runtimes and their threads (see [`crate::state::executor`]).
     pub executors: Executors,
+    /// Joins in progress (see [`crate::state::joins`]).
+    pub joins: Vec<JoinView>,
     index: HashMap<u64, usize>,
 }
 
@@ -90,6 +93,7 @@ impl State {
             now_precise: clock::precise_now(),
             prims,
             executors: Executors::capture(),
+            joins: joins::snapshot(),
             index,
         }
     }
@@ -106,6 +110,7 @@ impl State {
             now_precise: clock::precise_now(),
             prims,
             executors: Executors::default(),
+            joins: Vec::new(),
             index,
         }
     }

@@ -48,6 +48,10 @@ pub const KIND_BLOCKING_MUTEX: &str = "blocking_mutex";
 /// `kind` of a `parking_lot::RwLock` wrapper.
 pub const KIND_BLOCKING_RWLOCK: &str = "blocking_rwlock";
 
+/// `kind` of a join in a finding (a task's `JoinHandle` awaited, a thread's `join()`): not a
+/// primitive, never a metric label; the end of a task or thread that another waits for.
+pub const KIND_JOIN: &str = "join";
+
 /// Finding kind: tasks or threads that can never proceed.
 pub const FINDING_DEADLOCK: &str = "deadlock";
 /// Finding kind: a primitive acquired (or waited for) by its own holder.

@@ -270,6 +270,15 @@ impl std::fmt::Display for Finding {
                 );
             }
             for w in &a.waits {
+                if w.primitive.kind == names::KIND_JOIN {
+                    // Not a primitive: the end of a task or thread, named with its spawn site.
+                    let _ = writeln!(
+                        out,
+                        "    waits for join of {} (spawned at {}) for {} ms, at {}",
+                        w.primitive.name, w.primitive.created_at, w.for_ms, w.site
+                    );
+                    continue;
+                }
                 let _ = writeln!(
                     out,
                     "    waits for {} {} ({}) for {} ms, at {}",

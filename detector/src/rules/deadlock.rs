@@ -15,9 +15,12 @@ use crate::state::actor::ActorId;
 use crate::state::held::{FLAG_PINNED_THREAD, HoldView};
 use crate::state::prim::PrimKind;
 
-/// Builds the reduction model of a state.
+mod joins;
+
+/// Builds the reduction model of a state: its primitives, and a stand-in for the end of each
+/// task or thread someone joins (see [`waitfor::join_prim`]).
 pub fn model(state: &State) -> Vec<MPrim> {
-    state
+    let mut m: Vec<MPrim> = state
         .prims
         .iter()
         .filter(|p| !p.holds.is_empty() || !p.waiters.is_empty())
@@ -56,7 +59,9 @@ pub fn model(state: &State) -> Vec<MPrim> {
                     .collect(),
             }
         })
-        .collect()
+        .collect();
+    m.extend(joins::model(state));
+    m
 }
 
 /// The thread a hold's holder can only run on, if any: a task of a current-thread runtime
@@ -154,7 +159,8 @@ fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
         let waits = state
             .prims
             .iter()
-            .any(|p| p.waiters.iter().any(|w| w.actor.as_u64() == a));
+            .any(|p| p.waiters.iter().any(|w| w.actor.as_u64() == a))
+            || state.joins.iter().any(|j| j.waiter.as_u64() == a);
         if waits {
             continue;
         }
@@ -241,6 +247,8 @@ pub struct Group {
     pub prims: BTreeSet<u64>,
     /// `(primitive, waiter seq)` of every blocked wait: identifies the group across ticks.
     pub waits: BTreeSet<(u64, u64)>,
+    /// Numbers of its blocked joins (see [`crate::state::joins`]): with `waits`, identify it.
+    pub joins: BTreeSet<u64>,
 }
 
 /// Every blocked group in `state`.
@@ -278,12 +286,23 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
             }
         }
     }
-    for actors in by_prim.values() {
-        for w in actors.windows(2) {
-            let (a, b) = (find(&mut parent, w[0]), find(&mut parent, w[1]));
-            if a != b {
-                parent.insert(a, b);
+    // A blocked joiner and the blocked task or thread it joins are one group.
+    let mut links: Vec<[u64; 2]> = by_prim
+        .values()
+        .flat_map(|actors| actors.windows(2).map(|w| [w[0], w[1]]))
+        .collect();
+    let live_joins = joins::live(state);
+    for (j, _) in &live_joins {
+        for (t, _) in &j.targets {
+            if blocked.contains(&j.waiter.as_u64()) && blocked.contains(&t.as_u64()) {
+                links.push([j.waiter.as_u64(), t.as_u64()]);
             }
+        }
+    }
+    for [x, y] in links {
+        let (a, b) = (find(&mut parent, x), find(&mut parent, y));
+        if a != b {
+            parent.insert(a, b);
         }
     }
     let mut groups: HashMap<u64, Group> = HashMap::new();
@@ -295,6 +314,7 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
                 actors: BTreeSet::new(),
                 prims: BTreeSet::new(),
                 waits: BTreeSet::new(),
+                joins: BTreeSet::new(),
             })
             .actors
             .insert(a);
@@ -318,13 +338,27 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
             }
         }
     }
+    for (j, _) in &live_joins {
+        let a = j.waiter.as_u64();
+        if blocked.contains(&a) {
+            let r = find(&mut parent, a);
+            if let Some(g) = groups.get_mut(&r) {
+                g.joins.insert(j.seq);
+            }
+        }
+    }
     let mut out: Vec<Group> = groups.into_values().collect();
-    out.sort_by_key(|g| g.waits.iter().next().copied());
+    out.sort_by_key(|g| {
+        (
+            g.waits.iter().next().copied(),
+            g.joins.iter().next().copied(),
+        )
+    });
     out
 }
 
-/// `(primitive, waiter seq)` of a group's blocked waits.
-type Waits = BTreeSet<(u64, u64)>;
+/// `(primitive, waiter seq)` of a group's blocked waits, and the numbers of its blocked joins.
+type Waits = (BTreeSet<(u64, u64)>, BTreeSet<u64>);
 
 /// The deadlock rule, with its memory of last tick's candidates.
 #[derive(Default)]
@@ -357,8 +391,9 @@ impl Rule for Deadlock {
                 .iter()
                 .filter_map(|id| state.get(*id).map(|p| (*id, p.progress)))
                 .collect();
-            let confirmed = self.pending.get(&g.waits) == Some(&progress);
-            next.insert(g.waits.clone(), progress);
+            let id = (g.waits.clone(), g.joins.clone());
+            let confirmed = self.pending.get(&id) == Some(&progress);
+            next.insert(id, progress);
             if confirmed {
                 self.confirmed_waits.extend(g.waits.iter().copied());
                 self.confirmed_prims.extend(g.prims.iter().copied());
@@ -381,8 +416,10 @@ pub fn report(state: &State, g: &Group) -> Finding {
         .waits
         .iter()
         .map(|(p, s)| format!("{p}.{s}"))
+        .chain(g.joins.iter().map(|j| format!("j{j}")))
         .collect::<Vec<_>>()
         .join(",");
+    let mut joined_names: Vec<String> = Vec::new();
     let mut actors: Vec<ActorReport> = Vec::new();
     let mut scopes = Vec::new();
     let mut prim_refs = Vec::new();
@@ -425,6 +462,38 @@ pub fn report(state: &State, g: &Group) -> Finding {
                 prim_refs.push(r);
             }
         }
+        for j in state
+            .joins
+            .iter()
+            .filter(|j| j.waiter.as_u64() == a && g.joins.contains(&j.seq))
+        {
+            let Some(&(first, spawned_at)) = j.targets.first() else {
+                continue;
+            };
+            let age = state.now_precise.saturating_sub(j.since_ns);
+            let (target, name) = if let Some(set) = j.set {
+                let n = j.targets.len();
+                let kind = if first.is_task() { "task" } else { "thread" };
+                let what = format!(
+                    "any of {n} {kind}{} of a {set}",
+                    if n == 1 { "" } else { "s" }
+                );
+                (
+                    what.clone(),
+                    format!(
+                        "join of {what} (the first spawned at {})",
+                        crate::state::prim::site_string(spawned_at)
+                    ),
+                )
+            } else {
+                (first.describe(), joins::noun(first, spawned_at))
+            };
+            waits.push(joins::access(j, target, spawned_at, age));
+            scopes.push(j.scope);
+            if !joined_names.contains(&name) {
+                joined_names.push(name);
+            }
+        }
         actors.push(ActorReport {
             id: a,
             name: id.describe(),
@@ -461,6 +530,8 @@ pub fn report(state: &State, g: &Group) -> Finding {
         .filter(|_| g.actors.len() > 1 || waited_names.is_empty())
     {
         why.clone()
+    } else if !joined_names.is_empty() {
+        joins::summary(&who, g.actors.len(), &waited_names, &joined_names)
     } else if g.actors.len() == 1 {
         format!(
             "{who} waits for {} and can never proceed: what it waits for is held by itself",
@@ -491,8 +562,10 @@ pub fn report(state: &State, g: &Group) -> Finding {
         );
     }
     f.details.extend(stuck_on_executor.iter().skip(1).cloned());
-    f.fix = if !stuck_on_executor.is_empty() {
+    f.fix = if !stuck_on_executor.is_empty() && joined_names.is_empty() {
         "do not hold a blocking guard across an .await: drop it before awaiting, or use lockscope::tokio::Mutex (an async lock) for data shared across .await; run long blocking waits in tokio::task::spawn_blocking".into()
+    } else if !joined_names.is_empty() {
+        joins::FIX.into()
     } else if g.actors.len() == 1 {
         "release what you hold before waiting for it again, or pass the guard you hold down to the code that needs it".into()
     } else {
@@ -686,6 +759,7 @@ mod tests {
             actors: actors.into(),
             prims: [ids(i), ids(j)].into(),
             waits: [(ids(i), 1), (ids(j), 1)].into(),
+            joins: Default::default(),
         };
         assert_eq!(groups, [group([10, 11], 0, 1), group([20, 21], 2, 3)]);
     }

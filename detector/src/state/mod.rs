@@ -6,6 +6,7 @@ pub mod actor;
 pub(crate) mod console;
 pub mod executor;
 pub mod held;
+pub mod joins;
 pub mod prim;
 pub(crate) mod tls;
 pub mod wait;

@@ -8,12 +8,17 @@
 //! emits an `acquire` span on target `lockscope`, feeds per-primitive statistics, and enters
 //! the detector's wait-for and lock-order graphs.
 //!
+//! [`spawn`] and the [`task`] module replace `tokio::spawn` and `tokio::task`: awaiting a
+//! task's `JoinHandle` is then a wait the detector sees (a lock held while awaiting a task
+//! that needs it is a `deadlock`).
+//!
 //! lockscope adds a few things of its own: `named(..)` constructors, timed forms
 //! (`lock_timeout`, `read_timeout`, `write_timeout`, `acquire_timeout`, and owned variants)
 //! whose [`TimeoutError`] says who holds the primitive, and `name()`.
 
 mod acquire;
 mod guard;
+mod join_set;
 mod keyed;
 mod multilock;
 mod mutex;
@@ -27,6 +32,7 @@ mod rwlock_write_guard;
 mod semaphore;
 mod semaphore_acquire;
 mod semaphore_permit;
+pub mod task;
 mod timeout;
 
 pub use keyed::{KeyedMutex, KeyedMutexGuard};
@@ -40,6 +46,7 @@ pub use rwlock_read_guard::{OwnedRwLockReadGuard, RwLockReadGuard};
 pub use rwlock_write_guard::{RwLockMappedWriteGuard, RwLockWriteGuard};
 pub use semaphore::Semaphore;
 pub use semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
+pub use task::spawn;
 pub use timeout::TimeoutError;
 /// tokio's own error types, passed through unchanged.
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};

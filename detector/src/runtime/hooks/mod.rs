@@ -33,9 +33,11 @@ use crate::state::tls::{LOCAL, Local, local};
 use crate::state::wait::WaiterRec;
 
 mod hold_time;
+mod joins;
 mod tasks;
 
 use hold_time::{LONG_NS, hold_time, record_hold_time, record_mutex_hold};
+pub use joins::{JoinTarget, JoinWait, SetMembers, Started, join_begin, task_actor};
 use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};
 pub use tasks::{task_ended, task_poll_ended};
 

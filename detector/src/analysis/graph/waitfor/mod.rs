@@ -39,6 +39,50 @@ pub enum Policy {
     Exclusive,
     /// parking_lot rwlock: task-fair, with upgradable reads.
     FairRwLock,
+    /// Not a primitive: the end of one task or thread (see [`join_prim`]). Its one holder is
+    /// that task or thread; its waiters are joining it, and are granted once it has run free
+    /// and released what it held, as an exclusive lock would grant them.
+    Join,
+}
+
+/// The model's stand-in for the end of task or thread `actor` (raw id), with id `id` (any
+/// number apart from primitives' ids): a primitive of policy [`Policy::Join`] that `actor`
+/// holds and each of `joiners` waits for (`blocks_thread`: the join blocks that thread, as
+/// a thread's `join()` does). The reduction then needs nothing new: the joiners are granted
+/// once `actor` has run free and released, exactly when it would have ended; a cycle through
+/// a join stays blocked like any other.
+///
+/// The model only: nothing is registered per spawned task, and no rule but the deadlock one
+/// ever sees these.
+pub fn join_prim(
+    id: u64,
+    actor: u64,
+    pinned_thread: Option<u64>,
+    joiners: impl IntoIterator<Item = (u64, Option<u64>)>,
+) -> MPrim {
+    MPrim {
+        id,
+        policy: Policy::Join,
+        capacity: 1,
+        closed: false,
+        holds: vec![MHold {
+            actor,
+            permits: 1,
+            mode: Mode::Exclusive,
+            movable: false,
+            pinned_thread,
+        }],
+        waiters: joiners
+            .into_iter()
+            .map(|(waiter, blocks_thread)| MWait {
+                actor: waiter,
+                permits: 1,
+                mode: Mode::Exclusive,
+                timed: false,
+                blocks_thread,
+            })
+            .collect(),
+    }
 }
 
 /// A hold in the model.
@@ -164,18 +208,60 @@ pub fn reduce(prims: &[MPrim]) -> Reduction {
 /// [`grantable`]): nothing stays blocked. This is
 /// the common case at scale (a million tasks waiting for a pool's permits), where the
 /// reduction's books per actor cost the watchdog hundreds of bytes per waiter at each tick.
+///
+/// Joins ([`Policy::Join`]) keep it so when no joiner holds anything either and no join
+/// blocks a thread: then every joined task or thread that does not itself join is sure to
+/// end (it waits at most for a primitive, which settles), and joins along a chain end in turn;
+/// only a cycle made of joins alone would stay, which is looked for here.
 fn settles(prims: &[MPrim]) -> bool {
     let holders: HashSet<u64> = prims
         .iter()
+        .filter(|p| p.policy != Policy::Join)
         .flat_map(|p| p.holds.iter().filter(|h| !h.movable).map(|h| h.actor))
         .collect();
-    prims.iter().all(|p| {
+    let mut joins: HashMap<u64, Vec<u64>> = HashMap::new();
+    let plain = prims.iter().all(|p| {
         p.waiters.is_empty()
-            || (p.policy == Policy::Fifo
-                && p.waiters
+            || match p.policy {
+                Policy::Fifo => p
+                    .waiters
                     .iter()
-                    .all(|w| w.blocks_thread.is_none() && !holders.contains(&w.actor)))
-    })
+                    .all(|w| w.blocks_thread.is_none() && !holders.contains(&w.actor)),
+                Policy::Join => p.waiters.iter().all(|w| {
+                    for h in &p.holds {
+                        joins.entry(w.actor).or_default().push(h.actor);
+                    }
+                    w.blocks_thread.is_none() && !holders.contains(&w.actor)
+                }),
+                Policy::Exclusive | Policy::FairRwLock => false,
+            }
+    });
+    plain && joins_end(&joins)
+}
+
+/// Whether every joiner in `joins` (joiner -> the actors any one of which ending lets it go
+/// on) is sure to go on, given that an actor that joins nobody ends.
+fn joins_end(joins: &HashMap<u64, Vec<u64>>) -> bool {
+    let mut left: Vec<u64> = joins.keys().copied().collect();
+    let mut ended: HashSet<u64> = HashSet::new();
+    loop {
+        let before = left.len();
+        left.retain(|j| {
+            let goes = joins[j]
+                .iter()
+                .any(|t| !joins.contains_key(t) || ended.contains(t));
+            if goes {
+                ended.insert(*j);
+            }
+            !goes
+        });
+        if left.is_empty() {
+            return true;
+        }
+        if left.len() == before {
+            return false;
+        }
+    }
 }
 
 /// [`reduce`], with the executor in the model: actors in [`Executor::needs_worker`] cannot
@@ -420,7 +506,7 @@ fn grantable(
                 want <= avail || want > p.capacity
             })
         }
-        Policy::Exclusive => head.filter(|_| live.iter().flatten().next().is_none()),
+        Policy::Exclusive | Policy::Join => head.filter(|_| live.iter().flatten().next().is_none()),
         Policy::FairRwLock => {
             let holders: Vec<&(u64, u32, Mode)> = live.iter().flatten().collect();
             let writer = holders.iter().any(|h| h.2 == Mode::Exclusive);

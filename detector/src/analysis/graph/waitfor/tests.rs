@@ -376,3 +376,126 @@ fn waiters_that_hold_nothing_settle_in_one_pass() {
     assert_eq!(blocked.len(), 10_001);
     assert!(blocked.contains(&1) && blocked.contains(&100));
 }
+
+// --- joins (Policy::Join: the end of a task or thread) ----------------------------------
+
+/// A lock held across the join of a task that waits for it: both stay blocked, whether the
+/// reduction runs in full or would have settled (the joiner holds the lock, so it cannot).
+#[test]
+fn a_lock_held_across_a_join_of_its_waiter_is_blocked() {
+    let m = fifo(
+        1,
+        1,
+        vec![hold(10, 1, Mode::Exclusive)],
+        vec![wait(11, 1, Mode::Exclusive)],
+    );
+    let j = join_prim(u64::MAX, 11, None, [(10, None)]);
+    assert!(!settles(&[m.clone(), j.clone()]));
+    assert_eq!(reduce(&[m, j]).blocked, BTreeSet::from([10, 11]));
+}
+
+/// The joined task waits for a lock someone free holds: it will end, and so will the join.
+/// A joiner that holds nothing: the fast path agrees with the full reduction.
+#[test]
+fn a_join_of_a_task_that_will_end_is_not_blocked() {
+    let m = fifo(
+        1,
+        1,
+        vec![hold(12, 1, Mode::Exclusive)],
+        vec![wait(11, 1, Mode::Exclusive)],
+    );
+    let j = join_prim(u64::MAX, 11, None, [(10, None)]);
+    assert!(settles(&[m.clone(), j.clone()]));
+    let mut holding = m.clone();
+    // The joiner holds an unrelated lock: the full reduction, same answer.
+    holding.holds.push(hold(10, 1, Mode::Shared));
+    holding.capacity = 2;
+    assert!(!settles(&[holding.clone(), j.clone()]));
+    assert!(
+        reduce_with(&[holding, j], &Executor::default())
+            .blocked
+            .is_empty()
+    );
+}
+
+/// Two tasks joining each other (no lock at all): a cycle of joins alone, caught by the fast
+/// path's check and by the reduction; a chain of joins that ends is not.
+#[test]
+fn a_cycle_of_joins_is_blocked_and_a_chain_is_not() {
+    let cycle = [
+        join_prim(u64::MAX, 11, None, [(10, None)]),
+        join_prim(u64::MAX - 1, 10, None, [(11, None)]),
+    ];
+    assert!(!settles(&cycle));
+    assert_eq!(reduce(&cycle).blocked, BTreeSet::from([10, 11]));
+    let chain = [
+        join_prim(u64::MAX, 11, None, [(10, None)]),
+        join_prim(u64::MAX - 1, 12, None, [(11, None)]),
+    ];
+    assert!(settles(&chain));
+    assert!(reduce_with(&chain, &Executor::default()).blocked.is_empty());
+}
+
+/// A `JoinSet`'s joiner waits for each of its tasks and goes on when any one ends: blocked
+/// only while every one of them is.
+#[test]
+fn a_join_of_any_task_of_a_set_is_blocked_only_if_all_are() {
+    let m = fifo(
+        1,
+        1,
+        vec![hold(10, 1, Mode::Exclusive)],
+        vec![wait(11, 1, Mode::Exclusive)],
+    );
+    let on = |t| join_prim(u64::MAX - t, t, None, [(10, None)]);
+    // Task 12 waits for nothing: it ends, and the joiner goes on, then releases the lock.
+    assert!(reduce(&[m.clone(), on(11), on(12)]).blocked.is_empty());
+    let mut both = m.clone();
+    both.waiters.push(wait(12, 1, Mode::Exclusive));
+    assert_eq!(
+        reduce(&[both, on(11), on(12)]).blocked,
+        BTreeSet::from([10, 11, 12])
+    );
+}
+
+/// A join the joiner may leave (marked timed: it ran after the join began) never blocks it.
+#[test]
+fn a_join_its_waiter_may_leave_blocks_nothing() {
+    let m = fifo(
+        1,
+        1,
+        vec![hold(10, 1, Mode::Exclusive)],
+        vec![wait(11, 1, Mode::Exclusive)],
+    );
+    let mut j = join_prim(u64::MAX, 11, None, [(10, None)]);
+    j.waiters[0].timed = true;
+    assert!(reduce(&[m, j]).blocked.is_empty());
+}
+
+/// A thread's join blocks the thread: a task pinned to it cannot run meanwhile.
+#[test]
+fn a_thread_join_blocks_its_thread() {
+    // Thread 20 joins thread 21 (which waits for nothing else but a lock held by task 30,
+    // pinned to thread 20's runtime thread): 30 cannot run, 21 cannot end, 20 waits.
+    let m = MPrim {
+        id: 1,
+        policy: Policy::Exclusive,
+        capacity: 1,
+        closed: false,
+        holds: vec![MHold {
+            pinned_thread: Some(7),
+            ..hold(30, 1, Mode::Exclusive)
+        }],
+        waiters: vec![MWait {
+            blocks_thread: Some(8),
+            ..wait(21, 1, Mode::Exclusive)
+        }],
+    };
+    let j = join_prim(u64::MAX, 21, Some(8), [(20, Some(7))]);
+    assert_eq!(
+        reduce(&[m.clone(), j]).blocked,
+        BTreeSet::from([20, 21, 30])
+    );
+    // The same join made by a task (it blocks no thread): task 30 runs and releases.
+    let j = join_prim(u64::MAX, 21, Some(8), [(20, None)]);
+    assert!(reduce(&[m, j]).blocked.is_empty());
+}
