@@ -277,20 +277,37 @@ fn orders_under_a_shared_read_lock_are_still_an_inversion() {
 // 2. Condition variables in armed tests, on plain threads the test spawns
 // ---------------------------------------------------------------------------------------------
 
-/// Waits, bounded (10 s), until a finding of `kind` naming `lock` exists (the watchdog's
-/// ticks make it: nothing here runs the analysis), and says whether one came.
+/// Whether there is a finding of `kind` naming `lock` (any, for `""`: in a child process of
+/// one test, where every finding is the test's).
+fn reported(kind: FindingKind, lock: &str) -> bool {
+    lockscope::detector::findings()
+        .iter()
+        .any(|f| f.kind == kind && (lock.is_empty() || f.involves(lock)))
+}
+
+/// Waits, bounded (10 s), until [`reported`] (the watchdog's ticks make the finding: nothing
+/// here runs the analysis), and says whether it came.
 fn until_reported(kind: FindingKind, lock: &str) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
-        if lockscope::detector::findings()
-            .iter()
-            .any(|f| f.kind == kind && f.involves(lock))
-        {
+        if reported(kind, lock) {
             return true;
         }
         thread::sleep(std::time::Duration::from_millis(10));
     }
     false
+}
+
+/// `named` (`""`: `new`, as the issue's programs did: a `const` constructor, registered on
+/// first use, on a thread the test spawned, so in no test's scope).
+macro_rules! mutex {
+    ($m:ident, $name:expr, $v:expr) => {
+        if $name.is_empty() {
+            $m::Mutex::new($v)
+        } else {
+            $m::Mutex::named($name, $v)
+        }
+    };
 }
 
 /// Shape (a): a thread woken from `Condvar::wait` keeps the re-taken guard and waits for work
@@ -300,7 +317,7 @@ fn until_reported(kind: FindingKind, lock: &str) -> bool {
 macro_rules! condvar_keeps_the_guard {
     ($m:path, $lock:ident, $wait:ident, $name:expr) => {{
         use $m as m;
-        let pair = Arc::new((m::Mutex::named($name, false), m::Condvar::new()));
+        let pair = Arc::new((mutex!(m, $name, false), m::Condvar::new()));
         let p = pair.clone();
         let (woke_tx, woke_rx) = std::sync::mpsc::channel();
         let sleeper = thread::spawn(move || {
@@ -333,8 +350,8 @@ macro_rules! condvar_keeps_the_guard {
 macro_rules! condvar_under_an_outer_lock {
     ($m:path, $lock:ident, $wait_for:ident, [$outer:expr, $inner:expr]) => {{
         use $m as m;
-        let outer = Arc::new(m::Mutex::named($outer, ()));
-        let pair = Arc::new((m::Mutex::named($inner, false), m::Condvar::new()));
+        let outer = Arc::new(mutex!(m, $outer, ()));
+        let pair = Arc::new((mutex!(m, $inner, false), m::Condvar::new()));
         let (o, p) = (outer.clone(), pair.clone());
         let (holding_tx, holding_rx) = std::sync::mpsc::channel();
         let sleeper = thread::spawn(move || {
@@ -344,23 +361,21 @@ macro_rules! condvar_under_an_outer_lock {
             holding_tx.send(()).unwrap();
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while !*ready && std::time::Instant::now() < deadline {
-                if lockscope::detector::findings()
-                    .iter()
-                    .any(|f| f.kind == FindingKind::StuckQueue && f.involves($outer))
-                {
+                if reported(FindingKind::StuckQueue, $outer) {
                     break;
                 }
                 $wait_for!(cv, ready, std::time::Duration::from_millis(20));
             }
         });
         holding_rx.recv().unwrap();
-        // The notifier: the outer mutex first, then the flag.
-        {
+        // The notifier, on a thread of its own too: the outer mutex first, then the flag.
+        let notifier = thread::spawn(move || {
             let _outer = $lock!(outer);
             *$lock!(pair.0) = true;
             pair.1.notify_one();
-        }
+        });
         sleeper.join().unwrap();
+        notifier.join().unwrap();
     }};
 }
 
@@ -465,4 +480,50 @@ fn parking_lot_condvar_used_well_under_contention_is_silent() {
 #[lockscope::test]
 fn std_condvar_used_well_under_contention_is_silent() {
     condvar_used_well!(lockscope::std::sync, std_lock, std_wait, "r3_cv_std_good");
+}
+
+/// The four shapes as the issue's programs wrote them: `Mutex::new`, first locked on the
+/// threads the test spawned, so that nothing of the scenario is in the test's scope. Such a
+/// finding fails every test armed at the time, so each runs alone, in a child process.
+#[lockscope::test]
+#[ignore = "run in a child process by condvar_shapes_outside_the_test_scope_fail_their_test"]
+fn condvar_shape_child() {
+    let Ok(shape) = std::env::var("LOCKSCOPE_R3_CONDVAR") else {
+        return;
+    };
+    match shape.as_str() {
+        "pl_keep" => condvar_keeps_the_guard!(lockscope::parking_lot, pl_lock, pl_wait, ""),
+        "std_keep" => condvar_keeps_the_guard!(lockscope::std::sync, std_lock, std_wait, ""),
+        "pl_outer" => {
+            condvar_under_an_outer_lock!(lockscope::parking_lot, pl_lock, pl_wait_for, ["", ""])
+        }
+        "std_outer" => {
+            condvar_under_an_outer_lock!(lockscope::std::sync, std_lock, std_wait_for, ["", ""])
+        }
+        other => panic!("no shape {other}"),
+    }
+}
+
+#[test]
+fn condvar_shapes_outside_the_test_scope_fail_their_test() {
+    for shape in ["pl_keep", "std_keep", "pl_outer", "std_outer"] {
+        let run = common::run_child_env(
+            &["condvar_shape_child", "--exact", "--ignored", "--nocapture"],
+            &[("LOCKSCOPE_R3_CONDVAR", shape)],
+        );
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(!all.contains("running 0 tests"), "{shape}: {all}");
+        assert_ne!(run.code, Some(0), "{shape} passed:\n{all}");
+        let first = all
+            .lines()
+            .find(|l| l.starts_with("lockscope: "))
+            .unwrap_or_default();
+        assert!(
+            first.starts_with(
+                "lockscope: stuck-queue: blocking_mutex \"instrumented/tests/accuracy_round3.rs:"
+            ),
+            "{shape}: {all}"
+        );
+        println!("{shape}: {first}");
+    }
 }

@@ -103,6 +103,15 @@ pub(crate) fn is_armed(id: u32) -> bool {
     id != 0 && ARMED.lock().iter().any(|s| s.id == id)
 }
 
+/// The stuck threshold that judges a queue belonging to no test (plain threads a test spawned
+/// itself carry no scope, and a `const`-constructed primitive registers on first use, on such
+/// a thread, with none): the loosest of the armed tests' thresholds, since such a finding goes
+/// to every test armed at the time, and it must hold by each one's measure. `None` when no
+/// test is armed (the process-wide threshold applies).
+pub(crate) fn unscoped_stuck() -> Option<Duration> {
+    ARMED.lock().iter().map(|s| s.config.stuck).max()
+}
+
 /// Whether any test is armed now.
 pub fn any_armed() -> bool {
     !ARMED.lock().is_empty()

@@ -83,7 +83,14 @@ impl Rule for StuckQueue {
             seen.insert(id, (p.progress, since));
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
             scopes.push(p.prim.scope());
-            let threshold = crate::base::config::for_scopes(&scopes).stuck.as_nanos() as u64;
+            // A queue that belongs to no test is judged by the armed tests' thresholds, as it
+            // is reported to them (issue 29: else the process's production threshold applied,
+            // and a test's spawned threads stuck on a `Mutex::new` were never reported in time).
+            let stuck = match crate::report::scopes::unscoped_stuck() {
+                Some(armed) if scopes.iter().all(|&s| s == 0) => armed,
+                _ => crate::base::config::for_scopes(&scopes).stuck,
+            };
+            let threshold = stuck.as_nanos() as u64;
             let still = state.now_precise.saturating_sub(since);
             let old = p
                 .waiters
