@@ -527,3 +527,100 @@ fn condvar_shapes_outside_the_test_scope_fail_their_test() {
         println!("{shape}: {first}");
     }
 }
+// ---------------------------------------------------------------------------------------------
+// 3. A pool of one, checked out twice by the same task
+// ---------------------------------------------------------------------------------------------
+
+async fn check_out(pool: &lockscope::tokio::Semaphore) {
+    let _conn = pool.acquire().await.unwrap();
+}
+
+/// A handler holds the only pooled connection (an owned permit) and calls a helper that checks
+/// out another: the task waits for itself.
+#[lockscope::test(stuck_ms = 300)]
+#[should_panic(expected = "lockscope: nested-acquire: task")]
+async fn a_pool_of_one_checked_out_twice_by_one_task_is_a_nested_acquire() {
+    let pool = Arc::new(lockscope::tokio::Semaphore::named("r3_pool_of_one", 1));
+    let handler = tokio::spawn(async move {
+        let _conn = pool.clone().acquire_owned().await.unwrap();
+        check_out(&pool).await;
+    });
+    handler.await.unwrap();
+}
+
+/// The same, timed: reported within the stuck threshold plus one analysis tick (the rule
+/// counts from the first tick that saw the queue), here driven by `check_now()` every 10 ms.
+#[test]
+fn a_pool_of_one_is_reported_within_the_stuck_threshold_and_a_tick() {
+    const STUCK_MS: u64 = 300;
+    const TICK_MS: u64 = 10;
+    let scope = common::arm("pool_of_one_timed", STUCK_MS, 10_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let f = rt.block_on(async {
+        let pool = Arc::new(lockscope::tokio::Semaphore::named("r3_pool_timed", 1));
+        let p = pool.clone();
+        let handler = tokio::spawn(async move {
+            let _conn = p.clone().acquire_owned().await.unwrap();
+            check_out(&p).await;
+        });
+        common::wait_for_waiters("r3_pool_timed", 1);
+        let started = std::time::Instant::now();
+        let deadline = started + std::time::Duration::from_secs(5);
+        let f = loop {
+            lockscope::detector::check_now();
+            if let Some(f) = scope
+                .findings()
+                .into_iter()
+                .find(|f| f.involves("r3_pool_timed"))
+            {
+                break f;
+            }
+            assert!(std::time::Instant::now() < deadline, "no finding in 5 s");
+            tokio::time::sleep(std::time::Duration::from_millis(TICK_MS)).await;
+        };
+        let took = started.elapsed().as_millis() as u64;
+        // One tick late at most, and the time this poll loop takes to notice (one more).
+        assert!(took < STUCK_MS + 2 * TICK_MS + 50, "took {took} ms");
+        handler.abort();
+        f
+    });
+    assert_eq!(f.kind, FindingKind::NestedAcquire, "{f}");
+    assert!(
+        f.summary
+            .contains("waits for semaphore \"r3_pool_timed\" it already holds"),
+        "{f}"
+    );
+    assert!(
+        f.details.iter().any(|d| d.contains("owned ones included")),
+        "{f}"
+    );
+    scope.finish();
+}
+
+/// An owned permit moved into another task that keeps it, its acquirer gone, and the test
+/// waiting: really someone else's permit, still a stuck queue (with the caution that an owned
+/// permit may live in another task), not a nested acquire.
+#[lockscope::test(stuck_ms = 300)]
+#[should_panic(expected = "lockscope: stuck-queue: semaphore \"r3_pool_kept\"")]
+async fn an_owned_permit_kept_by_another_task_stays_a_stuck_queue() {
+    let pool = Arc::new(lockscope::tokio::Semaphore::named("r3_pool_kept", 1));
+    let (kept_tx, kept_rx) = tokio::sync::oneshot::channel();
+    let p = pool.clone();
+    // The acquirer hands the permit to a keeper and ends.
+    tokio::spawn(async move {
+        let permit = p.acquire_owned().await.unwrap();
+        tokio::spawn(async move {
+            let _permit = permit;
+            kept_tx.send(()).unwrap();
+            std::future::pending::<()>().await;
+        });
+    })
+    .await
+    .unwrap();
+    kept_rx.await.unwrap();
+    let _conn = pool.acquire().await.unwrap();
+}

@@ -80,11 +80,21 @@ pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
             list.push(rec.clone());
         }
         // A deadlock never ends, and a stuck queue in a test means the test hangs: fail it
-        // now with the report rather than at an end that may never come.
-        if matches!(
-            rec.finding.kind,
-            FindingKind::Deadlock | FindingKind::StuckQueue
-        ) {
+        // now with the report rather than at an end that may never come. So does a nested
+        // acquire whose wait has lasted the test's stuck threshold (a pool of one checked out
+        // twice: the stuck-queue rule tells it so).
+        let stuck_ms = s.config.stuck.as_millis() as u64;
+        let hangs = match rec.finding.kind {
+            FindingKind::Deadlock | FindingKind::StuckQueue => true,
+            FindingKind::NestedAcquire => rec
+                .finding
+                .actors
+                .iter()
+                .flat_map(|a| &a.waits)
+                .any(|w| w.for_ms >= stuck_ms),
+            _ => false,
+        };
+        if hangs {
             let mut d = s.deadlock.lock();
             if d.report.is_none() {
                 d.report = Some(finding::render_all(&[finding::materialize(rec)]));

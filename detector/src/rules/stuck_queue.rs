@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analysis::snapshot::State;
+use crate::analysis::snapshot::{PrimState, State};
 use crate::model::finding::{ActorReport, Finding, FindingKind};
-use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::rules::{Rule, Verdict, access, nested_acquire, noun, prim_ref};
 
 /// The report's entry for actor `a`, made on first use: one per task or thread.
 fn entry(actors: &mut Vec<ActorReport>, a: crate::state::actor::ActorId) -> &mut ActorReport {
@@ -22,6 +22,27 @@ fn entry(actors: &mut Vec<ActorReport>, a: crate::state::actor::ActorId) -> &mut
         }
     };
     &mut actors[i]
+}
+
+/// A pool of one, checked out twice: a stuck semaphore whose every outstanding permit was
+/// acquired by one of its waiters' own task (owned permits included), which asks for more than
+/// remain. No other task holds one to release, so it is the task's own `nested-acquire`, not
+/// a queue behind someone else. (An owned permit stays in the books as its acquirer's until
+/// dropped: one handed to another task is still counted as the acquirer's, and the report
+/// says where it was taken.)
+fn checked_out_again(state: &State, p: &PrimState) -> Option<Finding> {
+    if !p.prim.kind().is_semaphore() || p.forgotten > 0 || p.holds.is_empty() {
+        return None;
+    }
+    let w = p
+        .waiters
+        .iter()
+        .find(|w| p.holds.iter().all(|h| h.actor == w.actor))?;
+    let held: u64 = p.holds.iter().map(|h| u64::from(h.permits)).sum();
+    if held + u64::from(w.permits) <= p.capacity {
+        return None;
+    }
+    Some(nested_acquire::checked_out_again(state, p, w))
 }
 
 #[derive(Default)]
@@ -102,6 +123,10 @@ impl Rule for StuckQueue {
                 continue;
             }
             self.stuck_prims.insert(id);
+            if let Some(f) = checked_out_again(state, p) {
+                out.push(Verdict::Found(Box::new(f)));
+                continue;
+            }
             let r = prim_ref(&p.prim);
             let mut f = Finding::new(
                 FindingKind::StuckQueue,
@@ -445,5 +470,50 @@ mod tests {
                 "every permit is held by an owned guard (it may live in a struct or another task that never drops it)"
             ]
         );
+    }
+
+    /// A pool of one checked out twice by one task (issue 29): every permit held by the
+    /// waiter's own task, owned ones included, and more asked than remain: its own
+    /// `nested-acquire`, past the same threshold. Another task's permit, or one more permit
+    /// free, or one forgotten (checked out by an object pool), keeps it a stuck queue.
+    #[test]
+    fn a_pool_of_one_checked_out_twice_by_one_task_is_a_nested_acquire() {
+        let scope = Scope::arm(100, 10_000, None);
+        let judge = |capacity: u64, holder: u64, forgot: bool| {
+            let sem = scope.prim("stuck/pool_of_one", PrimKind::Semaphore, capacity);
+            if forgot {
+                forgot_at(&sem, std::panic::Location::caller());
+            }
+            let prims = || {
+                let mut h = hold(&sem, task(holder), Mode::Permits, 1, 0);
+                h.flags |= FLAG_MOVABLE;
+                let mut p = at(&sem, vec![h], vec![wait(task(1), 1, Mode::Permits, 1, 0)]);
+                p.forgotten = u64::from(forgot);
+                vec![p]
+            };
+            let mut rule = StuckQueue::default();
+            assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
+            let f = check(&mut rule, prims(), &scope, 1_100);
+            assert_eq!(f.len(), 1);
+            assert!(rule.stuck_prims.contains(&sem.id().0));
+            f.into_iter().next().unwrap()
+        };
+        let f = judge(1, 1, false);
+        assert_eq!(f.kind, FindingKind::NestedAcquire, "{f}");
+        assert!(
+            f.summary
+                .starts_with("task 1 waits for semaphore \"stuck/pool_of_one\" it already holds"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(
+            f.details,
+            [
+                "it acquired every permit held (1 of 1), owned ones included (the books keep an owned permit as its acquirer's until it is dropped) and nothing was granted since it began to wait: no other task holds one to release"
+            ]
+        );
+        assert_eq!(judge(1, 2, false).kind, FindingKind::StuckQueue);
+        assert_eq!(judge(2, 1, false).kind, FindingKind::StuckQueue);
+        assert_eq!(judge(1, 1, true).kind, FindingKind::StuckQueue);
     }
 }
