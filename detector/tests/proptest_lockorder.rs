@@ -144,6 +144,9 @@ impl std::fmt::Debug for Op {
     }
 }
 
+/// A simple cycle, as its edges in order.
+type Cycle = Vec<(u64, u64)>;
+
 /// The gate-aware oracle: every edge between live instances with its gate (the intersection
 /// of the sets of other mutexes held at its sightings), and every sighting that added an edge
 /// or shrank its gate, with the cycles it then closes that no mutex serialises.
@@ -152,7 +155,7 @@ struct Gated {
     /// Whether the primitives are mutexes (gates), or rwlocks (none).
     gates: bool,
     edges: BTreeMap<(u64, u64), BTreeSet<u64>>,
-    events: Vec<((u64, u64), Vec<Vec<(u64, u64)>>)>,
+    events: Vec<((u64, u64), Vec<Cycle>)>,
 }
 
 impl Gated {
@@ -188,7 +191,7 @@ impl Gated {
 
     /// Every simple cycle that starts with `path` and whose edges' gates are pairwise
     /// disjoint, into `out`.
-    fn extend(&self, path: &mut Vec<(u64, u64)>, out: &mut Vec<Vec<(u64, u64)>>) {
+    fn extend(&self, path: &mut Cycle, out: &mut Vec<Cycle>) {
         let x = path[0].0;
         let at = path[path.len() - 1].1;
         for (&(a, b), _) in self.edges.range((at, 0)..=(at, u64::MAX)) {

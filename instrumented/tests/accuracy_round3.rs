@@ -151,16 +151,12 @@ async fn tokio_gate_scenario(gated: [bool; 2], [g, a, b]: [&str; 3]) {
     let together = gated == [true, true];
     let start = Arc::new(tokio::sync::Barrier::new(if together { 2 } else { 1 }));
     let mut sides = Vec::new();
-    for side in 0..2 {
+    for (side, gated) in gated.into_iter().enumerate() {
         let (gate, a, b, start) = (gate.clone(), a.clone(), b.clone(), start.clone());
         sides.push(tokio::spawn(async move {
             start.wait().await;
             for _ in 0..50 {
-                let _g = if gated[side] {
-                    Some(gate.lock().await)
-                } else {
-                    None
-                };
+                let _g = if gated { Some(gate.lock().await) } else { None };
                 if side == 0 {
                     let _a = a.lock().await;
                     tokio::task::yield_now().await;
