@@ -248,3 +248,61 @@ fn removal_breaks_cycles() {
     assert!(g.insert(3, 1).is_ok());
     assert!(g.edges.is_empty());
 }
+
+/// A gate keeps the smallest ids (at most `GATE_MAX`), sorted, and only shrinks: a meet
+/// drops what the other sighting did not hold and says whether anything went. Its size is
+/// fixed, whatever was held (the memory an edge costs stays bounded).
+#[test]
+fn a_gate_keeps_the_smallest_ids_and_only_shrinks() {
+    let mut g = Gate::first(&[2, 3, 5, 7, 11, 13]);
+    assert_eq!(g.ids(), [2, 3, 5, 7]);
+    assert!(!g.meet(&[1, 2, 3, 5, 7, 8]), "nothing dropped");
+    assert_eq!(g.ids(), [2, 3, 5, 7]);
+    assert!(g.meet(&[3, 7, 11]));
+    assert_eq!(g.ids(), [3, 7]);
+    assert!(g.meet(&[]));
+    assert!(g.ids().is_empty());
+    assert!(!g.meet(&[3]), "an empty gate stays empty");
+    assert_eq!(Gate::first(&[]), Gate::default());
+    assert_eq!(std::mem::size_of::<Gate>(), 40);
+    assert_eq!(std::mem::size_of::<EdgeInfo>(), 72);
+}
+
+/// The search for an open cycle: two edges sharing a gate serialise a cycle even when no gate
+/// is common to all its edges (the exact rule), and the coarse fallback (a gate common to all)
+/// reports that cycle; a path that would pass a node twice is not a cycle.
+#[test]
+fn the_search_tells_pairwise_gates_from_a_common_one() {
+    let gated = |ids: &[u64]| EdgeInfo {
+        gate: Gate::first(ids),
+        ..info()
+    };
+    let mut g = Graph::default();
+    // 1 -> 2 and 2 -> 3 under gate 9; 3 -> 1 outside it.
+    for (a, b, e) in [(1, 2, gated(&[9])), (2, 3, gated(&[9]))] {
+        g.insert(a, b).unwrap();
+        g.edges.insert((a, b), e);
+    }
+    g.insert(3, 1).unwrap_err();
+    g.inverted.insert((3, 1), info());
+    assert_eq!(g.open_path(3, 1, Gate::default()), None);
+    assert_eq!(
+        g.search(3, 1, Gate::default(), Serialised::ByAll, usize::MAX),
+        Some(Some(vec![1, 2, 3]))
+    );
+    // Past its budget the exact search gives up (None), and `open_path` falls back.
+    assert_eq!(
+        g.search(3, 1, Gate::default(), Serialised::ByAnyTwo, 1),
+        None
+    );
+    // 3 -> 1 under gate 9 too: serialised by any rule.
+    assert_eq!(
+        g.search(3, 1, Gate::first(&[9]), Serialised::ByAll, usize::MAX),
+        Some(None)
+    );
+    // A gate on one edge only: open.
+    g.edges.insert((2, 3), info());
+    assert_eq!(g.open_path(3, 1, Gate::default()), Some(vec![1, 2, 3]));
+    assert!(g.disjoint(Gate::first(&[8]), &[1, 2, 3]));
+    assert!(!g.disjoint(Gate::first(&[9]), &[1, 2, 3]));
+}
