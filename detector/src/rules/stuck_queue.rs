@@ -512,8 +512,62 @@ mod tests {
                 "it acquired every permit held (1 of 1), owned ones included (the books keep an owned permit as its acquirer's until it is dropped) and nothing was granted since it began to wait: no other task holds one to release"
             ]
         );
+        // Two permits in two holds of its own, a third asked: certain, counted together.
+        let sem = scope.prim("stuck/pool_of_two", PrimKind::Semaphore, 2);
+        let two = || {
+            let holds = (0..2)
+                .map(|_| hold(&sem, task(1), Mode::Permits, 1, 0))
+                .collect();
+            vec![at(&sem, holds, vec![wait(task(1), 1, Mode::Permits, 1, 0)])]
+        };
+        let mut rule = StuckQueue::default();
+        assert!(check(&mut rule, two(), &scope, 1_000).is_empty());
+        let f = check(&mut rule, two(), &scope, 1_100);
+        assert!(
+            f[0].summary
+                .ends_with("a certain self-deadlock: it waits for itself to release it"),
+            "{}",
+            f[0].summary
+        );
         assert_eq!(judge(1, 2, false).kind, FindingKind::StuckQueue);
         assert_eq!(judge(2, 1, false).kind, FindingKind::StuckQueue);
         assert_eq!(judge(1, 1, true).kind, FindingKind::StuckQueue);
+    }
+
+    /// A queue that belongs to no test (no scope on the primitive, its holders or waiters:
+    /// threads a test spawned, a `const` primitive they registered) is judged by the armed
+    /// tests' threshold, not the process's (issue 29, the condvar shapes); a test's own queue
+    /// keeps its own.
+    #[test]
+    fn a_queue_of_no_test_is_judged_by_the_armed_tests_threshold() {
+        use crate::analysis::snapshot::State;
+        let unscoped = crate::state::prim::register(
+            Some("stuck/unscoped".into()),
+            PrimKind::BlockingMutex,
+            std::panic::Location::caller(),
+            1,
+        );
+        let own = Scope::arm(10_000, 10_000, None);
+        let scoped = own.prim("stuck/scoped", PrimKind::BlockingMutex, 1);
+        let mut options = crate::runtime::scope::ScopeOptions::default();
+        options.stuck_ms = Some(100);
+        let armed = crate::runtime::scope::TestScope::arm("stuck/armed", options);
+        let at_ms = |p: &std::sync::Arc<crate::state::prim::Prim>, now_ms: u64| {
+            let mut s = State::from_parts(vec![at(
+                p,
+                vec![hold(p, task(1), Mode::Exclusive, 1, 0)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 0)],
+            )]);
+            s.now_coarse = now_ms * MS;
+            s.now_precise = now_ms * MS;
+            s
+        };
+        for (p, want) in [(&unscoped, 1), (&scoped, 0)] {
+            let mut rule = StuckQueue::default();
+            assert!(found(rule.check(&at_ms(p, 1_000))).is_empty());
+            let f = found(rule.check(&at_ms(p, 1_150)));
+            assert_eq!(f.len(), want, "{}: {f:?}", p.name());
+        }
+        drop(armed);
     }
 }
