@@ -549,8 +549,10 @@ mod tests {
         );
         let own = Scope::arm(10_000, 10_000, None);
         let scoped = own.prim("stuck/scoped", PrimKind::BlockingMutex, 1);
-        let mut options = crate::runtime::scope::ScopeOptions::default();
-        options.stuck_ms = Some(100);
+        let options = crate::runtime::scope::ScopeOptions {
+            stuck_ms: Some(100),
+            ..Default::default()
+        };
         let armed = crate::runtime::scope::TestScope::arm("stuck/armed", options);
         let at_ms = |p: &std::sync::Arc<crate::state::prim::Prim>, now_ms: u64| {
             let mut s = State::from_parts(vec![at(
