@@ -145,6 +145,12 @@ fn slot(a: u64, b: u64) -> usize {
 /// One held primitive's share of a context key: the key of a set of holds is the wrapping sum
 /// of its members' shares. The share is not linear in the id (the xor-shift between the two
 /// multiplications), so sets of sequential ids with equal sums still get different keys.
+///
+/// mutants: replacing the body with 0, `^` with `|` or `&`, or `>>` with `<<` is equivalent in
+/// behaviour: a key only lets a sighting skip the graph when the same key was recorded before,
+/// and a constant or weaker share only makes more sets share a key (0 is never a hit: every
+/// sighting then takes the slow path, which is correct and slower). Two sets sharing a key
+/// would skip a sighting; no test can pick the ids that collide under the real share.
 #[inline(always)]
 pub(crate) fn context_part(id: u64) -> u64 {
     let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -434,6 +440,8 @@ impl Graph {
                 continue;
             }
             states += 1;
+            // mutants: `>` -> `>=` is equivalent: the budget is a bound on effort, one state
+            // either way; the fallback it starts finds a cycle at least as often.
             if states > budget {
                 return None;
             }
