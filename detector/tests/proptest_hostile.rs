@@ -81,6 +81,7 @@ fn snapshot_with(label: &str, site: &str) -> GraphSnapshot {
             to_site: site.to_owned(),
             actor: label.to_owned(),
             inverted: true,
+            gate: vec![2],
         }],
     }
 }

@@ -7,7 +7,7 @@
 //! permit lives as long as the table, that is, forever. After two uploads the service has no
 //! slot left, and the third upload waits with no error, no panic, nothing in the logs.
 //!
-//! lockscope reports the permits held past the leak threshold by a holder that has gone quiet
+//! lockscope reports the permits held past the leak threshold by whoever keeps them now
 //! (the owned permit, it says, lives in some struct or task that keeps it), and the upload
 //! queued behind them while the semaphore granted nothing.
 //!

@@ -250,7 +250,7 @@ fn leaked_permit_reports_the_leak_and_the_queue_behind_it() {
         &[
             "slots available: 0; sessions kept: 2 (done: 2, 3072 bytes in all); upload 3 waits",
             "lockscope: leaked-permit: 1 permit of semaphore \"upload_slots\" acquired at examples/examples/leaked_permit.rs:",
-            "has been held past the leak threshold by a holder that has gone quiet",
+            "has been held past the leak threshold by whoever keeps it now",
             "it is an owned guard/permit: look for a struct, a collection or a task that keeps it",
             "lockscope: stuck-queue: semaphore \"upload_slots\" has 1 waiter queued",
         ],

@@ -110,11 +110,21 @@ pub(crate) fn deliver_to(rec: &Arc<Rec>, scopes: &[u32]) {
             list.push(rec.clone());
         }
         // A deadlock never ends, and a stuck queue in a test means the test hangs: fail it
-        // now with the report rather than at an end that may never come.
-        if matches!(
-            rec.finding.kind,
-            FindingKind::Deadlock | FindingKind::StuckQueue
-        ) {
+        // now with the report rather than at an end that may never come. So does a nested
+        // acquire whose wait has lasted the test's stuck threshold (a pool of one checked out
+        // twice: the stuck-queue rule tells it so).
+        let stuck_ms = s.config.stuck.as_millis() as u64;
+        let hangs = match rec.finding.kind {
+            FindingKind::Deadlock | FindingKind::StuckQueue => true,
+            FindingKind::NestedAcquire => rec
+                .finding
+                .actors
+                .iter()
+                .flat_map(|a| &a.waits)
+                .any(|w| w.for_ms >= stuck_ms),
+            _ => false,
+        };
+        if hangs {
             let mut d = s.deadlock.lock();
             if d.report.is_none() {
                 d.report = Some(finding::render_all(&[finding::materialize(rec)]));
@@ -155,6 +165,15 @@ pub(crate) fn armed_findings() -> Vec<(String, Vec<Finding>)> {
 /// Whether test scope `id` is armed now.
 pub(crate) fn is_armed(id: u32) -> bool {
     id != 0 && ARMED.lock().iter().any(|s| s.id == id)
+}
+
+/// The stuck threshold that judges a queue belonging to no test (plain threads a test spawned
+/// itself carry no scope, and a `const`-constructed primitive registers on first use, on such
+/// a thread, with none): the loosest of the armed tests' thresholds, since such a finding goes
+/// to every test armed at the time, and it must hold by each one's measure. `None` when no
+/// test is armed (the process-wide threshold applies).
+pub(crate) fn unscoped_stuck() -> Option<Duration> {
+    ARMED.lock().iter().map(|s| s.config.stuck).max()
 }
 
 /// Whether any test is armed now.

@@ -331,11 +331,19 @@ impl Rule for LeakedPermit {
                         >= leak;
                 if age >= leak && (quiet || h.movable()) {
                     // An owned guard is reported even while its acquirer is busy (it may live
-                    // elsewhere now): the summary says which.
-                    let why = if quiet {
-                        "has been held past the leak threshold by a holder that has gone quiet"
-                    } else {
-                        "has been held past the leak threshold while its acquirer went on with other work"
+                    // elsewhere now): the summary says which. Its acquirer's quiet says nothing
+                    // of whoever keeps it now (issue 29: "a holder that has gone quiet" was
+                    // printed for an owned guard kept by a busy task), so it is not claimed.
+                    let why = match (h.movable(), quiet) {
+                        (false, _) => {
+                            "has been held past the leak threshold by a holder that has gone quiet"
+                        }
+                        (true, true) => {
+                            "has been held past the leak threshold by whoever keeps it now (its acquirer has taken and waited for nothing since)"
+                        }
+                        (true, false) => {
+                            "has been held past the leak threshold while its acquirer went on with other work"
+                        }
                     };
                     let f = held_finding(p, &[h], state.now_coarse, why, false);
                     self.active
@@ -417,6 +425,21 @@ mod tests {
         let mut rule = LeakedPermit::default();
         assert!(rule.check(&s).is_empty());
         assert!(rule.active.is_empty());
+
+        // An owned guard 1 s old whose acquirer (task 4) is quiet: reported, without calling
+        // whoever keeps it now quiet (it may be a busy task it was handed to).
+        let mut handed = hold(&m, task(4), Mode::Exclusive, 1, 0);
+        handed.flags |= FLAG_MOVABLE;
+        let s = state(vec![at(&m, vec![handed], vec![])], &scope, now);
+        let f = found(LeakedPermit::default().check(&s));
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].summary.ends_with(
+                "by task 4 has been held past the leak threshold by whoever keeps it now (its acquirer has taken and waited for nothing since) (1000 ms)"
+            ),
+            "{}",
+            f[0].summary
+        );
 
         // An owned guard 1 s old, held by task 1, which is busy: reported, as owned.
         let mut owned = hold(&m, task(1), Mode::Exclusive, 1, 0);

@@ -159,6 +159,7 @@ mod tests {
             to_mode,
             actor,
             scope: 0,
+            gate: Default::default(),
         }
     }
 

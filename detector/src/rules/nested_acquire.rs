@@ -23,7 +23,7 @@
 
 use std::panic::Location;
 
-use crate::analysis::snapshot::State;
+use crate::analysis::snapshot::{PrimState, State};
 use crate::base::clock;
 use crate::model::acq::Acq;
 use crate::model::finding::{ActorReport, Finding, FindingKind};
@@ -31,6 +31,7 @@ use crate::rules::{access, noun, prim_ref};
 use crate::state::actor::{self, ActorId};
 use crate::state::held::{HoldView, Mode};
 use crate::state::prim::{Prim, PrimKind, site_string};
+use crate::state::wait::WaiterRec;
 
 /// The second acquisition must wait: whether it is a timed form, and for how long so far.
 #[derive(Clone, Copy)]
@@ -225,6 +226,40 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
         }
     }
     out
+}
+
+/// The stuck-queue rule's part: `w` has waited past the stuck threshold, with nothing
+/// granted, for semaphore `p`, every outstanding permit of which its own task acquired (owned
+/// permits included) and which can never grant it while they are held: a pool of one checked
+/// out twice by one task.
+pub(crate) fn checked_out_again(state: &State, p: &PrimState, w: &WaiterRec) -> Finding {
+    let total: u32 = p.holds.iter().map(|h| h.permits).sum();
+    let owned = p.holds.iter().any(HoldView::movable);
+    // The first hold, standing for them all.
+    let held = HoldView {
+        permits: total,
+        ..p.holds[0]
+    };
+    let ask = Ask {
+        mode: w.mode,
+        permits: w.permits,
+        site: w.site,
+    };
+    let wait = Wait {
+        timed: w.timed,
+        waited_ns: state.wait_age(w),
+    };
+    let mut f = build(&p.prim, w.actor, ask, Some(&held), Some(wait), w.scope);
+    f.details.push(format!(
+        "it acquired every permit held ({total} of {}){} and nothing was granted since it began to wait: no other task holds one to release",
+        p.capacity,
+        if owned {
+            ", owned ones included (the books keep an owned permit as its acquirer's until it is dropped)"
+        } else {
+            ""
+        },
+    ));
+    f
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analysis::snapshot::State;
+use crate::analysis::snapshot::{PrimState, State};
 use crate::model::finding::{ActorReport, Finding, FindingKind};
-use crate::rules::{Rule, Verdict, access, noun, prim_ref};
+use crate::rules::{Rule, Verdict, access, nested_acquire, noun, prim_ref};
 
 /// The report's entry for actor `a`, made on first use: one per task or thread.
 fn entry(actors: &mut Vec<ActorReport>, a: crate::state::actor::ActorId) -> &mut ActorReport {
@@ -22,6 +22,27 @@ fn entry(actors: &mut Vec<ActorReport>, a: crate::state::actor::ActorId) -> &mut
         }
     };
     &mut actors[i]
+}
+
+/// A pool of one, checked out twice: a stuck semaphore whose every outstanding permit was
+/// acquired by one of its waiters' own task (owned permits included), which asks for more than
+/// remain. No other task holds one to release, so it is the task's own `nested-acquire`, not
+/// a queue behind someone else. (An owned permit stays in the books as its acquirer's until
+/// dropped: one handed to another task is still counted as the acquirer's, and the report
+/// says where it was taken.)
+fn checked_out_again(state: &State, p: &PrimState) -> Option<Finding> {
+    if !p.prim.kind().is_semaphore() || p.forgotten > 0 || p.holds.is_empty() {
+        return None;
+    }
+    let w = p
+        .waiters
+        .iter()
+        .find(|w| p.holds.iter().all(|h| h.actor == w.actor))?;
+    let held: u64 = p.holds.iter().map(|h| u64::from(h.permits)).sum();
+    if held + u64::from(w.permits) <= p.capacity {
+        return None;
+    }
+    Some(nested_acquire::checked_out_again(state, p, w))
 }
 
 #[derive(Default)]
@@ -83,7 +104,14 @@ impl Rule for StuckQueue {
             seen.insert(id, (p.progress, since));
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();
             scopes.push(p.prim.scope());
-            let threshold = crate::base::config::for_scopes(&scopes).stuck.as_nanos() as u64;
+            // A queue that belongs to no test is judged by the armed tests' thresholds, as it
+            // is reported to them (issue 29: else the process's production threshold applied,
+            // and a test's spawned threads stuck on a `Mutex::new` were never reported in time).
+            let stuck = match crate::report::scopes::unscoped_stuck() {
+                Some(armed) if scopes.iter().all(|&s| s == 0) => armed,
+                _ => crate::base::config::for_scopes(&scopes).stuck,
+            };
+            let threshold = stuck.as_nanos() as u64;
             let still = state.now_precise.saturating_sub(since);
             let old = p
                 .waiters
@@ -95,6 +123,10 @@ impl Rule for StuckQueue {
                 continue;
             }
             self.stuck_prims.insert(id);
+            if let Some(f) = checked_out_again(state, p) {
+                out.push(Verdict::Found(Box::new(f)));
+                continue;
+            }
             let r = prim_ref(&p.prim);
             let mut f = Finding::new(
                 FindingKind::StuckQueue,
@@ -438,5 +470,106 @@ mod tests {
                 "every permit is held by an owned guard (it may live in a struct or another task that never drops it)"
             ]
         );
+    }
+
+    /// A pool of one checked out twice by one task (issue 29): every permit held by the
+    /// waiter's own task, owned ones included, and more asked than remain: its own
+    /// `nested-acquire`, past the same threshold. Another task's permit, or one more permit
+    /// free, or one forgotten (checked out by an object pool), keeps it a stuck queue.
+    #[test]
+    fn a_pool_of_one_checked_out_twice_by_one_task_is_a_nested_acquire() {
+        let scope = Scope::arm(100, 10_000, None);
+        let judge = |capacity: u64, holder: u64, forgot: bool| {
+            let sem = scope.prim("stuck/pool_of_one", PrimKind::Semaphore, capacity);
+            if forgot {
+                forgot_at(&sem, std::panic::Location::caller());
+            }
+            let prims = || {
+                let mut h = hold(&sem, task(holder), Mode::Permits, 1, 0);
+                h.flags |= FLAG_MOVABLE;
+                let mut p = at(&sem, vec![h], vec![wait(task(1), 1, Mode::Permits, 1, 0)]);
+                p.forgotten = u64::from(forgot);
+                vec![p]
+            };
+            let mut rule = StuckQueue::default();
+            assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
+            let f = check(&mut rule, prims(), &scope, 1_100);
+            assert_eq!(f.len(), 1);
+            assert!(rule.stuck_prims.contains(&sem.id().0));
+            f.into_iter().next().unwrap()
+        };
+        let f = judge(1, 1, false);
+        assert_eq!(f.kind, FindingKind::NestedAcquire, "{f}");
+        assert!(
+            f.summary
+                .starts_with("task 1 waits for semaphore \"stuck/pool_of_one\" it already holds"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(
+            f.details,
+            [
+                "it acquired every permit held (1 of 1), owned ones included (the books keep an owned permit as its acquirer's until it is dropped) and nothing was granted since it began to wait: no other task holds one to release"
+            ]
+        );
+        // Two permits in two holds of its own, a third asked: certain, counted together.
+        let sem = scope.prim("stuck/pool_of_two", PrimKind::Semaphore, 2);
+        let two = || {
+            let holds = (0..2)
+                .map(|_| hold(&sem, task(1), Mode::Permits, 1, 0))
+                .collect();
+            vec![at(&sem, holds, vec![wait(task(1), 1, Mode::Permits, 1, 0)])]
+        };
+        let mut rule = StuckQueue::default();
+        assert!(check(&mut rule, two(), &scope, 1_000).is_empty());
+        let f = check(&mut rule, two(), &scope, 1_100);
+        assert!(
+            f[0].summary
+                .ends_with("a certain self-deadlock: it waits for itself to release it"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(judge(1, 2, false).kind, FindingKind::StuckQueue);
+        assert_eq!(judge(2, 1, false).kind, FindingKind::StuckQueue);
+        assert_eq!(judge(1, 1, true).kind, FindingKind::StuckQueue);
+    }
+
+    /// A queue that belongs to no test (no scope on the primitive, its holders or waiters:
+    /// threads a test spawned, a `const` primitive they registered) is judged by the armed
+    /// tests' threshold, not the process's (issue 29, the condvar shapes); a test's own queue
+    /// keeps its own.
+    #[test]
+    fn a_queue_of_no_test_is_judged_by_the_armed_tests_threshold() {
+        use crate::analysis::snapshot::State;
+        let unscoped = crate::state::prim::register(
+            Some("stuck/unscoped".into()),
+            PrimKind::BlockingMutex,
+            std::panic::Location::caller(),
+            1,
+        );
+        let own = Scope::arm(10_000, 10_000, None);
+        let scoped = own.prim("stuck/scoped", PrimKind::BlockingMutex, 1);
+        let options = crate::runtime::scope::ScopeOptions {
+            stuck_ms: Some(100),
+            ..Default::default()
+        };
+        let armed = crate::runtime::scope::TestScope::arm("stuck/armed", options);
+        let at_ms = |p: &std::sync::Arc<crate::state::prim::Prim>, now_ms: u64| {
+            let mut s = State::from_parts(vec![at(
+                p,
+                vec![hold(p, task(1), Mode::Exclusive, 1, 0)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 0)],
+            )]);
+            s.now_coarse = now_ms * MS;
+            s.now_precise = now_ms * MS;
+            s
+        };
+        for (p, want) in [(&unscoped, 1), (&scoped, 0)] {
+            let mut rule = StuckQueue::default();
+            assert!(found(rule.check(&at_ms(p, 1_000))).is_empty());
+            let f = found(rule.check(&at_ms(p, 1_150)));
+            assert_eq!(f.len(), want, "{}: {f:?}", p.name());
+        }
+        drop(armed);
     }
 }

@@ -10,10 +10,23 @@
 //! backward search from `x` bounded by `ord[y]`, yields the affected region, whose indices are
 //! reassigned (backward set first) from the same pool.
 //!
-//! Known edges never reach the graph's lock: each primitive caches a few predecessors it has
-//! seen, and each thread a small direct-mapped table of recent edges, so steady nesting costs a
-//! few loads. Nodes are primitive instances and leave the graph when their primitive is
-//! dropped; ids are never reused, so stale cache entries are harmless.
+//! Each edge also keeps its *gate*: the mutexes held at every sighting of it (the intersection
+//! of the sets held each time, so it only shrinks). Two orders seen under one common mutex can
+//! never be waited for at the same time, so a cycle is a possible deadlock only when its
+//! edges' gates are pairwise disjoint: Bensalem and Havelund's guard locks ("Dynamic deadlock
+//! analysis of multi-threaded programs", 2005), the gatelock of GoodLock. Only mutexes count
+//! as gates: every hold of one excludes every other (an rwlock read or a semaphore permit does
+//! not, and the caches below key on ids, not on modes). A cycle whose edges all share a gate is
+//! kept out of the order without a report, and looked for again whenever a sighting without the
+//! gate shrinks the gate of one of its edges.
+//!
+//! Known sightings never reach the graph's lock: a sighting is the set of holds under which a
+//! primitive is acquired (its *context*, keyed by a hash of the held ids), and intersecting a
+//! gate again with a set it was already intersected with changes nothing. Each primitive
+//! caches a few contexts it has been acquired under, and each thread a small direct-mapped
+//! table of recent ones, so steady nesting costs a hash of the held ids and a few loads. Nodes
+//! are primitive instances and leave the graph when their primitive is dropped; ids are never
+//! reused, so stale cache entries are harmless.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -29,9 +42,52 @@ use crate::model::acq::Acq;
 use crate::state::actor;
 use crate::state::actor::ActorId;
 use crate::state::held::{HoldView, Mode};
-use crate::state::prim::{Prim, PrimitiveId};
+use crate::state::prim::{self, Prim, PrimitiveId};
 
-/// What is known of one edge: the first time it was seen.
+/// How many gate locks an edge remembers (the smallest ids: gates are usually long-lived
+/// locks, created early). Remembering fewer than were held only reports more.
+pub const GATE_MAX: usize = 4;
+
+/// The mutexes held at every sighting of an edge (besides the edge's own first primitive), at
+/// most [`GATE_MAX`] of them, sorted by id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gate {
+    ids: [u64; GATE_MAX],
+    len: u8,
+}
+
+impl Gate {
+    /// The gate of a first sighting under the mutexes `held` (sorted, without duplicates):
+    /// the smallest [`GATE_MAX`] of them.
+    pub(crate) fn first(held: &[u64]) -> Gate {
+        let mut g = Gate::default();
+        for (slot, &id) in g.ids.iter_mut().zip(held) {
+            *slot = id;
+        }
+        g.len = held.len().min(GATE_MAX) as u8;
+        g
+    }
+
+    /// The ids, sorted.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids[..usize::from(self.len)]
+    }
+
+    /// Keeps only the ids also in `held` (sorted); whether any was dropped.
+    pub(crate) fn meet(&mut self, held: &[u64]) -> bool {
+        let kept: Vec<u64> = self
+            .ids()
+            .iter()
+            .copied()
+            .filter(|id| held.binary_search(id).is_ok())
+            .collect();
+        let changed = kept.len() != self.ids().len();
+        *self = Gate::first(&kept);
+        changed
+    }
+}
+
+/// What is known of one edge: the first time it was seen, and its gate now.
 #[derive(Clone, Debug)]
 pub struct EdgeInfo {
     /// Where the held primitive was acquired.
@@ -46,6 +102,8 @@ pub struct EdgeInfo {
     pub actor: ActorId,
     /// Test scope of the thread that did it.
     pub scope: u32,
+    /// The mutexes held at every sighting.
+    pub gate: Gate,
 }
 
 #[derive(Default)]
@@ -59,8 +117,10 @@ struct Node {
 struct Graph {
     nodes: HashMap<u64, Node>,
     edges: HashMap<(u64, u64), EdgeInfo>,
-    /// Edges that closed a cycle: reported, kept out of the order, remembered.
+    /// Edges that closed a cycle (reported or gated): kept out of the order, remembered.
     inverted: HashMap<(u64, u64), EdgeInfo>,
+    /// Edges whose sighting was reported as closing a cycle.
+    reported: HashSet<(u64, u64)>,
     next_ord: u64,
 }
 
@@ -82,118 +142,316 @@ fn slot(a: u64, b: u64) -> usize {
         & (TLS_CACHE - 1)
 }
 
-/// Whether the edge `held -> prim` is known to the caches (no graph lock).
+/// One held primitive's share of a context key: the key of a set of holds is the wrapping sum
+/// of its members' shares. The share is not linear in the id (the xor-shift between the two
+/// multiplications), so sets of sequential ids with equal sums still get different keys.
+///
+/// mutants: replacing the body with 0, `^` with `|` or `&`, or `>>` with `<<` is equivalent in
+/// behaviour: a key only lets a sighting skip the graph when the same key was recorded before,
+/// and a constant or weaker share only makes more sets share a key (0 is never a hit: every
+/// sighting then takes the slow path, which is correct and slower). Two sets sharing a key
+/// would skip a sighting; no test can pick the ids that collide under the real share.
+#[inline(always)]
+pub(crate) fn context_part(id: u64) -> u64 {
+    let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x ^ (x >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+}
+
+/// Whether `prim` was already acquired under the holds whose key is `ctx` (from
+/// [`context_part`]), by any thread (the primitive's cache) or by this one (its table): then
+/// every edge and gate that sighting gives is known, and nothing is left to record.
 #[inline]
-pub(crate) fn known(prim: &Prim, held: u64) -> bool {
+pub(crate) fn known(prim: &Prim, ctx: u64) -> bool {
+    if ctx == 0 {
+        // The caches' empty word: never a hit.
+        return false;
+    }
     if prim
         .order_cache
         .iter()
-        .any(|c| c.load(Ordering::Relaxed) == held)
+        .any(|c| c.load(Ordering::Relaxed) == ctx)
     {
         return true;
     }
     let b = prim.id.0;
-    SEEN.try_with(|s| s[slot(held, b)].get() == (held, b))
+    SEEN.try_with(|s| s[slot(ctx, b)].get() == (ctx, b))
         .unwrap_or(false)
 }
 
 /// A cycle of the graph: the new edge first, then the path of known edges that closes it.
 pub type Cycle = Vec<(u64, u64, EdgeInfo)>;
 
-/// Records that `held` is held while `prim` is acquired (the hot part: cache lookups), and
-/// returns the cycle the new edge closes, if it closes one: the caller reports it.
-#[inline]
-#[must_use]
-pub(crate) fn note_edge(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) -> Option<Cycle> {
-    let a = held.prim;
-    for c in &prim.order_cache {
-        if c.load(Ordering::Relaxed) == a {
-            return None;
-        }
+fn remember(prim: &Prim, ctx: u64) {
+    if ctx == 0 {
+        return;
     }
-    let b = prim.id.0;
-    let i = slot(a, b);
-    if SEEN.try_with(|s| s[i].get() == (a, b)).unwrap_or(false) {
-        return None;
-    }
-    add_edge_slow(held, prim, actor, acq)
-}
-
-fn remember(prim: &Prim, a: u64) {
     for c in &prim.order_cache {
         // Relaxed: the cache is a hint; a miss only costs a trip to the graph.
-        if c.load(Ordering::Relaxed) == a
-            || c.compare_exchange(0, a, Ordering::Relaxed, Ordering::Relaxed)
+        if c.load(Ordering::Relaxed) == ctx
+            || c.compare_exchange(0, ctx, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
             return;
         }
     }
     let b = prim.id.0;
-    let _ = SEEN.try_with(|s| s[slot(a, b)].set((a, b)));
+    let _ = SEEN.try_with(|s| s[slot(ctx, b)].set((ctx, b)));
 }
 
+/// Records that `prim` is acquired (in a form that can wait) while every hold of `held` is
+/// held (the actor's own, neither `prim` itself nor an owned guard that may have moved);
+/// `ctx` is the holds' key (the sum of their [`context_part`]s), remembered once recorded.
+/// Returns the cycles a sighting closes, first sighting or one that shrank a gate: the caller
+/// reports them.
 #[cold]
 #[inline(never)]
-fn add_edge_slow(held: &HoldView, prim: &Prim, actor: ActorId, acq: &Acq) -> Option<Cycle> {
-    let (x, y) = (held.prim, prim.id.0);
-    let info = EdgeInfo {
-        from_site: held.site,
-        to_site: acq.site(),
-        from_mode: held.mode,
-        to_mode: acq.mode(),
-        actor,
-        scope: actor::current_scope(),
-    };
-    let cycle = {
+#[must_use]
+pub(crate) fn observe(
+    held: &[HoldView],
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+    ctx: u64,
+) -> Vec<Cycle> {
+    // The mutexes among the holds (looked up before the graph's lock is taken).
+    let mut gates: Vec<u64> = held
+        .iter()
+        .filter(|h| {
+            h.mode == Mode::Exclusive
+                && prim::get(PrimitiveId(h.prim)).is_some_and(|p| p.kind.is_mutex())
+        })
+        .map(|h| h.prim)
+        .collect();
+    gates.sort_unstable();
+    gates.dedup();
+    let y = prim.id.0;
+    let scope = actor::current_scope();
+    let mut found = Vec::new();
+    let mut complete = true;
+    {
         let mut g = GRAPH.lock();
-        if g.edges.contains_key(&(x, y)) || g.inverted.contains_key(&(x, y)) {
-            drop(g);
-            remember(prim, x);
-            return None;
-        }
-        if g.edges.len() + g.inverted.len() >= config::current().max_edges {
-            DROPPED_EDGES.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        match g.insert(x, y) {
-            Ok(()) => {
-                g.edges.insert((x, y), info.clone());
-                // An edge that closed a cycle is kept out of the order (it has none), but a
-                // later cycle may run through it: look for one along every edge, inverted
-                // ones included.
-                g.cycle_through_inverted(x, y).map(|path| {
-                    let mut cycle = vec![(x, y, info)];
-                    for w in path.windows(2) {
-                        let e = g
-                            .edges
-                            .get(&(w[0], w[1]))
-                            .or_else(|| g.inverted.get(&(w[0], w[1])));
-                        if let Some(e) = e {
-                            cycle.push((w[0], w[1], e.clone()));
-                        }
-                    }
-                    cycle
-                })
-            }
-            Err(path) => {
-                // path: y -> ... -> x along existing edges; with x -> y it is a cycle.
-                let mut cycle = vec![(x, y, info.clone())];
-                for w in path.windows(2) {
-                    if let Some(e) = g.edges.get(&(w[0], w[1])) {
-                        cycle.push((w[0], w[1], e.clone()));
-                    }
-                }
-                g.inverted.insert((x, y), info);
-                Some(cycle)
+        for h in held {
+            let x = h.prim;
+            let own: Vec<u64> = gates.iter().copied().filter(|&id| id != x).collect();
+            let info = EdgeInfo {
+                from_site: h.site,
+                to_site: acq.site(),
+                from_mode: h.mode,
+                to_mode: acq.mode(),
+                actor,
+                scope,
+                gate: Gate::first(&own),
+            };
+            match g.sighting(x, y, info, &own) {
+                Sighting::Dropped => complete = false,
+                Sighting::Closes(cycle) => found.push(cycle),
+                Sighting::Nothing => {}
             }
         }
-    };
-    remember(prim, x);
-    cycle
+    }
+    if complete {
+        remember(prim, ctx);
+    }
+    found
 }
 
+/// What one sighting of an edge did.
+enum Sighting {
+    /// Nothing to report.
+    Nothing,
+    /// The graph is full: the edge was not recorded.
+    Dropped,
+    /// The sighting (a new edge, or a gate shrunk) closes this cycle no lock serialises.
+    Closes(Cycle),
+}
+
+/// A search of [`Graph::open_path`]: which cycles count.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Serialised {
+    /// Pairwise: a cycle two of whose edges share a gate is serialised (exact).
+    ByAnyTwo,
+    /// A cycle is serialised only if one gate is common to all its edges (fewer states to
+    /// search: the fallback when the exact search runs past its budget).
+    ByAll,
+}
+
+/// States the exact search may visit before it falls back to the coarser one.
+const SEARCH_BUDGET: usize = 4096;
+
 impl Graph {
+    /// Records the sighting of `x -> y` under the mutexes `held` (sorted) whose first-sighting
+    /// form is `info`.
+    fn sighting(&mut self, x: u64, y: u64, info: EdgeInfo, held: &[u64]) -> Sighting {
+        let no_cycle = self.inverted.is_empty();
+        let known = match self.edges.get_mut(&(x, y)) {
+            Some(e) => Some(e),
+            None => self.inverted.get_mut(&(x, y)),
+        };
+        if let Some(e) = known {
+            // Seen before: only a gate shrunk by this sighting can open a cycle, and every
+            // cycle runs through an edge kept out of the order.
+            if !e.gate.meet(held) || no_cycle {
+                return Sighting::Nothing;
+            }
+            let gate = e.gate;
+            // Told with this sighting's sites: the one without the gate.
+            return self.closes(x, y, EdgeInfo { gate, ..info }, None);
+        }
+        if self.edges.len() + self.inverted.len() >= config::current().max_edges {
+            DROPPED_EDGES.fetch_add(1, Ordering::Relaxed);
+            return Sighting::Dropped;
+        }
+        match self.insert(x, y) {
+            Ok(()) => {
+                self.edges.insert((x, y), info.clone());
+                // An edge kept out of the order may close a cycle with this one.
+                if self.inverted.is_empty() {
+                    return Sighting::Nothing;
+                }
+            }
+            Err(path) => {
+                self.inverted.insert((x, y), info.clone());
+                // The path the order's search found, when no lock serialises it: the
+                // shortest way to a report (and the one among the edges in the order).
+                return self.closes(x, y, info, Some(path));
+            }
+        }
+        self.closes(x, y, info, None)
+    }
+
+    /// The cycle through `x -> y` (told with `info`) that no lock serialises, if any: `found`
+    /// (a path `y -> ... -> x`) if that one is, else the first of a search.
+    fn closes(&mut self, x: u64, y: u64, info: EdgeInfo, found: Option<Vec<u64>>) -> Sighting {
+        let path = found
+            .filter(|p| self.disjoint(info.gate, p))
+            .or_else(|| self.open_path(x, y, info.gate));
+        let Some(path) = path else {
+            return Sighting::Nothing;
+        };
+        self.reported.insert((x, y));
+        let mut cycle = vec![(x, y, info)];
+        for w in path.windows(2) {
+            if let Some(e) = self.edge(w[0], w[1]) {
+                cycle.push((w[0], w[1], e.clone()));
+            }
+        }
+        Sighting::Closes(cycle)
+    }
+
+    /// Whether the gates of the path `y -> ... -> x` and `gate` (of `x -> y`) are pairwise
+    /// disjoint.
+    fn disjoint(&self, gate: Gate, path: &[u64]) -> bool {
+        let mut used: Vec<u64> = gate.ids().to_vec();
+        for w in path.windows(2) {
+            let g = self.edge(w[0], w[1]).map(|e| e.gate).unwrap_or_default();
+            if g.ids().iter().any(|id| used.contains(id)) {
+                return false;
+            }
+            used.extend_from_slice(g.ids());
+        }
+        true
+    }
+
+    fn edge(&self, a: u64, b: u64) -> Option<&EdgeInfo> {
+        self.edges
+            .get(&(a, b))
+            .or_else(|| self.inverted.get(&(a, b)))
+    }
+
+    /// A path `y -> ... -> x` over every edge (in the order and out of it) that closes with
+    /// `x -> y` (gated by `gate`) a cycle no lock serialises: the exact search, or the coarse
+    /// one when the exact one runs past [`SEARCH_BUDGET`].
+    fn open_path(&self, x: u64, y: u64, gate: Gate) -> Option<Vec<u64>> {
+        self.search(x, y, gate, Serialised::ByAnyTwo, SEARCH_BUDGET)
+            .unwrap_or_else(|| {
+                self.search(x, y, gate, Serialised::ByAll, usize::MAX)
+                    .flatten()
+            })
+    }
+
+    /// Depth-first search over (node, gates so far) from `y` to `x`. "Gates so far" is the
+    /// union of the path's gates for [`Serialised::ByAnyTwo`] (an edge whose gate meets it
+    /// cannot be taken) and their intersection for [`Serialised::ByAll`] (the path counts if
+    /// it is empty at `x`). A state is skipped when its node was reached with a subset of its
+    /// gates: whatever it reaches, the smaller set reaches too. Every path on the stack is
+    /// simple (a node met again carries a superset). `None`: past `budget` states.
+    fn search(
+        &self,
+        x: u64,
+        y: u64,
+        gate: Gate,
+        rule: Serialised,
+        budget: usize,
+    ) -> Option<Option<Vec<u64>>> {
+        let mut inverted_out: HashMap<u64, Vec<u64>> = HashMap::new();
+        for &(a, b) in self.inverted.keys() {
+            inverted_out.entry(a).or_default().push(b);
+        }
+        let next = |n: u64| {
+            let known = self.nodes.get(&n).map(|n| n.out.as_slice()).unwrap_or(&[]);
+            let inverted = inverted_out.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+            // Edges kept out of the order first: a cycle through a new edge in the order
+            // runs through one of them.
+            inverted
+                .iter()
+                .chain(known.iter().rev())
+                .copied()
+                .collect::<Vec<u64>>()
+        };
+        let start: Vec<u64> = gate.ids().to_vec();
+        let mut seen: HashMap<u64, Vec<Vec<u64>>> = HashMap::from([(y, vec![start.clone()])]);
+        // (node, its gates so far, its successors, how many of them were tried)
+        let mut stack = vec![(y, start, next(y), 0usize)];
+        let mut states = 1;
+        while let Some((n, gates, succ, tried)) = stack.last_mut() {
+            let Some(&m) = succ.get(*tried) else {
+                stack.pop();
+                continue;
+            };
+            *tried += 1;
+            let n = *n;
+            let g = self.edge(n, m).map(|e| e.gate).unwrap_or_default();
+            let g = g.ids();
+            let after: Vec<u64> = match rule {
+                Serialised::ByAnyTwo => {
+                    if g.iter().any(|id| gates.contains(id)) {
+                        continue;
+                    }
+                    let mut u: Vec<u64> = gates.iter().chain(g).copied().collect();
+                    u.sort_unstable();
+                    u
+                }
+                Serialised::ByAll => gates.iter().copied().filter(|id| g.contains(id)).collect(),
+            };
+            if stack.iter().any(|f| f.0 == m) {
+                // Only a simple cycle is a possible deadlock.
+                continue;
+            }
+            if m == x {
+                if rule == Serialised::ByAll && !after.is_empty() {
+                    continue;
+                }
+                let mut path: Vec<u64> = stack.iter().map(|f| f.0).collect();
+                path.push(x);
+                return Some(Some(path));
+            }
+            let at = seen.entry(m).or_default();
+            if at.iter().any(|s| s.iter().all(|id| after.contains(id))) {
+                continue;
+            }
+            states += 1;
+            // mutants: `>` -> `>=` is equivalent: the budget is a bound on effort, one state
+            // either way; the fallback it starts finds a cycle at least as often.
+            if states > budget {
+                return None;
+            }
+            at.push(after.clone());
+            let succ = next(m);
+            stack.push((m, after, succ, 0));
+        }
+        Some(None)
+    }
+
     fn ensure(&mut self, id: u64) {
         if !self.nodes.contains_key(&id) {
             self.next_ord += 1;
@@ -274,34 +532,6 @@ impl Graph {
         Ok(())
     }
 
-    /// A path `y -> ... -> x` over known and inverted edges, when inverted edges exist.
-    fn cycle_through_inverted(&self, x: u64, y: u64) -> Option<Vec<u64>> {
-        if self.inverted.is_empty() {
-            return None;
-        }
-        let mut inverted_out: HashMap<u64, Vec<u64>> = HashMap::new();
-        for &(a, b) in self.inverted.keys() {
-            inverted_out.entry(a).or_default().push(b);
-        }
-        let mut parent: HashMap<u64, u64> = HashMap::new();
-        let mut seen: HashSet<u64> = HashSet::from([y]);
-        let mut stack = vec![y];
-        while let Some(n) = stack.pop() {
-            let known = self.nodes.get(&n).map(|n| n.out.as_slice()).unwrap_or(&[]);
-            let inverted = inverted_out.get(&n).map(Vec::as_slice).unwrap_or(&[]);
-            for &m in known.iter().chain(inverted) {
-                if m == x {
-                    return Some(path_to(&parent, n, x));
-                }
-                if seen.insert(m) {
-                    parent.insert(m, n);
-                    stack.push(m);
-                }
-            }
-        }
-        None
-    }
-
     fn link(&mut self, x: u64, y: u64) {
         if let Some(n) = self.nodes.get_mut(&x) {
             n.out.push(y);
@@ -328,6 +558,7 @@ impl Graph {
             self.edges.remove(&(s, id));
         }
         self.inverted.retain(|&(a, b), _| a != id && b != id);
+        self.reported.retain(|&(a, b)| a != id && b != id);
     }
 }
 
@@ -349,23 +580,27 @@ pub struct OrderEdgeSnapshot {
     pub to_site: String,
     /// Who nested them first.
     pub actor: String,
-    /// Whether this edge closed a cycle (reported as an inversion).
+    /// Whether a sighting of this edge closed a cycle reported as an inversion.
     pub inverted: bool,
+    /// The mutexes held at every sighting of it (ids): a cycle two of whose edges share one is
+    /// no possible deadlock.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gate: Vec<u64>,
 }
 
 /// Every edge now (known and inverted).
 pub fn edges() -> Vec<OrderEdgeSnapshot> {
     let g = GRAPH.lock();
-    let conv = |(&(a, b), e): (&(u64, u64), &EdgeInfo), inverted| OrderEdgeSnapshot {
+    let conv = |(&(a, b), e): (&(u64, u64), &EdgeInfo)| OrderEdgeSnapshot {
         from: a,
         to: b,
         from_site: crate::state::prim::site_string(e.from_site),
         to_site: crate::state::prim::site_string(e.to_site),
         actor: e.actor.describe(),
-        inverted,
+        inverted: g.reported.contains(&(a, b)),
+        gate: e.gate.ids().to_vec(),
     };
-    let mut out: Vec<_> = g.edges.iter().map(|e| conv(e, false)).collect();
-    out.extend(g.inverted.iter().map(|e| conv(e, true)));
+    let mut out: Vec<_> = g.edges.iter().chain(&g.inverted).map(conv).collect();
     out.sort_by_key(|e| (e.from, e.to));
     out
 }
@@ -393,250 +628,5 @@ fn path_to(parent: &HashMap<u64, u64>, n: u64, x: u64) -> Vec<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check_order(g: &Graph) {
-        for &(a, b) in g.edges.keys() {
-            assert!(g.ord(a) < g.ord(b), "edge {a}->{b} against the order");
-        }
-    }
-
-    fn info() -> EdgeInfo {
-        EdgeInfo {
-            from_site: Location::caller(),
-            to_site: Location::caller(),
-            from_mode: Mode::Exclusive,
-            to_mode: Mode::Exclusive,
-            actor: ActorId::from_thread_seq(1),
-            scope: 0,
-        }
-    }
-
-    #[test]
-    fn pearce_kelly_keeps_a_topological_order_and_finds_cycles() {
-        let mut g = Graph::default();
-        // Insert nodes in an order that forces reorders.
-        for (a, b) in [(5, 4), (4, 3), (3, 2), (2, 1), (6, 5), (1, 7)] {
-            g.insert(a, b).unwrap();
-            g.edges.insert((a, b), info());
-            check_order(&g);
-        }
-        let path = g.insert(7, 6).unwrap_err();
-        assert_eq!(path.first(), Some(&6));
-        assert_eq!(path.last(), Some(&7));
-        assert!(g.insert(7, 8).is_ok());
-    }
-
-    /// Removing a node drops it from its neighbours' lists and nothing else: a neighbour keeps
-    /// its other incoming and outgoing edges (kills `!=` -> `==` in both `retain`s of
-    /// `Graph::remove`).
-    #[test]
-    fn removing_a_node_keeps_its_neighbours_other_edges() {
-        let mut g = Graph::default();
-        // 1 -> 2 -> 3, and 4 -> 2, 2 -> 5: node 2 has two ins and two outs.
-        for (a, b) in [(1, 2), (2, 3), (4, 2), (2, 5), (1, 3), (4, 3)] {
-            g.insert(a, b).unwrap();
-            g.edges.insert((a, b), info());
-        }
-        g.remove(1);
-        assert!(!g.nodes.contains_key(&1));
-        // 2 lost its in-edge from 1 only; 3 lost its in-edge from 1 only.
-        assert_eq!(g.nodes[&2].inn, vec![4]);
-        let mut ins3 = g.nodes[&3].inn.clone();
-        ins3.sort_unstable();
-        assert_eq!(ins3, vec![2, 4]);
-        g.remove(3);
-        // 2 and 4 lost their out-edge to 3 only.
-        assert_eq!(g.nodes[&2].out, vec![5]);
-        assert_eq!(g.nodes[&4].out, vec![2]);
-        let mut left: Vec<(u64, u64)> = g.edges.keys().copied().collect();
-        left.sort_unstable();
-        assert_eq!(left, vec![(2, 5), (4, 2)]);
-        check_order(&g);
-    }
-
-    /// Every index distinct, every edge from a lower to a higher one.
-    fn check_strict_order(g: &Graph) {
-        check_order(g);
-        let mut ords: Vec<u64> = g.nodes.values().map(|n| n.ord).collect();
-        ords.sort_unstable();
-        ords.dedup();
-        assert_eq!(ords.len(), g.nodes.len(), "two nodes share an index");
-    }
-
-    /// Diamonds reached from both ends of a reordered region (issue 17: the only test was a
-    /// chain, so the search bounds could be loosened without a failure): inserting the edges
-    /// of layered diamonds against their order keeps one strict topological order, and every
-    /// back edge is a cycle whose path runs along edges.
-    #[test]
-    fn pearce_kelly_keeps_the_order_through_diamonds() {
-        // Layers of two nodes, every node linked to both of the next layer: 2^depth paths.
-        const LAYERS: u64 = 6;
-        let node = |layer: u64, i: u64| 100 + layer * 2 + i;
-        let mut edges = Vec::new();
-        for layer in 0..LAYERS - 1 {
-            for i in 0..2 {
-                for j in 0..2 {
-                    edges.push((node(layer, i), node(layer + 1, j)));
-                }
-            }
-        }
-        // Create the nodes deepest first, so that every edge runs against the order, and
-        // insert the edges from the bottom layer up, each one forcing a reorder.
-        for orders in [
-            edges.iter().rev().copied().collect::<Vec<_>>(),
-            edges.clone(),
-        ] {
-            let mut g = Graph::default();
-            for layer in (0..LAYERS).rev() {
-                g.ensure(node(layer, 1));
-                g.ensure(node(layer, 0));
-            }
-            for &(a, b) in &orders {
-                g.insert(a, b)
-                    .unwrap_or_else(|p| panic!("{a}->{b}: false cycle {p:?}"));
-                g.edges.insert((a, b), info());
-                check_strict_order(&g);
-            }
-            let (top, bottom) = (node(0, 0), node(LAYERS - 1, 1));
-            let path = g.insert(bottom, top).unwrap_err();
-            assert_eq!(path.first(), Some(&top), "{path:?}");
-            assert_eq!(path.last(), Some(&bottom), "{path:?}");
-            for w in path.windows(2) {
-                assert!(
-                    g.edges.contains_key(&(w[0], w[1])),
-                    "{path:?} leaves the edges"
-                );
-            }
-            // A cross edge between the two nodes of one layer is no cycle.
-            g.insert(node(2, 0), node(2, 1)).unwrap();
-            g.edges.insert((node(2, 0), node(2, 1)), info());
-            check_strict_order(&g);
-        }
-    }
-
-    /// An edge seen again after the caches forgot it (the slow path runs again) keeps its
-    /// first sighting, and an inversion seen again stays one (issue 17: no test evicted the
-    /// caches).
-    #[test]
-    fn an_edge_seen_again_past_the_caches_keeps_its_first_sighting() {
-        use crate::state::prim::{PrimKind, register};
-        let first = Location::caller();
-        let second = Location::caller();
-        let a = register(Some("lockorder/again_a".into()), PrimKind::Mutex, first, 1);
-        let b = register(Some("lockorder/again_b".into()), PrimKind::Mutex, first, 1);
-        let actor = ActorId::from_thread_seq(1);
-        let holding = |p: &Prim| HoldView {
-            prim: p.id.0,
-            actor,
-            site: first,
-            since: 0,
-            permits: 1,
-            mode: Mode::Exclusive,
-            flags: 0,
-            scope: 0,
-            thread: 1,
-        };
-        let acq = |site| Acq::new(site, 1, Mode::Exclusive);
-        // a -> b, then again from another site, straight to the slow path both times.
-        assert!(add_edge_slow(&holding(&a), &b, actor, &acq(first)).is_none());
-        assert!(add_edge_slow(&holding(&a), &b, actor, &acq(second)).is_none());
-        let (x, y) = (a.id.0, b.id.0);
-        {
-            let g = GRAPH.lock();
-            assert!(
-                std::ptr::eq(g.edges[&(x, y)].to_site, first),
-                "first sighting lost"
-            );
-            assert_eq!(g.nodes[&x].out.iter().filter(|&&n| n == y).count(), 1);
-        }
-        // b -> a closes the cycle: inverted, once, with its first sighting.
-        // The edge returns the cycle it closes (the caller reports it), and only once.
-        let cycle = add_edge_slow(&holding(&b), &a, actor, &acq(first)).expect("b -> a closes");
-        let pairs: Vec<(u64, u64)> = cycle.iter().map(|(f, t, _)| (*f, *t)).collect();
-        assert_eq!(pairs, [(y, x), (x, y)]);
-        assert!(add_edge_slow(&holding(&b), &a, actor, &acq(second)).is_none());
-        let g = GRAPH.lock();
-        assert!(
-            std::ptr::eq(g.inverted[&(y, x)].to_site, first),
-            "first sighting lost"
-        );
-        assert!(
-            !g.edges.contains_key(&(y, x)),
-            "an inversion entered the order"
-        );
-    }
-
-    /// The forward search visits each node once: a node reached along two paths (a diamond
-    /// inside the region to reorder) must not take two indices from the pool, or two nodes
-    /// end up sharing one and an edge runs against the order.
-    #[test]
-    fn a_node_reached_twice_by_the_forward_search_is_reordered_once() {
-        let mut g = Graph::default();
-        // Indices in creation order: y 1, a 2, n 3, w 4, x 5.
-        let (y, a, n, w, x) = (1, 2, 3, 4, 5);
-        for id in [y, a, n, w, x] {
-            g.ensure(id);
-        }
-        // y reaches n directly and through a; w -> x. All along the order: no reorder yet.
-        for (from, to) in [(y, a), (y, n), (a, n), (w, x)] {
-            g.insert(from, to).unwrap();
-            g.edges.insert((from, to), info());
-        }
-        // x -> y runs against the order: y, a, n move after w and x.
-        g.insert(x, y).unwrap();
-        g.edges.insert((x, y), info());
-        check_strict_order(&g);
-        let mut by_ord: Vec<u64> = [y, a, n, w, x].into_iter().collect();
-        by_ord.sort_by_key(|&id| g.ord(id));
-        assert_eq!(by_ord, [w, x, y, a, n]);
-    }
-
-    /// Forty predecessors of one primitive noted on one thread are all known afterwards
-    /// (four in the primitive's own cache, the rest in the thread's table, where consecutive
-    /// ids take different slots); another thread knows the four the
-    /// primitive keeps (issue 17: nothing checked the caches).
-    #[test]
-    fn noted_edges_are_known_to_the_caches() {
-        use crate::state::prim::{PrimKind, register};
-        let b = register(
-            Some("lockorder/cached".into()),
-            PrimKind::Mutex,
-            Location::caller(),
-            1,
-        );
-        let preds: Vec<u64> = (1_000_001..=1_000_040).collect();
-        assert!(preds.iter().all(|&a| !known(&b, a)));
-        for &a in &preds {
-            remember(&b, a);
-        }
-        // Remembering again changes nothing.
-        remember(&b, preds[0]);
-        let unknown: Vec<u64> = preds.iter().copied().filter(|&a| !known(&b, a)).collect();
-        assert!(unknown.is_empty(), "forgotten: {unknown:?}");
-        assert!(!known(&b, 7));
-        let elsewhere = std::thread::scope(|s| {
-            s.spawn(|| preds.iter().filter(|&&a| known(&b, a)).count())
-                .join()
-                .unwrap()
-        });
-        assert_eq!(elsewhere, b.order_cache.len());
-        // The table's slots (Fibonacci hashing): 40 consecutive predecessors of any primitive
-        // take 40 different ones.
-        for b in [1, 2, 3, 100, 12_345, u64::MAX] {
-            let slots: HashSet<usize> = (1..=40).map(|a| slot(a, b)).collect();
-            assert_eq!(slots.len(), 40, "primitive {b}");
-        }
-    }
-
-    #[test]
-    fn removal_breaks_cycles() {
-        let mut g = Graph::default();
-        g.insert(1, 2).unwrap();
-        g.edges.insert((1, 2), info());
-        g.remove(2);
-        assert!(g.insert(3, 1).is_ok());
-        assert!(g.edges.is_empty());
-    }
-}
+#[path = "lockorder_tests.rs"]
+mod tests;

@@ -286,14 +286,20 @@ fn quick_nested(
     acq: Acq,
 ) -> bool {
     let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
+    // The key of the holds the lock-order graph sees (see `check_held_slow`).
+    let (mut ctx, mut any) = (0u64, false);
     // SAFETY: `th` and `mask` are this thread's table and mask.
-    unsafe {
+    let room = unsafe {
         held::quick_room(th, mask, actor.as_u64(), |held, flags| {
-            unchecked
-                || flags & FLAG_MOVABLE != 0
-                || (held != prim.id.0 && graph::lockorder::known(prim, held))
+            if unchecked || flags & FLAG_MOVABLE != 0 {
+                return true;
+            }
+            ctx = ctx.wrapping_add(graph::lockorder::context_part(held));
+            any = true;
+            held != prim.id.0
         })
-    }
+    };
+    room && (!any || graph::lockorder::known(prim, ctx))
 }
 
 /// The quick path of [`acquired`] for a task: one that holds nothing (as the task index knows), taking a
@@ -740,17 +746,28 @@ fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed:
             n
         };
         let mut nested = None;
+        // The holds the lock-order graph sees (not `prim` itself, not an owned guard that may
+        // have moved), as one key: a set of holds `prim` was acquired under before gives
+        // nothing new (see `graph::lockorder`).
+        let (mut ctx, mut others) = (0u64, 0usize);
         for &(id, flags, e) in &mine[..n] {
             if flags & FLAG_MOVABLE != 0 {
                 continue;
             }
             if id == prim.id.0 {
                 nested = nested.or_else(|| held::view_entry(e));
-            } else if !graph::lockorder::known(prim, id)
-                && let Some(h) = held::view_entry(e)
-            {
-                report_cycle(graph::lockorder::note_edge(&h, prim, actor, acq));
+            } else {
+                ctx = ctx.wrapping_add(graph::lockorder::context_part(id));
+                others += 1;
             }
+        }
+        if others > 0 && !graph::lockorder::known(prim, ctx) {
+            let views: Vec<held::HoldView> = mine[..n]
+                .iter()
+                .filter(|&&(id, flags, _)| flags & FLAG_MOVABLE == 0 && id != prim.id.0)
+                .filter_map(|&(_, _, e)| held::view_entry(e))
+                .collect();
+            report_cycles(graph::lockorder::observe(&views, prim, actor, acq, ctx));
         }
         if let Some(h) = nested {
             crate::report::finding::report_all(rules::nested_acquire::reacquired(
@@ -775,8 +792,11 @@ fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: 
             others.push(h);
         }
     });
-    for h in &others {
-        report_cycle(graph::lockorder::note_edge(h, prim, actor, acq));
+    let ctx = others.iter().fold(0u64, |k, h| {
+        k.wrapping_add(graph::lockorder::context_part(h.prim))
+    });
+    if !others.is_empty() && !graph::lockorder::known(prim, ctx) {
+        report_cycles(graph::lockorder::observe(&others, prim, actor, acq, ctx));
     }
     if let Some(h) = nested {
         crate::report::finding::report_all(rules::nested_acquire::reacquired(
@@ -1115,10 +1135,10 @@ pub fn closed(prim: &Prim) {
     prim.epoch.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Reports the lock-order cycle a new edge closed, if any.
-#[inline]
-fn report_cycle(cycle: Option<graph::lockorder::Cycle>) {
-    if let Some(c) = cycle {
+/// Reports the lock-order cycles a sighting closed.
+#[cold]
+fn report_cycles(cycles: Vec<graph::lockorder::Cycle>) {
+    for c in cycles {
         crate::report::finding::report_all(rules::lock_order_inversion::cycle(&c));
     }
 }
