@@ -50,6 +50,10 @@ pub struct State {
     pub executors: Executors,
     /// Joins in progress (see [`crate::state::joins`]).
     pub joins: Vec<JoinView>,
+    /// The stuck threshold of a queue that belongs to no test, while tests are armed: the
+    /// loosest of theirs (such a finding goes to each of them). `None`: no test is armed, the
+    /// process-wide threshold applies. Set by the watchdog, which knows the armed tests.
+    pub unscoped_stuck: Option<std::time::Duration>,
     index: HashMap<u64, usize>,
 }
 
@@ -94,6 +98,7 @@ impl State {
             prims,
             executors: Executors::capture(),
             joins: joins::snapshot(),
+            unscoped_stuck: None,
             index,
         }
     }
@@ -111,6 +116,7 @@ impl State {
             prims,
             executors: Executors::default(),
             joins: Vec::new(),
+            unscoped_stuck: None,
             index,
         }
     }

@@ -107,7 +107,7 @@ impl Rule for StuckQueue {
             // A queue that belongs to no test is judged by the armed tests' thresholds, as it
             // is reported to them (issue 29: else the process's production threshold applied,
             // and a test's spawned threads stuck on a `Mutex::new` were never reported in time).
-            let stuck = match crate::report::scopes::unscoped_stuck() {
+            let stuck = match state.unscoped_stuck {
                 Some(armed) if scopes.iter().all(|&s| s == 0) => armed,
                 _ => crate::base::config::for_scopes(&scopes).stuck,
             };
@@ -549,11 +549,7 @@ mod tests {
         );
         let own = Scope::arm(10_000, 10_000, None);
         let scoped = own.prim("stuck/scoped", PrimKind::BlockingMutex, 1);
-        let options = crate::runtime::scope::ScopeOptions {
-            stuck_ms: Some(100),
-            ..Default::default()
-        };
-        let armed = crate::runtime::scope::TestScope::arm("stuck/armed", options);
+        // An armed test with a 100 ms threshold, as the watchdog hands it to the rule.
         let at_ms = |p: &std::sync::Arc<crate::state::prim::Prim>, now_ms: u64| {
             let mut s = State::from_parts(vec![at(
                 p,
@@ -562,6 +558,7 @@ mod tests {
             )]);
             s.now_coarse = now_ms * MS;
             s.now_precise = now_ms * MS;
+            s.unscoped_stuck = Some(std::time::Duration::from_millis(100));
             s
         };
         for (p, want) in [(&unscoped, 1), (&scoped, 0)] {
@@ -570,6 +567,5 @@ mod tests {
             let f = found(rule.check(&at_ms(p, 1_150)));
             assert_eq!(f.len(), want, "{}: {f:?}", p.name());
         }
-        drop(armed);
     }
 }

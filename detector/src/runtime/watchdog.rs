@@ -125,7 +125,8 @@ fn tick_once() -> usize {
     if INJECT_PANIC.swap(false, Ordering::Relaxed) {
         panic!("injected by lockscope_detector::watchdog::inject_tick_panic");
     }
-    let state = State::capture();
+    let mut state = State::capture();
+    state.unscoped_stuck = crate::report::scopes::unscoped_stuck();
     let mut rules = RULES.lock();
     // Before the deadlock rule, so that a test failed by a self-deadlock lists both.
     let tick = config::current().tick;
