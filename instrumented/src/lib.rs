@@ -62,7 +62,7 @@
 mod blocking_shell;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;
-mod multilock;
+pub mod multilock;
 pub mod parking_lot;
 mod probe;
 pub mod runtime;

@@ -1,6 +1,6 @@
 //! What the async and blocking [`MultiLock`](crate::tokio::MultiLock)s share: the one global
-//! order in which every multi-lock takes its members, and the error for a set that lists a
-//! lock twice.
+//! order in which every multi-lock takes its members, their guard, and the error for a set
+//! that lists a lock twice.
 //!
 //! The order is the detector's primitive id, ascending: unique per live primitive, stable for
 //! its life (a lock that moves keeps it), and the same for every `MultiLock` in the process. Two
@@ -8,6 +8,7 @@
 //! and cannot deadlock each other (Dart's `MultiLock` takes them as listed, and does).
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 
 use lockscope_detector::prim::Prim;
 
@@ -63,45 +64,78 @@ pub(crate) fn global_order(prims: &[&Prim]) -> Result<Vec<usize>, MultiLockError
     Ok(order)
 }
 
-/// The guards of a lock set, kept in the order they were taken; `slot[i]`: where the guard
-/// of the lock listed `i`-th is. Dropped, it releases them in reverse order.
-pub(crate) struct Guards<G> {
+/// The guards of a lock set's members, whichever kind of lock the set is of
+/// ([`lockscope::tokio::MultiLockGuard`](crate::tokio::MultiLockGuard) and
+/// [`lockscope::parking_lot::MultiLockGuard`](crate::parking_lot::MultiLockGuard) are this over
+/// their mutexes' guards): each member's value by its position in the list the set was made
+/// from. Dropped, it releases the members in the reverse of the order they were taken.
+pub struct MultiLockGuard<G> {
+    /// In the order taken; `None` only while `drop` releases them.
     taken: Vec<Option<G>>,
+    /// `slot[i]`: where the guard of the lock listed `i`-th is in `taken`.
     slot: Vec<usize>,
 }
 
-impl<G> Guards<G> {
+impl<G: Deref> MultiLockGuard<G> {
+    /// The guards `taken` in `order` (positions in the list, in the order taken).
     pub(crate) fn new(order: &[usize], taken: Vec<G>) -> Self {
         let mut slot = vec![0; order.len()];
         for (k, &i) in order.iter().enumerate() {
             slot[i] = k;
         }
-        Guards {
+        MultiLockGuard {
             taken: taken.into_iter().map(Some).collect(),
             slot,
         }
     }
 
-    pub(crate) fn get(&self, i: usize) -> &G {
+    /// The value of the member listed `i`-th.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below the set's length.
+    pub fn get(&self, i: usize) -> &G::Target {
         // UNWRAP: guards are taken out only by `drop`.
         self.taken[self.slot[i]].as_ref().expect("guard present")
     }
 
-    pub(crate) fn get_mut(&mut self, i: usize) -> &mut G {
+    /// The value of the member listed `i`-th, mutably.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below the set's length.
+    pub fn get_mut(&mut self, i: usize) -> &mut G::Target
+    where
+        G: DerefMut,
+    {
         // UNWRAP: as in `get`.
         self.taken[self.slot[i]].as_mut().expect("guard present")
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many members the guard holds.
+    pub fn len(&self) -> usize {
         self.slot.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.slot.is_empty()
     }
 }
 
-impl<G> Drop for Guards<G> {
+impl<G> Drop for MultiLockGuard<G> {
     fn drop(&mut self) {
         // Last taken, first released.
         while let Some(g) = self.taken.pop() {
             drop(g);
         }
+    }
+}
+
+impl<G> fmt::Debug for MultiLockGuard<G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MultiLockGuard")
+            .field("len", &self.slot.len())
+            .finish()
     }
 }

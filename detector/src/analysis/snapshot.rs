@@ -48,7 +48,7 @@ pub struct State {
     pub prims: Vec<PrimState>,
     /// Known runtimes and their threads (see [`crate::state::executor`]).
     pub executors: Executors,
-    /// Joins in progress (see [`crate::state::joins`]).
+    /// Joins in progress (see `state::joins`).
     pub joins: Vec<JoinView>,
     /// The stuck threshold of a queue that belongs to no test, while tests are armed: the
     /// loosest of theirs (such a finding goes to each of them). `None`: no test is armed, the
@@ -234,6 +234,21 @@ pub struct HolderSnapshot {
     pub owned: bool,
 }
 
+impl HolderSnapshot {
+    /// The listing of hold `h` of a primitive of `kind`, `age_ns` old.
+    pub(crate) fn of(h: &HoldView, kind: PrimKind, age_ns: u64) -> HolderSnapshot {
+        HolderSnapshot {
+            actor_id: h.actor.as_u64(),
+            actor: h.actor.describe(),
+            site: prim::site_string(h.site),
+            held_ms: age_ns / 1_000_000,
+            permits: h.permits,
+            mode: h.mode.verb_in(kind.as_str()),
+            owned: h.movable(),
+        }
+    }
+}
+
 /// A waiter in `/debug/locks`.
 #[derive(Clone, Debug, Serialize)]
 pub struct WaiterSnapshot {
@@ -356,15 +371,7 @@ pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
                 holders: oldest_first(&p.holds, limit)
                     .into_iter()
                     .take(limit)
-                    .map(|h| HolderSnapshot {
-                        actor_id: h.actor.as_u64(),
-                        actor: h.actor.describe(),
-                        site: prim::site_string(h.site),
-                        held_ms: state.hold_age(h) / 1_000_000,
-                        permits: h.permits,
-                        mode: h.mode.verb_in(kind.as_str()),
-                        owned: h.movable(),
-                    })
+                    .map(|h| HolderSnapshot::of(h, kind, state.hold_age(h)))
                     .collect(),
                 waiters: p
                     .waiters

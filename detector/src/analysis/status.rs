@@ -9,7 +9,7 @@
 use crate::base::clock;
 use crate::state::actor;
 use crate::state::held;
-use crate::state::prim::{self, Prim};
+use crate::state::prim::Prim;
 
 use super::snapshot::HolderSnapshot;
 
@@ -18,7 +18,7 @@ use super::snapshot::HolderSnapshot;
 /// recorded then).
 pub fn holders_of(prim: &Prim) -> Vec<HolderSnapshot> {
     let id = prim.id().0;
-    let kind = prim.kind().as_str();
+    let kind = prim.kind();
     let mut holds = Vec::new();
     held::for_each_all(|h| {
         if h.prim == id {
@@ -29,15 +29,7 @@ pub fn holders_of(prim: &Prim) -> Vec<HolderSnapshot> {
     let now = clock::coarse_now();
     holds
         .into_iter()
-        .map(|h| HolderSnapshot {
-            actor_id: h.actor.as_u64(),
-            actor: h.actor.describe(),
-            site: prim::site_string(h.site),
-            held_ms: now.saturating_sub(h.since) / 1_000_000,
-            permits: h.permits,
-            mode: h.mode.verb_in(kind),
-            owned: h.movable(),
-        })
+        .map(|h| HolderSnapshot::of(&h, kind, now.saturating_sub(h.since)))
         .collect()
 }
 

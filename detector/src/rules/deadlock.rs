@@ -247,7 +247,7 @@ pub struct Group {
     pub prims: BTreeSet<u64>,
     /// `(primitive, waiter seq)` of every blocked wait: identifies the group across ticks.
     pub waits: BTreeSet<(u64, u64)>,
-    /// Numbers of its blocked joins (see [`crate::state::joins`]): with `waits`, identify it.
+    /// Numbers of its blocked joins (see `state::joins`): with `waits`, identify it.
     pub joins: BTreeSet<u64>,
 }
 

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Mutex, MutexGuard};
-use crate::multilock::{Guards, global_order};
+use crate::multilock::global_order;
 
 pub use crate::multilock::MultiLockError;
 
@@ -33,9 +33,7 @@ pub struct MultiLock<'a, T: ?Sized> {
 
 /// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
 /// Dropped, it releases the members in the reverse of the order they were taken.
-pub struct MultiLockGuard<'a, T: ?Sized> {
-    guards: Guards<MutexGuard<'a, T>>,
-}
+pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MutexGuard<'a, T>>;
 
 impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// A lock set over `locks`, listed in any order.
@@ -66,9 +64,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     }
 
     fn guard(&self, taken: Vec<MutexGuard<'a, T>>) -> MultiLockGuard<'a, T> {
-        MultiLockGuard {
-            guards: Guards::new(&self.order, taken),
-        }
+        MultiLockGuard::new(&self.order, taken)
     }
 
     /// Locks every member, in the global order, blocking as [`Mutex::lock`] does for each.
@@ -130,48 +126,10 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     }
 }
 
-impl<T: ?Sized> MultiLockGuard<'_, T> {
-    /// The value of the member listed `i`-th.
-    ///
-    /// # Panics
-    ///
-    /// If `i` is not below the set's length.
-    pub fn get(&self, i: usize) -> &T {
-        self.guards.get(i)
-    }
-
-    /// The value of the member listed `i`-th, mutably.
-    ///
-    /// # Panics
-    ///
-    /// If `i` is not below the set's length.
-    pub fn get_mut(&mut self, i: usize) -> &mut T {
-        self.guards.get_mut(i)
-    }
-
-    /// How many members the guard holds.
-    pub fn len(&self) -> usize {
-        self.guards.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.guards.len() == 0
-    }
-}
-
 impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.locks.iter().map(|m| m.name()))
-            .finish()
-    }
-}
-
-impl<T: ?Sized> std::fmt::Debug for MultiLockGuard<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MultiLockGuard")
-            .field("len", &self.len())
             .finish()
     }
 }

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::{Mutex, MutexGuard, TimeoutError, TryLockError};
-use crate::multilock::{Guards, global_order};
+use crate::multilock::global_order;
 
 pub use crate::multilock::MultiLockError;
 
@@ -46,9 +46,7 @@ pub struct MultiLock<'a, T: ?Sized> {
 
 /// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
 /// Dropped, it releases the members in the reverse of the order they were taken.
-pub struct MultiLockGuard<'a, T: ?Sized> {
-    guards: Guards<MutexGuard<'a, T>>,
-}
+pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MutexGuard<'a, T>>;
 
 impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// A lock set over `locks`, listed in any order.
@@ -100,9 +98,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
             for f in futures {
                 taken.push(f.await);
             }
-            MultiLockGuard {
-                guards: Guards::new(&self.order, taken),
-            }
+            MultiLockGuard::new(&self.order, taken)
         }
     }
 
@@ -144,9 +140,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
                 taken
             };
             match tokio::time::timeout(timeout, all).await {
-                Ok(taken) => Ok(MultiLockGuard {
-                    guards: Guards::new(&self.order, taken),
-                }),
+                Ok(taken) => Ok(MultiLockGuard::new(&self.order, taken)),
                 Err(_) => {
                     let waited_for = self.locks[self.order[at]];
                     Err(TimeoutError::elapsed(waited_for.prim(), timeout))
@@ -175,39 +169,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
         for &i in &self.order {
             taken.push(self.locks[i].try_lock()?);
         }
-        Ok(MultiLockGuard {
-            guards: Guards::new(&self.order, taken),
-        })
-    }
-}
-
-impl<T: ?Sized> MultiLockGuard<'_, T> {
-    /// The value of the member listed `i`-th.
-    ///
-    /// # Panics
-    ///
-    /// If `i` is not below the set's length.
-    pub fn get(&self, i: usize) -> &T {
-        self.guards.get(i)
-    }
-
-    /// The value of the member listed `i`-th, mutably.
-    ///
-    /// # Panics
-    ///
-    /// If `i` is not below the set's length.
-    pub fn get_mut(&mut self, i: usize) -> &mut T {
-        self.guards.get_mut(i)
-    }
-
-    /// How many members the guard holds.
-    pub fn len(&self) -> usize {
-        self.guards.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.guards.len() == 0
+        Ok(MultiLockGuard::new(&self.order, taken))
     }
 }
 
@@ -215,14 +177,6 @@ impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.locks.iter().map(|m| m.name()))
-            .finish()
-    }
-}
-
-impl<T: ?Sized> std::fmt::Debug for MultiLockGuard<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MultiLockGuard")
-            .field("len", &self.len())
             .finish()
     }
 }
