@@ -1,5 +1,5 @@
 //! The Send/Sync/Unpin matrix of tokio's `tests/async_send_sync.rs`, for every public type of
-//! `tokio::sync`'s Mutex, RwLock and Semaphore family and for the futures of every async
+//! `tokio::sync`'s Mutex, RwLock, Semaphore and OnceCell family and for the futures of every async
 //! method, checked with the same expectations against `tokio::sync` (module `raw`) and
 //! `lockscope::tokio` (module `wrapped`): swapping the import must not change what may cross
 //! threads or be pinned. The same is done for every wrapper of `parking_lot` (the `arc_lock`
@@ -21,7 +21,9 @@
 #![allow(dead_code, unused_variables, unreachable_code)]
 
 use std::cell::Cell;
+use std::future::Future;
 use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::pin::Pin;
 use std::rc::Rc;
 
 /// Send: yes, Sync: yes.
@@ -229,6 +231,23 @@ macro_rules! matrix {
         assert_value!($s::TryLockError: Send & Sync & Unpin);
         assert_value!($s::AcquireError: Send & Sync & Unpin);
         assert_value!($s::TryAcquireError: Send & Sync & Unpin);
+
+        // ----- OnceCell (tokio's own lines) -----
+        assert_value!($s::OnceCell<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::OnceCell<YN>: Send & !Sync & Unpin);
+        assert_value!($s::OnceCell<YY>: Send & Sync & Unpin);
+        assert_value!($s::SetError<YY>: Send & Sync & Unpin);
+        async_assert_fn!($s::OnceCell<NN>::get_or_init(_, fn() -> Pin<Box<dyn Future<Output = NN> + Send + Sync>>): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YN>::get_or_init(_, fn() -> Pin<Box<dyn Future<Output = YN> + Send + Sync>>): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YY>::get_or_init(_, fn() -> Pin<Box<dyn Future<Output = YY> + Send + Sync>>): Send & Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YY>::get_or_init(_, fn() -> Pin<Box<dyn Future<Output = YY> + Send>>): Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YY>::get_or_init(_, fn() -> Pin<Box<dyn Future<Output = YY>>>): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<NN>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<NN>> + Send + Sync>>): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YN>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YN>> + Send + Sync>>): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>> + Send + Sync>>): Send & Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>> + Send>>): Send & !Sync & !Unpin);
+        async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>>>>): !Send & !Sync & !Unpin);
+        assert_unwind!($s::OnceCell<YY>: !UnwindSafe & !RefUnwindSafe);
 
         // ----- Futures of the async methods -----
         async_assert_fn!($s::Mutex<NN>::lock(_): !Send & !Sync & !Unpin);

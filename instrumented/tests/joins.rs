@@ -13,35 +13,7 @@ use lockscope::tokio::{Mutex, task};
 #[path = "common/mod.rs"]
 mod common;
 
-use common::{arm, until};
-
-/// Runs `body` as `#[lockscope::test]` does, on a runtime of `flavor`, and returns the
-/// panic message it failed with and how long the whole test took.
-fn armed_failure<F>(name: &str, multi: bool, body: F) -> (String, Duration)
-where
-    F: std::future::Future<Output = ()>,
-{
-    let mut builder = if multi {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(2);
-        b
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    builder.enable_all();
-    let started = Instant::now();
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        lockscope::__private::run_test(name, ScopeOptions::default(), builder, body)
-    }));
-    let took = started.elapsed();
-    let payload = out.expect_err("the test must fail");
-    let msg = payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_default();
-    (msg, took)
-}
+use common::{arm, armed_failure, until};
 
 /// The test body holds a lock and awaits a task it spawned that needs the lock.
 async fn hold_and_await(lock: &'static str) {

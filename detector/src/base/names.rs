@@ -47,6 +47,9 @@ pub const KIND_SEMAPHORE: &str = "semaphore";
 pub const KIND_BLOCKING_MUTEX: &str = "blocking_mutex";
 /// `kind` of a `parking_lot::RwLock` wrapper.
 pub const KIND_BLOCKING_RWLOCK: &str = "blocking_rwlock";
+/// `kind` of a `tokio::sync::OnceCell` wrapper: its running initialiser holds it, and a
+/// caller waiting for that initialiser to finish waits for it.
+pub const KIND_ONCE_CELL: &str = "once_cell";
 
 /// `kind` of a join in a finding (a task's `JoinHandle` awaited, a thread's `join()`): not a
 /// primitive, never a metric label; the end of a task or thread that another waits for.

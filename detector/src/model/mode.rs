@@ -35,10 +35,12 @@ impl Mode {
     }
 
     /// A word for reports on a primitive of kind `kind` (a kind string): an exclusive hold is a
-    /// `write` on an rwlock and a `lock` elsewhere.
+    /// `write` on an rwlock, an `init` on a once-cell (its initialiser runs; a waiter waits
+    /// for it) and a `lock` elsewhere.
     pub fn verb_in(self, kind: &str) -> &'static str {
         match self {
             Mode::Exclusive if kind.ends_with("rwlock") => "write",
+            Mode::Exclusive if kind == crate::base::names::KIND_ONCE_CELL => "init",
             m => m.verb(),
         }
     }

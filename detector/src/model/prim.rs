@@ -32,6 +32,11 @@ pub enum PrimKind {
     /// `parking_lot::RwLock`: task-fair (readers wait behind a waiting writer, except
     /// `read_recursive` while readers hold it), with upgradable reads.
     BlockingRwLock,
+    /// `tokio::sync::OnceCell`: one permit, strict FIFO, held by the actor running the
+    /// initialiser while its future runs; a caller of `get_or_init` that must wait for it
+    /// waits in the queue. The hold is work in progress, not a guard: the rules that judge a
+    /// guard's life (leaks, long holds, stuck queues) leave it alone.
+    OnceCell,
 }
 
 impl PrimKind {
@@ -45,6 +50,7 @@ impl PrimKind {
                 names::KIND_BLOCKING_MUTEX
             }
             PrimKind::BlockingRwLock => names::KIND_BLOCKING_RWLOCK,
+            PrimKind::OnceCell => names::KIND_ONCE_CELL,
         }
     }
 
@@ -70,13 +76,21 @@ impl PrimKind {
     pub const fn is_fifo(self) -> bool {
         matches!(
             self,
-            PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore
+            PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore | PrimKind::OnceCell
         )
     }
 
     /// Whether the primitive counts permits (semaphore) rather than being a lock.
     pub const fn is_semaphore(self) -> bool {
         matches!(self, PrimKind::Semaphore)
+    }
+
+    /// Whether a hold is an initialiser at work (a once-cell) rather than a guard: it ends
+    /// with its future, so it is never leaked, and it lasts as long as the initialisation
+    /// does, so neither its length nor its waiters' is a finding of its own. A cycle through
+    /// it is still a deadlock.
+    pub const fn is_once_cell(self) -> bool {
+        matches!(self, PrimKind::OnceCell)
     }
 }
 

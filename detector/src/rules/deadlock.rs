@@ -17,6 +17,9 @@ use crate::state::prim::PrimKind;
 
 mod joins;
 
+/// The fix line of a deadlock through a once-cell: its waiters wait for the initialiser.
+const ONCE_CELL_FIX: &str = "do not wait for a once-cell while holding a lock its initialiser needs: initialise the cell before taking the lock (or where nothing is held), and never wait for a cell from inside its own initialiser";
+
 /// Builds the reduction model of a state: its primitives, and a stand-in for the end of each
 /// task or thread someone joins (see [`waitfor::join_prim`]).
 pub fn model(state: &State) -> Vec<MPrim> {
@@ -29,7 +32,10 @@ pub fn model(state: &State) -> Vec<MPrim> {
             MPrim {
                 id: p.prim.id().0,
                 policy: match kind {
-                    PrimKind::Mutex | PrimKind::RwLock | PrimKind::Semaphore => Policy::Fifo,
+                    PrimKind::Mutex
+                    | PrimKind::RwLock
+                    | PrimKind::Semaphore
+                    | PrimKind::OnceCell => Policy::Fifo,
                     PrimKind::BlockingMutex | PrimKind::BlockingReentrantMutex => Policy::Exclusive,
                     PrimKind::BlockingRwLock => Policy::FairRwLock,
                 },
@@ -566,6 +572,12 @@ pub fn report(state: &State, g: &Group) -> Finding {
         "do not hold a blocking guard across an .await: drop it before awaiting, or use lockscope::tokio::Mutex (an async lock) for data shared across .await; run long blocking waits in tokio::task::spawn_blocking".into()
     } else if !joined_names.is_empty() {
         joins::FIX.into()
+    } else if f
+        .primitives
+        .iter()
+        .any(|p| p.kind == PrimKind::OnceCell.as_str())
+    {
+        ONCE_CELL_FIX.into()
     } else if g.actors.len() == 1 {
         "release what you hold before waiting for it again, or pass the guard you hold down to the code that needs it".into()
     } else {

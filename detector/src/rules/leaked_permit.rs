@@ -291,6 +291,10 @@ impl Rule for LeakedPermit {
             }
         }
         for p in &state.prims {
+            // An initialiser's hold ends with its future (see `PrimKind::is_once_cell`).
+            if p.prim.kind().is_once_cell() {
+                continue;
+            }
             let mut scopes: Vec<u32> = p.holds.iter().map(|h| h.scope).collect();
             scopes.push(p.prim.scope());
             let Some(leak) = crate::base::config::for_scopes(&scopes).leak else {

@@ -147,6 +147,7 @@ fn build(
         f.add_scope(h.scope);
     }
     f.fix = match prim.kind() {
+        PrimKind::OnceCell => "an initialiser must not wait for its own cell (tokio deadlocks there): compute the value without it, or split the cell in two".into(),
         PrimKind::Semaphore => "acquire all the permits the task needs in one `acquire_many`, or release the first permit before asking for another".into(),
         PrimKind::RwLock | PrimKind::BlockingRwLock => "pass the guard you already hold down to the code that needs it instead of locking again (or use read_recursive for parking_lot)".into(),
         _ => "pass the guard you already hold down to the code that needs it instead of locking again".into(),

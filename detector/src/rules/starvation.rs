@@ -102,7 +102,13 @@ impl Rule for Starvation {
         }
         for p in &state.prims {
             let id = p.prim.id().0;
-            if p.waiters.is_empty() || p.closed || self.skip_prims.contains(&id) {
+            // A once-cell grants once: its waiters are never bypassed, and its initialiser's
+            // hold is the initialisation itself (see `PrimKind::is_once_cell`).
+            if p.waiters.is_empty()
+                || p.closed
+                || p.prim.kind().is_once_cell()
+                || self.skip_prims.contains(&id)
+            {
                 continue;
             }
             let mut scopes: Vec<u32> = p.waiters.iter().map(|w| w.scope).collect();

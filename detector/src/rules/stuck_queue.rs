@@ -75,7 +75,10 @@ impl Rule for StuckQueue {
                     seen.insert(id, (v, t));
                 }
             }
-            if p.waiters.is_empty() || p.closed {
+            // A once-cell's waiters wait for its initialiser's work, however long it takes: a
+            // cycle through it is a deadlock, and whatever the initialiser waits for has its
+            // own queue to be judged by.
+            if p.waiters.is_empty() || p.closed || p.prim.kind().is_once_cell() {
                 continue;
             }
             // A semaphore with no permits at all, nothing held and nothing forgotten is a

@@ -63,6 +63,10 @@ impl Rule for TaskEnded {
         };
         let mut out = Vec::new();
         for p in &state.prims {
+            // An initialiser's hold ends with its future, which its task's end drops.
+            if p.prim.kind().is_once_cell() {
+                continue;
+            }
             let mut outlived: Vec<(&HoldView, u64)> = Vec::new();
             for h in &p.holds {
                 let Some(&end) = ended.get(&h.actor.as_u64()) else {

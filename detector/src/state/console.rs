@@ -137,5 +137,6 @@ fn type_name(kind: PrimKind) -> &'static str {
         PrimKind::BlockingMutex => "parking_lot::Mutex",
         PrimKind::BlockingReentrantMutex => "parking_lot::ReentrantMutex",
         PrimKind::BlockingRwLock => "parking_lot::RwLock",
+        PrimKind::OnceCell => "OnceCell",
     }
 }

@@ -404,52 +404,83 @@ impl State {
         prim: &Prim,
         acq: Acq,
     ) -> Poll<Result<(P, Token), E>> {
+        if self.is_off() {
+            return inner.poll(cx).map_ok(|p| (p, Token::none()));
+        }
+        match inner.poll(cx) {
+            Poll::Ready(Ok(p)) => Poll::Ready(Ok((p, self.granted(prim, acq)))),
+            Poll::Ready(Err(e)) => {
+                self.failed(prim);
+                Poll::Ready(Err(e))
+            }
+            Poll::Pending => {
+                self.pending(prim, acq);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// A fresh state, for a wait driven step by step ([`State::granted`], [`State::pending`],
+    /// [`State::failed`], [`State::cancel`]) rather than by [`State::poll`].
+    #[inline]
+    pub(crate) fn start() -> State {
+        State::Start { timed: false }
+    }
+
+    /// Whether nothing is recorded: the detector was off when the acquisition began (checked
+    /// once, at its first step).
+    #[inline]
+    pub(crate) fn is_off(&mut self) -> bool {
         if let State::Start { .. } = self
             && !hooks::enabled()
         {
             *self = State::Off;
         }
-        if let State::Off = self {
-            return inner.poll(cx).map_ok(|p| (p, Token::none()));
-        }
-        match inner.poll(cx) {
-            Poll::Ready(Ok(p)) => {
-                let token = match self.take_wait() {
-                    Some((w, span)) => {
-                        let (hold, waited) = hooks::acquired_after_wait_ns(prim, acq, w);
-                        if span.is_some() {
-                            emit_acquired(&span, waited as f64 / 1e6);
-                        }
-                        Token::new(hold, span)
-                    }
-                    None => {
-                        *self = State::Done;
-                        let span = span(prim, &acq);
-                        let hold = hooks::acquired(prim, acq);
-                        if span.is_some() {
-                            emit_acquired(&span, 0.0);
-                        }
-                        Token::new(hold, span)
-                    }
-                };
-                Poll::Ready(Ok((p, token)))
-            }
-            Poll::Ready(Err(e)) => {
-                if let Some((w, span)) = self.take_wait() {
-                    free(span);
-                    hooks::wait_failed(prim, w);
+        matches!(self, State::Off)
+    }
+
+    /// The primitive was granted: ends a wait in progress and records the hold. The caller
+    /// checked [`State::is_off`].
+    #[inline]
+    pub(crate) fn granted(&mut self, prim: &Prim, acq: Acq) -> Token {
+        match self.take_wait() {
+            Some((w, span)) => {
+                let (hold, waited) = hooks::acquired_after_wait_ns(prim, acq, w);
+                if span.is_some() {
+                    emit_acquired(&span, waited as f64 / 1e6);
                 }
+                Token::new(hold, span)
+            }
+            None => {
                 *self = State::Done;
-                Poll::Ready(Err(e))
-            }
-            Poll::Pending => {
-                if let State::Start { timed } = *self {
-                    let span = span(prim, &acq);
-                    let w = wait_begin(prim, acq, timed, &span);
-                    *self = State::waiting(w, span);
+                let span = span(prim, &acq);
+                let hold = hooks::acquired(prim, acq);
+                if span.is_some() {
+                    emit_acquired(&span, 0.0);
                 }
-                Poll::Pending
+                Token::new(hold, span)
             }
+        }
+    }
+
+    /// The acquisition ended without a grant (a closed semaphore): a wait in progress ends.
+    #[inline]
+    pub(crate) fn failed(&mut self, prim: &Prim) {
+        if let Some((w, span)) = self.take_wait() {
+            free(span);
+            hooks::wait_failed(prim, w);
+        }
+        *self = State::Done;
+    }
+
+    /// The acquisition must wait: the wait begins, unless it already has. The caller checked
+    /// [`State::is_off`].
+    #[inline]
+    pub(crate) fn pending(&mut self, prim: &Prim, acq: Acq) {
+        if let State::Start { timed } = *self {
+            let span = span(prim, &acq);
+            let w = wait_begin(prim, acq, timed, &span);
+            *self = State::waiting(w, span);
         }
     }
 

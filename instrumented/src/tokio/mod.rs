@@ -23,6 +23,7 @@ mod keyed;
 mod multilock;
 mod mutex;
 mod mutex_guard;
+mod once_cell;
 mod owned;
 mod remutex;
 mod rwlock;
@@ -39,6 +40,7 @@ pub use keyed::{KeyedMutex, KeyedMutexGuard};
 pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::Mutex;
 pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
+pub use once_cell::OnceCell;
 pub use remutex::{ReentrantMutex, ReentrantMutexGuard};
 pub use rwlock::RwLock;
 pub use rwlock_owned_write_guard::{OwnedRwLockMappedWriteGuard, OwnedRwLockWriteGuard};
@@ -52,10 +54,10 @@ pub use timeout::TimeoutError;
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
 /// The rest of `tokio::sync`, passed through unchanged so that a whole `use tokio::sync::{..}`
 /// line swaps. These are not instrumented: lockscope does not see a wait on a [`Notify`], a
-/// channel or a [`Barrier`].
+/// channel, a [`Barrier`] or a [`SetOnce`]. ([`SetError`] is [`OnceCell`]'s error.)
 pub use tokio::sync::{
-    Barrier, BarrierWaitResult, Notify, OnceCell, SetError, SetOnce, SetOnceError, broadcast,
-    futures, mpsc, oneshot, watch,
+    Barrier, BarrierWaitResult, Notify, SetError, SetOnce, SetOnceError, broadcast, futures, mpsc,
+    oneshot, watch,
 };
 
 /// Makes the tokio primitive inside a wrapper. Under `tokio_unstable`, tokio reports its own

@@ -35,6 +35,34 @@ pub async fn until(scope: &TestScope, kind: FindingKind, lock: &str) -> Finding 
     }
 }
 
+/// Runs `body` as `#[lockscope::test]` does, on a runtime of `flavor`, and returns the
+/// panic message it failed with and how long the whole test took.
+pub fn armed_failure<F>(name: &str, multi: bool, body: F) -> (String, Duration)
+where
+    F: std::future::Future<Output = ()>,
+{
+    let mut builder = if multi {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder.enable_all();
+    let started = Instant::now();
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lockscope::__private::run_test(name, ScopeOptions::default(), builder, body)
+    }));
+    let took = started.elapsed();
+    let payload = out.expect_err("the test must fail");
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default();
+    (msg, took)
+}
+
 /// Every finding naming `lock`, after two more analyses.
 pub fn naming(lock: &str) -> Vec<Finding> {
     lockscope::detector::check_now();
