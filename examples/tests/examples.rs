@@ -186,6 +186,21 @@ fn join_deadlock_names_the_join_then_the_fix_is_silent() {
 }
 
 #[test]
+fn once_cell_deadlock_names_the_cell_then_the_fix_is_silent() {
+    check_example(
+        "once_cell_deadlock",
+        &[
+            "lockscope: deadlock: 2 tasks can never proceed: each waits for mutex \"auth state\", once_cell \"auth token\" held by another of them",
+            "holds     once_cell \"auth token\" (init)",
+            "waits for once_cell \"auth token\" (init)",
+            "at examples/examples/once_cell_deadlock.rs:",
+            "fix: do not wait for a once-cell while holding a lock its initialiser needs",
+            "requests sent: 2, token expires in 3600 s; lockscope findings about the fresh client: 0",
+        ],
+    );
+}
+
+#[test]
 fn thread_join_deadlock_names_the_join_and_its_line_then_the_fix_is_silent() {
     check_example(
         "thread_join_deadlock",
