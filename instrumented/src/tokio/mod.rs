@@ -1,4 +1,4 @@
-//! Drop-in replacements for `tokio::sync::{Mutex, RwLock, Semaphore}`.
+//! Drop-in replacements for `tokio::sync::{Mutex, RwLock, Semaphore, OnceCell}`.
 //!
 //! Swap `use tokio::sync::{Mutex, RwLock, Semaphore};` for
 //! `use lockscope::tokio::{Mutex, RwLock, Semaphore};` and nothing else changes: every public
@@ -7,6 +7,10 @@
 //! tokio's Mutex and RwLock), the same cancellation safety. What you gain: each acquisition
 //! emits an `acquire` span on target `lockscope`, feeds per-primitive statistics, and enters
 //! the detector's wait-for and lock-order graphs.
+//!
+//! [`OnceCell`] replaces `tokio::sync::OnceCell`: a caller of `get_or_init` that waits for a
+//! running initialiser is then a wait for the initialiser's task (an initialiser that needs a
+//! lock held by a task waiting for the cell is a `deadlock`).
 //!
 //! [`spawn`] and the [`task`] module replace `tokio::spawn` and `tokio::task`: awaiting a
 //! task's `JoinHandle` is then a wait the detector sees (a lock held while awaiting a task
