@@ -299,3 +299,20 @@ async fn failing_initialisers_are_silent() {
     assert_eq!(errors, [0, 1, 2]);
     assert_eq!(books("neg_cell_try"), (0, 0));
 }
+
+/// A test that ends while a task it spawned still runs an initialiser (awaiting something
+/// that never comes): the hold is work cut short by the runtime's end, not a leaked guard.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialiser_still_running_when_the_test_ends_is_silent() {
+    let cell = Arc::new(OnceCell::<u32>::named("neg_cell_unfinished"));
+    let c = cell.clone();
+    let _running =
+        task::spawn(async move { *c.get_or_init(|| std::future::pending::<u32>()).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while books("neg_cell_unfinished").0 == 0 {
+        assert!(Instant::now() < deadline, "the initialiser never began");
+        tokio::task::yield_now().await;
+    }
+    // Several watchdog ticks with the initialiser at work, past the task-ended grace.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
