@@ -191,7 +191,7 @@ async fn waiters_behind_a_long_initialiser_are_silent() {
 async fn a_cancelled_initialiser_and_the_next_taking_over_are_silent() {
     let cell = Arc::new(OnceCell::<u32>::named("neg_cell_cancel"));
     let c = cell.clone();
-    let first = task::spawn(async move { *c.get_or_init(|| std::future::pending::<u32>()).await });
+    let first = task::spawn(async move { *c.get_or_init(std::future::pending::<u32>).await });
     let c = cell.clone();
     let second = task::spawn(async move { *c.get_or_init(|| async { 2 }).await });
     until_waiters("neg_cell_cancel", 1).await;
@@ -306,8 +306,7 @@ async fn failing_initialisers_are_silent() {
 async fn an_initialiser_still_running_when_the_test_ends_is_silent() {
     let cell = Arc::new(OnceCell::<u32>::named("neg_cell_unfinished"));
     let c = cell.clone();
-    let _running =
-        task::spawn(async move { *c.get_or_init(|| std::future::pending::<u32>()).await });
+    let _running = task::spawn(async move { *c.get_or_init(std::future::pending::<u32>).await });
     let deadline = Instant::now() + Duration::from_secs(5);
     while books("neg_cell_unfinished").0 == 0 {
         assert!(Instant::now() < deadline, "the initialiser never began");
