@@ -23,6 +23,10 @@ const FIRST_ID: u64 = u64::MAX;
 /// polled once by reference and left behind); counting it as a wait that can end by itself
 /// may miss a deadlock, never invent one.
 pub(super) fn live(state: &State) -> Vec<(&JoinView, bool)> {
+    // Most analyses see no join: skip the walk over every hold and waiter.
+    if state.joins.is_empty() {
+        return Vec::new();
+    }
     let mut latest: HashMap<u64, u64> = HashMap::new();
     let mut note = |actor: ActorId, at: u64| {
         let e = latest.entry(actor.as_u64()).or_default();
