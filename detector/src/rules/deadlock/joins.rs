@@ -23,6 +23,20 @@ const FIRST_ID: u64 = u64::MAX;
 /// polled once by reference and left behind); counting it as a wait that can end by itself
 /// may miss a deadlock, never invent one.
 pub(super) fn live(state: &State) -> Vec<(&JoinView, bool)> {
+    let latest = latest_activity(state);
+    state
+        .joins
+        .iter()
+        .filter(|j| !j.targets.is_empty())
+        .map(|j| (j, moved_on(&latest, j.waiter, j.since_ns)))
+        .collect()
+}
+
+/// When each actor last began a hold or a wait (precise clock, ns): raw actor id -> time. An
+/// actor with an open wait in progress (a receive, whose end the model cannot tell) counts as
+/// active at every moment: whatever precise wait it has beside it, it may leave by the open
+/// one (a `select!` of a join or a send and a receive).
+pub(super) fn latest_activity(state: &State) -> HashMap<u64, u64> {
     let mut latest: HashMap<u64, u64> = HashMap::new();
     let mut note = |actor: ActorId, at: u64| {
         let e = latest.entry(actor.as_u64()).or_default();
@@ -36,17 +50,22 @@ pub(super) fn live(state: &State) -> Vec<(&JoinView, bool)> {
             note(w.actor, w.since_ns);
         }
     }
-    state
-        .joins
-        .iter()
-        .filter(|j| !j.targets.is_empty())
-        .map(|j| {
-            let moved_on = latest
-                .get(&j.waiter.as_u64())
-                .is_some_and(|&t| t > j.since_ns);
-            (j, moved_on)
-        })
-        .collect()
+    for j in &state.joins {
+        note(j.waiter, j.since_ns);
+    }
+    for c in &state.chan_waits {
+        let open = c.op == crate::state::channels::ChanOp::Recv;
+        note(c.waiter, if open { u64::MAX } else { c.since_ns });
+    }
+    latest
+}
+
+/// Whether `waiter`, whose precise wait began at `since_ns`, has done anything since (see
+/// [`latest_activity`]): a wait it may leave.
+pub(super) fn moved_on(latest: &HashMap<u64, u64>, waiter: ActorId, since_ns: u64) -> bool {
+    latest
+        .get(&waiter.as_u64())
+        .is_some_and(|&t| t > since_ns)
 }
 
 /// The model's stand-ins for the joins of `state`: one per joined task or thread, held by it,
