@@ -1,0 +1,310 @@
+//! The unbounded channel: [`UnboundedSender`], [`UnboundedReceiver`], [`WeakUnboundedSender`].
+//! A send never waits; a receive waiting for a message is an open wait the detector shows.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use lockscope_detector::hooks::{ChanOp, Channel};
+use tokio::sync::mpsc as raw;
+
+use super::error::{SendError, TryRecvError};
+use crate::tokio::chan_wait::{self, Waiting};
+
+/// Wrapper for [`tokio::sync::mpsc::unbounded_channel`], named after the line that calls it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let (tx, mut rx) = lockscope::tokio::mpsc::unbounded_channel();
+/// tx.send(1).unwrap();
+/// assert_eq!(rx.recv().await, Some(1));
+/// # }
+/// ```
+#[track_caller]
+pub fn unbounded_channel<T>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+    make(None, Location::caller())
+}
+
+/// [`unbounded_channel`], named `name` in reports (lockscope's).
+///
+/// ```
+/// let (tx, _rx) = lockscope::tokio::mpsc::unbounded_channel_named::<u8>("events");
+/// assert_eq!(tx.name(), "events");
+/// ```
+#[track_caller]
+pub fn unbounded_channel_named<T>(name: &str) -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+    make(Some(name), Location::caller())
+}
+
+fn make<T>(
+    name: Option<&str>,
+    site: &'static Location<'static>,
+) -> (UnboundedSender<T>, UnboundedReceiver<T>) {
+    let (tx, rx) = raw::unbounded_channel();
+    let chan = lockscope_detector::hooks::channel("mpsc", name, site, None);
+    (
+        UnboundedSender {
+            inner: tx,
+            chan: chan.clone(),
+        },
+        UnboundedReceiver { inner: rx, chan },
+    )
+}
+
+/// Sends values to the associated [`UnboundedReceiver`]: wrapper for
+/// [`tokio::sync::mpsc::UnboundedSender`].
+pub struct UnboundedSender<T> {
+    inner: raw::UnboundedSender<T>,
+    chan: Arc<Channel>,
+}
+
+/// An unbounded sender that does not keep the channel open: wrapper for
+/// [`tokio::sync::mpsc::WeakUnboundedSender`].
+pub struct WeakUnboundedSender<T> {
+    inner: raw::WeakUnboundedSender<T>,
+    chan: Arc<Channel>,
+}
+
+/// Receives values from the associated [`UnboundedSender`]: wrapper for
+/// [`tokio::sync::mpsc::UnboundedReceiver`].
+pub struct UnboundedReceiver<T> {
+    inner: raw::UnboundedReceiver<T>,
+    chan: Arc<Channel>,
+}
+
+impl<T> UnboundedReceiver<T> {
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::recv`]. Cancel safe, as tokio's.
+    #[track_caller]
+    pub fn recv(&mut self) -> impl Future<Output = Option<T>> + '_ {
+        let site = Location::caller();
+        Waiting::new(self.inner.recv(), &self.chan, ChanOp::Recv, site)
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::recv_many`].
+    #[track_caller]
+    pub fn recv_many<'a>(
+        &'a mut self,
+        buffer: &'a mut Vec<T>,
+        limit: usize,
+    ) -> impl Future<Output = usize> + 'a {
+        let site = Location::caller();
+        Waiting::new(
+            self.inner.recv_many(buffer, limit),
+            &self.chan,
+            ChanOp::Recv,
+            site,
+        )
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::try_recv`].
+    #[inline]
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        self.chan.note_receiver();
+        self.inner.try_recv()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::blocking_recv`].
+    ///
+    /// # Panics
+    ///
+    /// As tokio's: inside an asynchronous execution context.
+    #[track_caller]
+    pub fn blocking_recv(&mut self) -> Option<T> {
+        crate::tokio::assert_blocking_allowed();
+        let site = Location::caller();
+        chan_wait::block_on(self.inner.recv(), &self.chan, ChanOp::Recv, site)
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::blocking_recv_many`].
+    ///
+    /// # Panics
+    ///
+    /// As tokio's: inside an asynchronous execution context.
+    #[track_caller]
+    pub fn blocking_recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
+        crate::tokio::assert_blocking_allowed();
+        let site = Location::caller();
+        chan_wait::block_on(
+            self.inner.recv_many(buffer, limit),
+            &self.chan,
+            ChanOp::Recv,
+            site,
+        )
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::close`].
+    pub fn close(&mut self) {
+        self.chan.receiver_gone();
+        self.inner.close();
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::is_closed`].
+    #[inline]
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::is_empty`].
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::len`].
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::poll_recv`]: the caller becomes
+    /// the receiver's owner; a pending poll is not recorded as a wait.
+    #[inline]
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.chan.note_receiver();
+        self.inner.poll_recv(cx)
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::poll_recv_many`].
+    #[inline]
+    pub fn poll_recv_many(
+        &mut self,
+        cx: &mut Context<'_>,
+        buffer: &mut Vec<T>,
+        limit: usize,
+    ) -> Poll<usize> {
+        self.chan.note_receiver();
+        self.inner.poll_recv_many(cx, buffer, limit)
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::sender_strong_count`].
+    #[inline]
+    pub fn sender_strong_count(&self) -> usize {
+        self.inner.sender_strong_count()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedReceiver::sender_weak_count`].
+    #[inline]
+    pub fn sender_weak_count(&self) -> usize {
+        self.inner.sender_weak_count()
+    }
+
+    /// The channel's name in reports (lockscope's).
+    pub fn name(&self) -> &str {
+        self.chan.name()
+    }
+}
+
+impl<T> Drop for UnboundedReceiver<T> {
+    fn drop(&mut self) {
+        self.chan.receiver_gone();
+    }
+}
+
+impl<T> fmt::Debug for UnboundedReceiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl<T> UnboundedSender<T> {
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::send`] (never waits).
+    #[inline]
+    pub fn send(&self, message: T) -> Result<(), SendError<T>> {
+        self.inner.send(message)
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::closed`].
+    pub async fn closed(&self) {
+        self.inner.closed().await
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::is_closed`].
+    #[inline]
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::same_channel`].
+    #[inline]
+    pub fn same_channel(&self, other: &Self) -> bool {
+        self.inner.same_channel(&other.inner)
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::downgrade`].
+    pub fn downgrade(&self) -> WeakUnboundedSender<T> {
+        WeakUnboundedSender {
+            inner: self.inner.downgrade(),
+            chan: self.chan.clone(),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::strong_count`].
+    #[inline]
+    pub fn strong_count(&self) -> usize {
+        self.inner.strong_count()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::weak_count`].
+    #[inline]
+    pub fn weak_count(&self) -> usize {
+        self.inner.weak_count()
+    }
+
+    /// The channel's name in reports (lockscope's).
+    pub fn name(&self) -> &str {
+        self.chan.name()
+    }
+}
+
+impl<T> Clone for UnboundedSender<T> {
+    fn clone(&self) -> Self {
+        UnboundedSender {
+            inner: self.inner.clone(),
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for UnboundedSender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl<T> WeakUnboundedSender<T> {
+    /// Wrapper for [`tokio::sync::mpsc::WeakUnboundedSender::upgrade`].
+    pub fn upgrade(&self) -> Option<UnboundedSender<T>> {
+        self.inner.upgrade().map(|inner| UnboundedSender {
+            inner,
+            chan: self.chan.clone(),
+        })
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::WeakUnboundedSender::strong_count`].
+    pub fn strong_count(&self) -> usize {
+        self.inner.strong_count()
+    }
+
+    /// Wrapper for [`tokio::sync::mpsc::WeakUnboundedSender::weak_count`].
+    pub fn weak_count(&self) -> usize {
+        self.inner.weak_count()
+    }
+}
+
+impl<T> Clone for WeakUnboundedSender<T> {
+    fn clone(&self) -> Self {
+        WeakUnboundedSender {
+            inner: self.inner.clone(),
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for WeakUnboundedSender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
