@@ -42,7 +42,10 @@ fn assert_channel_deadlock(msg: &str, took: Duration, name: &str) {
         )),
         "{msg}"
     );
-    assert!(msg.contains("), full, whose receiver another of them owns"), "{msg}");
+    assert!(
+        msg.contains("), full, whose receiver another of them owns"),
+        "{msg}"
+    );
     assert!(
         msg.contains(&format!("waits for channel \"{name}\"")),
         "the send, in the waiter's lines: {msg}"
@@ -95,7 +98,10 @@ async fn an_actor_sending_into_its_consumers_full_channel_is_a_deadlock_between_
         "{text}"
     );
     assert_eq!(f.actors.len(), 2, "{text}");
-    assert!(f.actors.iter().all(|a| a.name.starts_with("task ")), "{text}");
+    assert!(
+        f.actors.iter().all(|a| a.name.starts_with("task ")),
+        "{text}"
+    );
     let sends: Vec<_> = f
         .actors
         .iter()
@@ -122,7 +128,11 @@ async fn reserve_and_blocking_send_are_waits_for_the_receivers_owner() {
         }
     });
     let f = until(&scope, FindingKind::Deadlock, "chan_reserve").await;
-    assert!(f.to_string().contains("to send to mpsc channel \"chan_reserve\""), "{f}");
+    assert!(
+        f.to_string()
+            .contains("to send to mpsc channel \"chan_reserve\""),
+        "{f}"
+    );
     producer.abort();
 
     let m = Arc::new(lockscope::parking_lot::Mutex::named("chan_blocking", 0u64));
@@ -243,6 +253,7 @@ async fn a_receiver_handed_to_a_new_task_is_silent() {
         let (m1, tx1) = (m.clone(), tx.clone());
         let g = m.lock().await;
         // The first owner receives once, hands the receiver on, then waits for the lock.
+        #[allow(clippy::async_yields_async)] // hands the draining task's handle back, awaited below
         let first = task::spawn(async move {
             rx.recv().await.unwrap();
             let drain = task::spawn(async move {

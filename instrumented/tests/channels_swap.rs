@@ -107,8 +107,16 @@ macro_rules! app {
     };
 }
 
-app!(with_tokio, mpsc = tokio::sync::mpsc, oneshot = tokio::sync::oneshot);
-app!(with_lockscope, mpsc = lockscope::tokio::mpsc, oneshot = lockscope::tokio::oneshot);
+app!(
+    with_tokio,
+    mpsc = tokio::sync::mpsc,
+    oneshot = tokio::sync::oneshot
+);
+app!(
+    with_lockscope,
+    mpsc = lockscope::tokio::mpsc,
+    oneshot = lockscope::tokio::oneshot
+);
 
 #[test]
 fn the_same_program_observes_the_same_with_either_import() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lockscope::detector::{FindingKind, ScopeOptions};
+use lockscope::detector::FindingKind;
 use lockscope::tokio::{Mutex, task};
 
 #[path = "common/mod.rs"]

@@ -249,7 +249,10 @@ fn a_pending_body_fails_after_its_timeout_multi_thread() {
 fn assert_failed_naming_the_join_and_the_oneshot(test: &str, name: &str) {
     let run = assert_failed_by_the_timeout(test, name);
     let out = &run.stdout;
-    assert!(out.contains("joins and channel waits of this test: 2"), "{out}");
+    assert!(
+        out.contains("joins and channel waits of this test: 2"),
+        "{out}"
+    );
     assert!(
         out.contains("waits for the join of task ")
             && out.contains("(spawned at instrumented/tests/test_timeout.rs:"),
@@ -261,13 +264,22 @@ fn assert_failed_naming_the_join_and_the_oneshot(test: &str, name: &str) {
         )),
         "the oneshot:\n{out}"
     );
-    assert!(out.contains("(open: any holder of a sender can end it)"), "{out}");
-    assert!(!out.contains("lockscope: deadlock"), "nothing is proven:\n{out}");
+    assert!(
+        out.contains("(open: any holder of a sender can end it)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("lockscope: deadlock"),
+        "nothing is proven:\n{out}"
+    );
 }
 
 #[test]
 fn a_lock_held_across_a_join_of_a_task_on_a_oneshot_fails_after_its_timeout_current_thread() {
-    assert_failed_naming_the_join_and_the_oneshot("lockscope_join_current_thread", "timeout_join_ct");
+    assert_failed_naming_the_join_and_the_oneshot(
+        "lockscope_join_current_thread",
+        "timeout_join_ct",
+    );
 }
 
 #[test]

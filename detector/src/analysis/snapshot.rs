@@ -11,9 +11,9 @@ use serde::Serialize;
 
 use crate::base::clock;
 use crate::state::actor;
+use crate::state::channels::{self, ChanWaitView};
 use crate::state::executor::Executors;
 use crate::state::held::{self, HoldView};
-use crate::state::channels::{self, ChanWaitView};
 use crate::state::joins::{self, JoinView};
 use crate::state::prim::{self, Prim, PrimKind};
 use crate::state::wait::WaiterRec;

@@ -184,7 +184,11 @@ fn other_waits(
         let what = match (j.set, j.targets.first()) {
             (Some(set), _) => format!("a join of any of {} task(s) of a {set}", j.targets.len()),
             (None, Some((t, spawned))) => {
-                format!("the join of {} (spawned at {})", t.describe(), site_string(spawned))
+                format!(
+                    "the join of {} (spawned at {})",
+                    t.describe(),
+                    site_string(spawned)
+                )
             }
             (None, None) => "the join of a thread not started yet".to_owned(),
         };
@@ -200,7 +204,9 @@ fn other_waits(
         let age = state.now_precise.saturating_sub(c.since_ns) / 1_000_000;
         let who = match (c.op, c.owner) {
             (ChanOp::Send, _) if c.receiver_gone => "the receiver is gone".to_owned(),
-            (ChanOp::Send, Some(o)) => format!("the receiver's owner, {}, can end it", o.describe()),
+            (ChanOp::Send, Some(o)) => {
+                format!("the receiver's owner, {}, can end it", o.describe())
+            }
             (ChanOp::Send, None) => "the receiver has not been used yet".to_owned(),
             (ChanOp::Recv, _) => "open: any holder of a sender can end it".to_owned(),
         };
@@ -312,7 +318,10 @@ mod tests {
             scope: s.0,
         });
         let chan = std::sync::Arc::new(crate::state::channels::Channel::new(
-            "oneshot", Some("reply"), here, None,
+            "oneshot",
+            Some("reply"),
+            here,
+            None,
         ));
         st.chan_waits.push(crate::state::channels::ChanWaitView {
             seq: 2,
@@ -331,7 +340,9 @@ mod tests {
         let d = live_dump(&st, s.0, 0);
         assert!(d.contains("joins and channel waits of this test: 2"), "{d}");
         assert!(
-            d.contains("  task 1 waits for the join of task 3 (spawned at detector/src/report/dump.rs:"),
+            d.contains(
+                "  task 1 waits for the join of task 3 (spawned at detector/src/report/dump.rs:"
+            ),
             "{d}"
         );
         assert!(
@@ -339,7 +350,10 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("for 300 ms, at "), "{d}");
-        assert!(d.contains("(open: any holder of a sender can end it)"), "{d}");
+        assert!(
+            d.contains("(open: any holder of a sender can end it)"),
+            "{d}"
+        );
         assert!(d.contains("  task 3:\n    waits to receive from"), "{d}");
         let d = live_dump(&st, other.0, 0);
         assert!(

@@ -526,7 +526,10 @@ pub fn report(state: &State, g: &Group) -> Finding {
             .iter()
             .filter(|c| c.waiter.as_u64() == a && g.chans.contains(&c.seq))
         {
-            waits.push(channels::access(c, state.now_precise.saturating_sub(c.since_ns)));
+            waits.push(channels::access(
+                c,
+                state.now_precise.saturating_sub(c.since_ns),
+            ));
             scopes.push(c.scope);
             let name = c.chan.noun();
             if !chan_names.contains(&name) {
@@ -603,8 +606,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
         );
     }
     f.details.extend(stuck_on_executor.iter().skip(1).cloned());
-    f.fix = if !stuck_on_executor.is_empty() && joined_names.is_empty() && chan_names.is_empty()
-    {
+    f.fix = if !stuck_on_executor.is_empty() && joined_names.is_empty() && chan_names.is_empty() {
         "do not hold a blocking guard across an .await: drop it before awaiting, or use lockscope::tokio::Mutex (an async lock) for data shared across .await; run long blocking waits in tokio::task::spawn_blocking".into()
     } else if !chan_names.is_empty() {
         channels::FIX.into()

@@ -253,7 +253,10 @@ mod tests {
             Location::caller(),
             Some(1),
         ));
-        assert!(chan.noun().starts_with("mpsc channel \"jobs?\" (created at "));
+        assert!(
+            chan.noun()
+                .starts_with("mpsc channel \"jobs?\" (created at ")
+        );
         let seq = begin(chan.clone(), ChanOp::Send, Location::caller(), false, 1);
         let find = || snapshot().into_iter().find(|w| w.seq == seq);
         assert_eq!(find().expect("listed").owner, None);
@@ -267,6 +270,10 @@ mod tests {
         end(seq);
         assert!(find().is_none());
         let unnamed = Channel::new("oneshot", None, Location::caller(), None);
-        assert!(unnamed.name().starts_with("detector/src/state/channels.rs:"));
+        assert!(
+            unnamed
+                .name()
+                .starts_with("detector/src/state/channels.rs:")
+        );
     }
 }

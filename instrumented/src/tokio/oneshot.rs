@@ -31,10 +31,10 @@ use std::task::{Context, Poll};
 use lockscope_detector::hooks::{self, ChanOp, ChanWait};
 use tokio::sync::oneshot as raw;
 
-/// tokio's own error types, re-exported unchanged.
-pub use tokio::sync::oneshot::error;
 /// tokio's own sender, re-exported unchanged: sending never waits.
 pub use tokio::sync::oneshot::Sender;
+/// tokio's own error types, re-exported unchanged.
+pub use tokio::sync::oneshot::error;
 
 use error::{RecvError, TryRecvError};
 

@@ -215,7 +215,11 @@ mod tests {
             assert!(twice_or_none(s), "{:?}", s.chan_waits);
         }
         let mut free = state(
-            vec![at(&m, vec![hold(&m, task(1), Mode::Exclusive, 1, 10 * MS)], vec![])],
+            vec![at(
+                &m,
+                vec![hold(&m, task(1), Mode::Exclusive, 1, 10 * MS)],
+                vec![],
+            )],
             &scope,
             1_000 * MS,
         );

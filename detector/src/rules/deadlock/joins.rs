@@ -63,9 +63,7 @@ pub(super) fn latest_activity(state: &State) -> HashMap<u64, u64> {
 /// Whether `waiter`, whose precise wait began at `since_ns`, has done anything since (see
 /// [`latest_activity`]): a wait it may leave.
 pub(super) fn moved_on(latest: &HashMap<u64, u64>, waiter: ActorId, since_ns: u64) -> bool {
-    latest
-        .get(&waiter.as_u64())
-        .is_some_and(|&t| t > since_ns)
+    latest.get(&waiter.as_u64()).is_some_and(|&t| t > since_ns)
 }
 
 /// The model's stand-ins for the joins of `state`: one per joined task or thread, held by it,

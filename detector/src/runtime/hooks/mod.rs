@@ -37,8 +37,8 @@ mod hold_time;
 mod joins;
 mod tasks;
 
-use hold_time::{LONG_NS, hold_time, record_hold_time, record_mutex_hold};
 pub use channels::{ChanOp, ChanWait, Channel, chan_wait_begin, channel};
+use hold_time::{LONG_NS, hold_time, record_hold_time, record_mutex_hold};
 pub use joins::{JoinTarget, JoinWait, SetMembers, Started, join_begin, task_actor};
 use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};
 pub use tasks::{task_ended, task_poll_ended};
