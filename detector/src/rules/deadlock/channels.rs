@@ -118,9 +118,9 @@ mod tests {
     use std::panic::Location;
     use std::sync::Arc;
 
+    use crate::rules::Rule;
     use crate::rules::deadlock::Deadlock;
-    use crate::rules::testkit::{MS, Scope, at, found, hold, state, task, wait};
-    use crate::rules::{Rule, Verdict};
+    use crate::rules::testkit::{MS, Scope, at, deadlocks_confirmed, hold, state, task, wait};
     use crate::state::actor::ActorId;
     use crate::state::channels::{ChanOp, ChanWaitView, Channel};
     use crate::state::held::Mode;
@@ -145,13 +145,6 @@ mod tests {
         }
     }
 
-    fn twice(s: &crate::analysis::snapshot::State) -> Vec<crate::model::finding::Finding> {
-        let mut rule = Deadlock::default();
-        let first = rule.check(s);
-        assert!(first.iter().all(|v| matches!(v, Verdict::Recheck)));
-        found(rule.check(s))
-    }
-
     /// Task 1 holds `m` and waits to send to a full channel whose receiver task 2 last used;
     /// task 2 waits for `m`: a deadlock naming the channel, with the channel's fix.
     #[test]
@@ -171,7 +164,7 @@ mod tests {
         };
         let mut s = books(10 * MS);
         s.chan_waits = vec![send(5, task(1), Some(task(2)), 20 * MS)];
-        let f = twice(&s);
+        let f = deadlocks_confirmed(&s);
         assert_eq!(f.len(), 1, "{f:#?}");
         let chan = s.chan_waits[0].chan.noun();
         assert_eq!(
@@ -212,7 +205,7 @@ mod tests {
         recv.chan_waits.push(r);
         variants.push(recv);
         for s in &variants {
-            assert!(twice_or_none(s), "{:?}", s.chan_waits);
+            assert!(deadlocks_confirmed(s).is_empty(), "{:?}", s.chan_waits);
         }
         let mut free = state(
             vec![at(
@@ -225,11 +218,5 @@ mod tests {
         );
         free.chan_waits = vec![send(12, task(1), Some(task(2)), 20 * MS)];
         assert!(Deadlock::default().check(&free).is_empty());
-    }
-
-    fn twice_or_none(s: &crate::analysis::snapshot::State) -> bool {
-        let mut rule = Deadlock::default();
-        rule.check(s);
-        found(rule.check(s)).is_empty()
     }
 }

@@ -154,9 +154,9 @@ pub(super) fn access(
 mod tests {
     use std::panic::Location;
 
+    use crate::rules::Rule;
     use crate::rules::deadlock::Deadlock;
-    use crate::rules::testkit::{MS, Scope, at, found, hold, state, task, wait};
-    use crate::rules::{Rule, Verdict};
+    use crate::rules::testkit::{MS, Scope, at, deadlocks_confirmed, hold, state, task, wait};
     use crate::state::actor::ActorId;
     use crate::state::held::Mode;
     use crate::state::joins::JoinView;
@@ -178,13 +178,6 @@ mod tests {
         }
     }
 
-    fn twice(s: &crate::analysis::snapshot::State) -> Vec<crate::model::finding::Finding> {
-        let mut rule = Deadlock::default();
-        let first = rule.check(s);
-        assert!(first.iter().all(|v| matches!(v, Verdict::Recheck)));
-        found(rule.check(s))
-    }
-
     /// Task 1 holds `m` and joins task 2, which waits for `m`: a deadlock, worded with the
     /// join, its spawn site, and the fix for it.
     #[test]
@@ -201,7 +194,7 @@ mod tests {
             1_000 * MS,
         );
         s.joins = vec![join(7, task(1), vec![task(2)], 20 * MS)];
-        let f = twice(&s);
+        let f = deadlocks_confirmed(&s);
         assert_eq!(f.len(), 1, "{f:#?}");
         let here = crate::state::prim::site_string(s.joins[0].site);
         assert_eq!(
@@ -248,7 +241,7 @@ mod tests {
         };
         let mut later = books(40 * MS, true);
         later.joins = vec![join(8, task(1), vec![task(2)], 20 * MS)];
-        assert!(twice(&later).is_empty());
+        assert!(deadlocks_confirmed(&later).is_empty());
         let mut unknown = books(10 * MS, true);
         unknown.joins = vec![join(9, task(1), vec![], 20 * MS)];
         assert!(Deadlock::default().check(&unknown).is_empty());

@@ -112,102 +112,9 @@ pub struct Receiver<T> {
     chan: Arc<Channel>,
 }
 
+receiver_common!(Receiver, "Receiver");
+
 impl<T> Receiver<T> {
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::recv`]. Cancel safe, as tokio's.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let (tx, mut rx) = lockscope::tokio::mpsc::channel(1);
-    /// tokio::spawn(async move { tx.send(3).await.unwrap() });
-    /// assert_eq!(rx.recv().await, Some(3));
-    /// assert_eq!(rx.recv().await, None);
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn recv(&mut self) -> impl Future<Output = Option<T>> + '_ {
-        let site = Location::caller();
-        Waiting::new(self.inner.recv(), &self.chan, ChanOp::Recv, site)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::recv_many`]. Cancel safe, as tokio's.
-    #[track_caller]
-    pub fn recv_many<'a>(
-        &'a mut self,
-        buffer: &'a mut Vec<T>,
-        limit: usize,
-    ) -> impl Future<Output = usize> + 'a {
-        let site = Location::caller();
-        Waiting::new(
-            self.inner.recv_many(buffer, limit),
-            &self.chan,
-            ChanOp::Recv,
-            site,
-        )
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::try_recv`].
-    #[inline]
-    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        self.chan.note_receiver();
-        self.inner.try_recv()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::blocking_recv`]: a wait that blocks the
-    /// thread, seen as such.
-    ///
-    /// # Panics
-    ///
-    /// As tokio's: inside an asynchronous execution context.
-    #[track_caller]
-    pub fn blocking_recv(&mut self) -> Option<T> {
-        crate::tokio::assert_blocking_allowed();
-        let site = Location::caller();
-        chan_wait::block_on(self.inner.recv(), &self.chan, ChanOp::Recv, site)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::blocking_recv_many`].
-    ///
-    /// # Panics
-    ///
-    /// As tokio's: inside an asynchronous execution context.
-    #[track_caller]
-    pub fn blocking_recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
-        crate::tokio::assert_blocking_allowed();
-        let site = Location::caller();
-        chan_wait::block_on(
-            self.inner.recv_many(buffer, limit),
-            &self.chan,
-            ChanOp::Recv,
-            site,
-        )
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::close`]: from now on, no send waits for
-    /// this receiver.
-    pub fn close(&mut self) {
-        self.chan.receiver_gone();
-        self.inner.close();
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::is_closed`].
-    #[inline]
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::is_empty`].
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::len`].
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.inner.len()
-    }
-
     /// Wrapper for [`tokio::sync::mpsc::Receiver::capacity`].
     #[inline]
     pub fn capacity(&self) -> usize {
@@ -218,57 +125,6 @@ impl<T> Receiver<T> {
     #[inline]
     pub fn max_capacity(&self) -> usize {
         self.inner.max_capacity()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::poll_recv`]. The caller becomes the
-    /// receiver's owner; a pending poll is not recorded as a wait (nothing would end it if
-    /// the poller moved on).
-    #[inline]
-    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        self.chan.note_receiver();
-        self.inner.poll_recv(cx)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::poll_recv_many`] (see [`Self::poll_recv`]).
-    #[inline]
-    pub fn poll_recv_many(
-        &mut self,
-        cx: &mut Context<'_>,
-        buffer: &mut Vec<T>,
-        limit: usize,
-    ) -> Poll<usize> {
-        self.chan.note_receiver();
-        self.inner.poll_recv_many(cx, buffer, limit)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::sender_strong_count`].
-    #[inline]
-    pub fn sender_strong_count(&self) -> usize {
-        self.inner.sender_strong_count()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Receiver::sender_weak_count`].
-    #[inline]
-    pub fn sender_weak_count(&self) -> usize {
-        self.inner.sender_weak_count()
-    }
-
-    /// The channel's name in reports (lockscope's): the one given to [`channel_named`], or
-    /// the creation site's `file:line`.
-    pub fn name(&self) -> &str {
-        self.chan.name()
-    }
-}
-
-impl<T> Drop for Receiver<T> {
-    fn drop(&mut self) {
-        self.chan.receiver_gone();
-    }
-}
-
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
     }
 }
 

@@ -28,6 +28,9 @@
 //!   itself, or never used, makes no precise wait (a miss, never a false deadlock).
 //! - `poll_recv` marks the receiver's owner but records no wait.
 
+#[macro_use]
+mod receiver;
+
 mod bounded;
 mod unbounded;
 
