@@ -128,6 +128,8 @@ impl<T> Receiver<T> {
     }
 }
 
+sender_common!(Sender, "Sender", WeakSender, "WeakSender");
+
 impl<T> Sender<T> {
     /// Wrapper for [`tokio::sync::mpsc::Sender::send`]. A send that has to wait for capacity
     /// is a wait the detector sees, for the receiver's owner.
@@ -146,11 +148,6 @@ impl<T> Sender<T> {
     pub fn send(&self, value: T) -> impl Future<Output = Result<(), SendError<T>>> + '_ {
         let site = Location::caller();
         Waiting::new(self.inner.send(value), &self.chan, ChanOp::Send, site)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Sender::closed`].
-    pub async fn closed(&self) {
-        self.inner.closed().await
     }
 
     /// Wrapper for [`tokio::sync::mpsc::Sender::try_send`].
@@ -182,12 +179,6 @@ impl<T> Sender<T> {
         crate::tokio::assert_blocking_allowed();
         let site = Location::caller();
         chan_wait::block_on(self.inner.send(value), &self.chan, ChanOp::Send, site)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Sender::is_closed`].
-    #[inline]
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
     }
 
     /// Wrapper for [`tokio::sync::mpsc::Sender::reserve`]: waits as [`Self::send`] does.
@@ -244,97 +235,16 @@ impl<T> Sender<T> {
         }
     }
 
-    /// Wrapper for [`tokio::sync::mpsc::Sender::same_channel`].
-    #[inline]
-    pub fn same_channel(&self, other: &Self) -> bool {
-        self.inner.same_channel(&other.inner)
-    }
-
     /// Wrapper for [`tokio::sync::mpsc::Sender::capacity`].
     #[inline]
     pub fn capacity(&self) -> usize {
         self.inner.capacity()
     }
 
-    /// Wrapper for [`tokio::sync::mpsc::Sender::downgrade`].
-    pub fn downgrade(&self) -> WeakSender<T> {
-        WeakSender {
-            inner: self.inner.downgrade(),
-            chan: self.chan.clone(),
-        }
-    }
-
     /// Wrapper for [`tokio::sync::mpsc::Sender::max_capacity`].
     #[inline]
     pub fn max_capacity(&self) -> usize {
         self.inner.max_capacity()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Sender::strong_count`].
-    #[inline]
-    pub fn strong_count(&self) -> usize {
-        self.inner.strong_count()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::Sender::weak_count`].
-    #[inline]
-    pub fn weak_count(&self) -> usize {
-        self.inner.weak_count()
-    }
-
-    /// The channel's name in reports (lockscope's; see [`Receiver::name`]).
-    pub fn name(&self) -> &str {
-        self.chan.name()
-    }
-}
-
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Self {
-        Sender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
-
-impl<T> WeakSender<T> {
-    /// Wrapper for [`tokio::sync::mpsc::WeakSender::upgrade`].
-    pub fn upgrade(&self) -> Option<Sender<T>> {
-        self.inner.upgrade().map(|inner| Sender {
-            inner,
-            chan: self.chan.clone(),
-        })
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::WeakSender::strong_count`].
-    pub fn strong_count(&self) -> usize {
-        self.inner.strong_count()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::WeakSender::weak_count`].
-    pub fn weak_count(&self) -> usize {
-        self.inner.weak_count()
-    }
-}
-
-impl<T> Clone for WeakSender<T> {
-    fn clone(&self) -> Self {
-        WeakSender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for WeakSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
     }
 }
 

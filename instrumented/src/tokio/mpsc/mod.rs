@@ -29,7 +29,7 @@
 //! - `poll_recv` marks the receiver's owner but records no wait.
 
 #[macro_use]
-mod receiver;
+mod common;
 
 mod bounded;
 mod unbounded;

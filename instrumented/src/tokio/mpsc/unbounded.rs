@@ -77,102 +77,17 @@ pub struct UnboundedReceiver<T> {
 
 receiver_common!(UnboundedReceiver, "UnboundedReceiver");
 
+sender_common!(
+    UnboundedSender,
+    "UnboundedSender",
+    WeakUnboundedSender,
+    "WeakUnboundedSender"
+);
+
 impl<T> UnboundedSender<T> {
     /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::send`] (never waits).
     #[inline]
     pub fn send(&self, message: T) -> Result<(), SendError<T>> {
         self.inner.send(message)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::closed`].
-    pub async fn closed(&self) {
-        self.inner.closed().await
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::is_closed`].
-    #[inline]
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::same_channel`].
-    #[inline]
-    pub fn same_channel(&self, other: &Self) -> bool {
-        self.inner.same_channel(&other.inner)
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::downgrade`].
-    pub fn downgrade(&self) -> WeakUnboundedSender<T> {
-        WeakUnboundedSender {
-            inner: self.inner.downgrade(),
-            chan: self.chan.clone(),
-        }
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::strong_count`].
-    #[inline]
-    pub fn strong_count(&self) -> usize {
-        self.inner.strong_count()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::weak_count`].
-    #[inline]
-    pub fn weak_count(&self) -> usize {
-        self.inner.weak_count()
-    }
-
-    /// The channel's name in reports (lockscope's).
-    pub fn name(&self) -> &str {
-        self.chan.name()
-    }
-}
-
-impl<T> Clone for UnboundedSender<T> {
-    fn clone(&self) -> Self {
-        UnboundedSender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for UnboundedSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
-
-impl<T> WeakUnboundedSender<T> {
-    /// Wrapper for [`tokio::sync::mpsc::WeakUnboundedSender::upgrade`].
-    pub fn upgrade(&self) -> Option<UnboundedSender<T>> {
-        self.inner.upgrade().map(|inner| UnboundedSender {
-            inner,
-            chan: self.chan.clone(),
-        })
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::WeakUnboundedSender::strong_count`].
-    pub fn strong_count(&self) -> usize {
-        self.inner.strong_count()
-    }
-
-    /// Wrapper for [`tokio::sync::mpsc::WeakUnboundedSender::weak_count`].
-    pub fn weak_count(&self) -> usize {
-        self.inner.weak_count()
-    }
-}
-
-impl<T> Clone for WeakUnboundedSender<T> {
-    fn clone(&self) -> Self {
-        WeakUnboundedSender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for WeakUnboundedSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
     }
 }

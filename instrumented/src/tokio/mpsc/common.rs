@@ -1,5 +1,6 @@
-//! The receiving side both channels share: the same methods on [`Receiver`](super::Receiver)
-//! and [`UnboundedReceiver`](super::UnboundedReceiver), as tokio's have, written once.
+//! What both channels share: the same methods on [`Receiver`](super::Receiver)
+//! and [`UnboundedReceiver`](super::UnboundedReceiver), on both senders and both weak senders,
+//! as tokio's have, written once.
 
 /// Implements the methods tokio's `Receiver` and `UnboundedReceiver` share, `Drop` (the
 /// receiver is gone: no send waits for it any more) and `Debug`, for the wrapper `$ty` of
@@ -135,6 +136,108 @@ macro_rules! receiver_common {
         }
 
         impl<T> fmt::Debug for $ty<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.inner.fmt(f)
+            }
+        }
+    };
+}
+
+/// Implements the methods tokio's `Sender` and `UnboundedSender` share, with `Clone` and
+/// `Debug`, for the wrapper `$ty` of tokio's `$raw`, and the whole of its weak form `$weak`
+/// (of tokio's `$raw_weak`).
+macro_rules! sender_common {
+    ($ty:ident, $raw:literal, $weak:ident, $raw_weak:literal) => {
+        impl<T> $ty<T> {
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::closed`].")]
+            pub async fn closed(&self) {
+                self.inner.closed().await
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::is_closed`].")]
+            #[inline]
+            pub fn is_closed(&self) -> bool {
+                self.inner.is_closed()
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::same_channel`].")]
+            #[inline]
+            pub fn same_channel(&self, other: &Self) -> bool {
+                self.inner.same_channel(&other.inner)
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::downgrade`].")]
+            pub fn downgrade(&self) -> $weak<T> {
+                $weak {
+                    inner: self.inner.downgrade(),
+                    chan: self.chan.clone(),
+                }
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::strong_count`].")]
+            #[inline]
+            pub fn strong_count(&self) -> usize {
+                self.inner.strong_count()
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::weak_count`].")]
+            #[inline]
+            pub fn weak_count(&self) -> usize {
+                self.inner.weak_count()
+            }
+
+            /// The channel's name in reports (lockscope's): the one given when it was made, or
+            /// the creation site's `file:line`.
+            pub fn name(&self) -> &str {
+                self.chan.name()
+            }
+        }
+
+        impl<T> Clone for $ty<T> {
+            fn clone(&self) -> Self {
+                $ty {
+                    inner: self.inner.clone(),
+                    chan: self.chan.clone(),
+                }
+            }
+        }
+
+        impl<T> fmt::Debug for $ty<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.inner.fmt(f)
+            }
+        }
+
+        impl<T> $weak<T> {
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw_weak, "::upgrade`].")]
+            pub fn upgrade(&self) -> Option<$ty<T>> {
+                self.inner.upgrade().map(|inner| $ty {
+                    inner,
+                    chan: self.chan.clone(),
+                })
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw_weak, "::strong_count`].")]
+            pub fn strong_count(&self) -> usize {
+                self.inner.strong_count()
+            }
+
+            #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw_weak, "::weak_count`].")]
+            pub fn weak_count(&self) -> usize {
+                self.inner.weak_count()
+            }
+        }
+
+        impl<T> Clone for $weak<T> {
+            fn clone(&self) -> Self {
+                $weak {
+                    inner: self.inner.clone(),
+                    chan: self.chan.clone(),
+                }
+            }
+        }
+
+        impl<T> fmt::Debug for $weak<T> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 self.inner.fmt(f)
             }
