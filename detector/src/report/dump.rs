@@ -9,9 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::analysis::snapshot::{PrimState, State};
-use crate::rules::{noun, prim_ref};
+use crate::rules::{noun, other_waits, prim_ref};
 use crate::state::actor::ActorId;
-use crate::state::channels::ChanOp;
 use crate::state::prim::site_string;
 
 /// Primitives shown at most (the busiest first); the rest are counted.
@@ -178,48 +177,12 @@ fn other_waits(
     out: &mut String,
     actors: &mut BTreeMap<u64, (ActorId, Vec<String>, Vec<String>)>,
 ) {
-    let mut lines: Vec<(ActorId, String)> = Vec::new();
-    for j in state.joins.iter().filter(|j| j.scope == scope) {
-        let age = state.now_precise.saturating_sub(j.since_ns) / 1_000_000;
-        let what = match (j.set, j.targets.first()) {
-            (Some(set), _) => format!("a join of any of {} task(s) of a {set}", j.targets.len()),
-            (None, Some((t, spawned))) => {
-                format!(
-                    "the join of {} (spawned at {})",
-                    t.describe(),
-                    site_string(spawned)
-                )
-            }
-            (None, None) => "the join of a thread not started yet".to_owned(),
-        };
-        lines.push((
-            j.waiter,
-            format!(
-                "waits for {what} for {age} ms, at {} (only its end can end the wait)",
-                site_string(j.site)
-            ),
-        ));
-    }
-    for c in state.chan_waits.iter().filter(|c| c.scope == scope) {
-        let age = state.now_precise.saturating_sub(c.since_ns) / 1_000_000;
-        let who = match (c.op, c.owner) {
-            (ChanOp::Send, _) if c.receiver_gone => "the receiver is gone".to_owned(),
-            (ChanOp::Send, Some(o)) => {
-                format!("the receiver's owner, {}, can end it", o.describe())
-            }
-            (ChanOp::Send, None) => "the receiver has not been used yet".to_owned(),
-            (ChanOp::Recv, _) => "open: any holder of a sender can end it".to_owned(),
-        };
-        lines.push((
-            c.waiter,
-            format!(
-                "waits to {} {} for {age} ms, at {} ({who})",
-                c.verb(),
-                c.chan.noun(),
-                site_string(c.site)
-            ),
-        ));
-    }
+    let joins = state.joins.iter().filter(|j| j.scope == scope);
+    let chans = state.chan_waits.iter().filter(|c| c.scope == scope);
+    let lines: Vec<(ActorId, String)> = joins
+        .map(|j| (j.waiter, other_waits::join_line(state, j)))
+        .chain(chans.map(|c| (c.waiter, other_waits::chan_line(state, c))))
+        .collect();
     if lines.is_empty() {
         return;
     }
@@ -326,7 +289,7 @@ mod tests {
         st.chan_waits.push(crate::state::channels::ChanWaitView {
             seq: 2,
             chan,
-            op: ChanOp::Recv,
+            op: crate::state::channels::ChanOp::Recv,
             waiter: task(3),
             thread: 1,
             blocking: false,
