@@ -323,3 +323,42 @@ async fn a_closed_or_dropped_receiver_is_silent() {
         }
     }
 }
+
+/// A caller holds a lock and awaits a oneshot reply from an actor that needs the lock to
+/// answer: the reply is an open wait (the sender could be anywhere), so no deadlock is
+/// claimed, but the lock's `stuck-queue` report says what its holder waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_across_a_oneshot_reply_is_a_stuck_queue_naming_the_reply() {
+    let scope = arm("chan_reply", 300, 10_000);
+    let m = Arc::new(Mutex::named("chan_reply", 0));
+    let (requests, mut inbox) =
+        mpsc::channel_named::<lockscope::tokio::oneshot::Sender<u64>>("chan_reply", 4);
+    let m1 = m.clone();
+    task::spawn(async move {
+        while let Some(reply) = inbox.recv().await {
+            let _ = reply.send(*m1.lock().await);
+        }
+    });
+    let caller = task::spawn(async move {
+        let _g = m.lock().await;
+        let (tx, rx) = lockscope::tokio::oneshot::channel_named("reply");
+        requests.send(tx).await.unwrap();
+        let _ = rx.await;
+    });
+    let f = until(&scope, FindingKind::StuckQueue, "chan_reply").await;
+    assert!(
+        f.details.iter().any(|d| d.starts_with("its holder task ")
+            && d.contains(" waits to receive from oneshot channel \"reply\" (created at instrumented/tests/channels.rs:")
+            && d.ends_with("(open: any holder of a sender can end it)")),
+        "{f}"
+    );
+    assert!(
+        scope
+            .findings()
+            .iter()
+            .all(|f| f.kind != FindingKind::Deadlock),
+        "{:#?}",
+        scope.findings()
+    );
+    caller.abort();
+}
