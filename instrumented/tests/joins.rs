@@ -7,41 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lockscope::detector::{FindingKind, ScopeOptions};
+use lockscope::detector::FindingKind;
 use lockscope::tokio::{Mutex, task};
 
 #[path = "common/mod.rs"]
 mod common;
 
-use common::{arm, until};
-
-/// Runs `body` as `#[lockscope::test]` does, on a runtime of `flavor`, and returns the
-/// panic message it failed with and how long the whole test took.
-fn armed_failure<F>(name: &str, multi: bool, body: F) -> (String, Duration)
-where
-    F: std::future::Future<Output = ()>,
-{
-    let mut builder = if multi {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(2);
-        b
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    builder.enable_all();
-    let started = Instant::now();
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        lockscope::__private::run_test(name, ScopeOptions::default(), builder, body)
-    }));
-    let took = started.elapsed();
-    let payload = out.expect_err("the test must fail");
-    let msg = payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_default();
-    (msg, took)
-}
+use common::{arm, armed_failure, until, until_waited};
 
 /// The test body holds a lock and awaits a task it spawned that needs the lock.
 async fn hold_and_await(lock: &'static str) {
@@ -278,18 +250,6 @@ async fn a_scope_ending_while_its_owner_holds_what_a_scoped_thread_needs_is_a_de
 }
 
 // --- negative controls: each must stay silent in an armed test ---------------------------
-
-/// Polls until `m` has a waiter (bounded), yielding so that a current-thread runtime runs it.
-async fn until_waited<T>(m: &Mutex<T>) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !lockscope::detector::locks()
-        .iter()
-        .any(|l| l.name == m.name() && l.waiters_total > 0)
-    {
-        assert!(Instant::now() < deadline, "no waiter on {}", m.name());
-        tokio::task::yield_now().await;
-    }
-}
 
 /// Aborted, then awaited while holding the lock the task waits for: the task ends at once.
 #[lockscope::test]

@@ -8,6 +8,10 @@
 //! emits an `acquire` span on target `lockscope`, feeds per-primitive statistics, and enters
 //! the detector's wait-for and lock-order graphs.
 //!
+//! [`mpsc`] and [`oneshot`] replace tokio's channels: a send waiting for capacity in a full
+//! bounded channel waits for the receiver's owner, a wait the deadlock rule sees; a receive
+//! waiting is shown in the test-timeout dump.
+//!
 //! [`spawn`] and the [`task`] module replace `tokio::spawn` and `tokio::task`: awaiting a
 //! task's `JoinHandle` is then a wait the detector sees (a lock held while awaiting a task
 //! that needs it is a `deadlock`).
@@ -17,12 +21,15 @@
 //! whose [`TimeoutError`] says who holds the primitive, and `name()`.
 
 mod acquire;
+mod chan_wait;
 mod guard;
 mod join_set;
 mod keyed;
+pub mod mpsc;
 mod multilock;
 mod mutex;
 mod mutex_guard;
+pub mod oneshot;
 mod owned;
 mod remutex;
 mod rwlock;
@@ -52,10 +59,10 @@ pub use timeout::TimeoutError;
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
 /// The rest of `tokio::sync`, passed through unchanged so that a whole `use tokio::sync::{..}`
 /// line swaps. These are not instrumented: lockscope does not see a wait on a [`Notify`], a
-/// channel or a [`Barrier`].
+/// `watch` or `broadcast` channel or a [`Barrier`] ([`mpsc`] and [`oneshot`] are its own).
 pub use tokio::sync::{
     Barrier, BarrierWaitResult, Notify, OnceCell, SetError, SetOnce, SetOnceError, broadcast,
-    futures, mpsc, oneshot, watch,
+    futures, watch,
 };
 
 /// Makes the tokio primitive inside a wrapper. Under `tokio_unstable`, tokio reports its own
