@@ -201,6 +201,20 @@ fn once_cell_deadlock_names_the_cell_then_the_fix_is_silent() {
 }
 
 #[test]
+fn actor_deadlock_names_the_channel_then_the_fix_is_silent() {
+    check_example(
+        "actor_deadlock",
+        &[
+            "lockscope: deadlock: 2 tasks can never proceed: each waits for mutex \"ledger\" held by another of them, or to send to mpsc channel \"audit\" (created at examples/examples/actor_deadlock.rs:",
+            "waits for channel \"audit\"",
+            "at examples/examples/actor_deadlock.rs:",
+            "fix: do not hold a lock across `send().await` into a bounded channel whose consumer needs it",
+            "audited: 20 events, balance 210; lockscope findings about the fresh ledger: 0",
+        ],
+    );
+}
+
+#[test]
 fn thread_join_deadlock_names_the_join_and_its_line_then_the_fix_is_silent() {
     check_example(
         "thread_join_deadlock",

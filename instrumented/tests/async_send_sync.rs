@@ -309,6 +309,104 @@ mod wrapped {
     matrix!(s);
 }
 
+/// tokio's own `mpsc` and `oneshot` lines of its `tests/async_send_sync.rs` (and the forms it
+/// leaves out: `PermitIterator`, `reserve_many`, `recv_many`), for the modules `$m` and `$o`.
+macro_rules! channel_matrix {
+    ($m:ident, $o:ident) => {
+        assert_value!($m::OwnedPermit<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::OwnedPermit<YN>: Send & Sync & Unpin);
+        assert_value!($m::OwnedPermit<YY>: Send & Sync & Unpin);
+        assert_value!($m::Permit<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($m::Permit<'_, YN>: Send & Sync & Unpin);
+        assert_value!($m::Permit<'_, YY>: Send & Sync & Unpin);
+        assert_value!($m::Receiver<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::Receiver<YN>: Send & Sync & Unpin);
+        assert_value!($m::Receiver<YY>: Send & Sync & Unpin);
+        assert_value!($m::Sender<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::Sender<YN>: Send & Sync & Unpin);
+        assert_value!($m::Sender<YY>: Send & Sync & Unpin);
+        assert_value!($m::UnboundedReceiver<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::UnboundedReceiver<YN>: Send & Sync & Unpin);
+        assert_value!($m::UnboundedReceiver<YY>: Send & Sync & Unpin);
+        assert_value!($m::UnboundedSender<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::UnboundedSender<YN>: Send & Sync & Unpin);
+        assert_value!($m::UnboundedSender<YY>: Send & Sync & Unpin);
+        assert_value!($m::WeakSender<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::WeakSender<YN>: Send & Sync & Unpin);
+        assert_value!($m::WeakSender<YY>: Send & Sync & Unpin);
+        assert_value!($m::WeakUnboundedSender<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::WeakUnboundedSender<YN>: Send & Sync & Unpin);
+        assert_value!($m::WeakUnboundedSender<YY>: Send & Sync & Unpin);
+        assert_value!($m::error::SendError<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::error::SendError<YN>: Send & !Sync & Unpin);
+        assert_value!($m::error::SendError<YY>: Send & Sync & Unpin);
+        assert_value!($m::error::SendTimeoutError<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::error::SendTimeoutError<YN>: Send & !Sync & Unpin);
+        assert_value!($m::error::SendTimeoutError<YY>: Send & Sync & Unpin);
+        assert_value!($m::error::TrySendError<NN>: !Send & !Sync & Unpin);
+        assert_value!($m::error::TrySendError<YN>: Send & !Sync & Unpin);
+        assert_value!($m::error::TrySendError<YY>: Send & Sync & Unpin);
+        assert_value!($o::Receiver<NN>: !Send & !Sync & Unpin);
+        assert_value!($o::Receiver<YN>: Send & Sync & Unpin);
+        assert_value!($o::Receiver<YY>: Send & Sync & Unpin);
+        assert_value!($o::Sender<NN>: !Send & !Sync & Unpin);
+        assert_value!($o::Sender<YN>: Send & Sync & Unpin);
+        assert_value!($o::Sender<YY>: Send & Sync & Unpin);
+        async_assert_fn!($m::Receiver<NN>::recv(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Receiver<YN>::recv(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Receiver<YY>::recv(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<NN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<NN>::reserve(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<NN>::reserve_owned(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<NN>::send(_, NN): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<NN>::send_timeout(_, NN, Duration): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<YN>::closed(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YN>::reserve(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YN>::reserve_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YN>::send(_, YN): Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<YN>::send_timeout(_, YN, Duration): Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<YY>::closed(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YY>::reserve(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YY>::reserve_owned(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YY>::send(_, YY): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YY>::send_timeout(_, YY, Duration): Send & Sync & !Unpin);
+        async_assert_fn!($m::UnboundedReceiver<NN>::recv(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::UnboundedReceiver<YN>::recv(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::UnboundedReceiver<YY>::recv(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::UnboundedSender<NN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::UnboundedSender<YN>::closed(_): Send & Sync & !Unpin);
+        async_assert_fn!($m::UnboundedSender<YY>::closed(_): Send & Sync & !Unpin);
+        async_assert_fn!($o::Sender<NN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($o::Sender<YN>::closed(_): Send & Sync & !Unpin);
+        async_assert_fn!($o::Sender<YY>::closed(_): Send & Sync & !Unpin);
+        assert_value!($m::PermitIterator<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($m::PermitIterator<'_, YN>: Send & Sync & Unpin);
+        assert_value!($m::PermitIterator<'_, YY>: Send & Sync & Unpin);
+        async_assert_fn!($m::Sender<NN>::reserve_many(_, usize): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Sender<YN>::reserve_many(_, usize): Send & Sync & !Unpin);
+        async_assert_fn!($m::Sender<YY>::reserve_many(_, usize): Send & Sync & !Unpin);
+        async_assert_fn!($m::Receiver<NN>::recv_many(_, _, usize): !Send & !Sync & !Unpin);
+        async_assert_fn!($m::Receiver<YN>::recv_many(_, _, usize): Send & !Sync & !Unpin);
+        async_assert_fn!($m::Receiver<YY>::recv_many(_, _, usize): Send & Sync & !Unpin);
+    };
+}
+
+/// The channel matrix against tokio itself.
+mod raw_channels {
+    use super::*;
+    use std::time::Duration;
+    use tokio::sync::{mpsc, oneshot};
+    channel_matrix!(mpsc, oneshot);
+}
+
+/// The same matrix against lockscope's channels.
+mod wrapped_channels {
+    use super::*;
+    use lockscope::tokio::{mpsc, oneshot};
+    use std::time::Duration;
+    channel_matrix!(mpsc, oneshot);
+}
+
 /// lockscope's own additions follow the same rules as the forms they extend.
 mod lockscope_additions {
     use super::*;

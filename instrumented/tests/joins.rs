@@ -13,7 +13,7 @@ use lockscope::tokio::{Mutex, task};
 #[path = "common/mod.rs"]
 mod common;
 
-use common::{arm, armed_failure, until};
+use common::{arm, armed_failure, until, until_waited};
 
 /// The test body holds a lock and awaits a task it spawned that needs the lock.
 async fn hold_and_await(lock: &'static str) {
@@ -250,18 +250,6 @@ async fn a_scope_ending_while_its_owner_holds_what_a_scoped_thread_needs_is_a_de
 }
 
 // --- negative controls: each must stay silent in an armed test ---------------------------
-
-/// Polls until `m` has a waiter (bounded), yielding so that a current-thread runtime runs it.
-async fn until_waited<T>(m: &Mutex<T>) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !lockscope::detector::locks()
-        .iter()
-        .any(|l| l.name == m.name() && l.waiters_total > 0)
-    {
-        assert!(Instant::now() < deadline, "no waiter on {}", m.name());
-        tokio::task::yield_now().await;
-    }
-}
 
 /// Aborted, then awaited while holding the lock the task waits for: the task ends at once.
 #[lockscope::test]

@@ -48,6 +48,37 @@ async fn raw_join_multi_thread() {
     }
 }
 
+/// The same hang with lockscope's `spawn` and oneshot: the body holds a lock and awaits the
+/// join (a precise wait) of a task that waits on a oneshot (an open wait) whose sender the
+/// body keeps. Nothing is proven, so only the timeout ends it, and its dump names the lock,
+/// the join and the oneshot.
+async fn hold_and_join_a_lockscope_task(name: &'static str) {
+    let m = lockscope::tokio::Mutex::named(name, 0);
+    let _held = m.lock().await;
+    let (tx, rx) = lockscope::tokio::oneshot::channel_named::<()>(name);
+    let task = lockscope::tokio::spawn(async move {
+        let _ = rx.await;
+    });
+    let _ = task.await;
+    drop(tx);
+}
+
+#[lockscope::test(timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn lockscope_join_current_thread() {
+    if child() {
+        hold_and_join_a_lockscope_task("timeout_join_ct").await;
+    }
+}
+
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2, timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn lockscope_join_multi_thread() {
+    if child() {
+        hold_and_join_a_lockscope_task("timeout_join_mt").await;
+    }
+}
+
 /// A plain `fn`: blocked on a std channel (which lockscope does not see) while it holds a
 /// lockscope parking_lot mutex.
 #[lockscope::test(timeout_ms = 1500)]
@@ -164,7 +195,7 @@ fn run(test: &str, envs: &[(&str, &str)]) -> common::ChildRun {
 
 /// Asserts that `test` failed on its own panic soon after its 1500 ms timeout, naming itself
 /// and the lock it holds, with the site it took it at.
-fn assert_failed_by_the_timeout(test: &str, lock: &str) {
+fn assert_failed_by_the_timeout(test: &str, lock: &str) -> common::ChildRun {
     let run = run(test, &[]);
     let (out, err) = (&run.stdout, &run.stderr);
     assert_eq!(run.code, Some(101), "stdout:\n{out}\nstderr:\n{err}");
@@ -200,6 +231,7 @@ fn assert_failed_by_the_timeout(test: &str, lock: &str) {
         run.took
     );
     assert!(run.took < Duration::from_secs(6), "took {:?}", run.took);
+    run
 }
 
 #[test]
@@ -210,6 +242,49 @@ fn a_pending_body_fails_after_its_timeout_current_thread() {
 #[test]
 fn a_pending_body_fails_after_its_timeout_multi_thread() {
     assert_failed_by_the_timeout("raw_join_multi_thread", "timeout_held_mt");
+}
+
+/// Asserts what [`assert_failed_by_the_timeout`] does, and that the dump names the join
+/// and the oneshot the task waits on.
+fn assert_failed_naming_the_join_and_the_oneshot(test: &str, name: &str) {
+    let run = assert_failed_by_the_timeout(test, name);
+    let out = &run.stdout;
+    assert!(
+        out.contains("joins and channel waits of this test: 2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("waits for the join of task ")
+            && out.contains("(spawned at instrumented/tests/test_timeout.rs:"),
+        "the join:\n{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "waits to receive from oneshot channel \"{name}\" (created at instrumented/tests/test_timeout.rs:"
+        )),
+        "the oneshot:\n{out}"
+    );
+    assert!(
+        out.contains("(open: any holder of a sender can end it)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("lockscope: deadlock"),
+        "nothing is proven:\n{out}"
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_join_of_a_task_on_a_oneshot_fails_after_its_timeout_current_thread() {
+    assert_failed_naming_the_join_and_the_oneshot(
+        "lockscope_join_current_thread",
+        "timeout_join_ct",
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_join_of_a_task_on_a_oneshot_fails_after_its_timeout_multi_thread() {
+    assert_failed_naming_the_join_and_the_oneshot("lockscope_join_multi_thread", "timeout_join_mt");
 }
 
 #[test]

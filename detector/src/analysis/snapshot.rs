@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::base::clock;
 use crate::state::actor;
+use crate::state::channels::{self, ChanWaitView};
 use crate::state::executor::Executors;
 use crate::state::held::{self, HoldView};
 use crate::state::joins::{self, JoinView};
@@ -50,6 +51,8 @@ pub struct State {
     pub executors: Executors,
     /// Joins in progress (see `state::joins`).
     pub joins: Vec<JoinView>,
+    /// Channel sends and receives waiting (see `state::channels`).
+    pub chan_waits: Vec<ChanWaitView>,
     /// The stuck threshold of a queue that belongs to no test, while tests are armed: the
     /// loosest of theirs (such a finding goes to each of them). `None`: no test is armed, the
     /// process-wide threshold applies. Set by the watchdog, which knows the armed tests.
@@ -98,6 +101,7 @@ impl State {
             prims,
             executors: Executors::capture(),
             joins: joins::snapshot(),
+            chan_waits: channels::snapshot(),
             unscoped_stuck: None,
             index,
         }
@@ -116,6 +120,7 @@ impl State {
             prims,
             executors: Executors::default(),
             joins: Vec::new(),
+            chan_waits: Vec::new(),
             unscoped_stuck: None,
             index,
         }

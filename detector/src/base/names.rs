@@ -55,6 +55,10 @@ pub const KIND_ONCE_CELL: &str = "once_cell";
 /// primitive, never a metric label; the end of a task or thread that another waits for.
 pub const KIND_JOIN: &str = "join";
 
+/// `kind` of a channel send in a finding (a bounded `mpsc` send waiting for capacity): not a
+/// primitive, never a metric label.
+pub const KIND_CHANNEL: &str = "channel";
+
 /// Finding kind: tasks or threads that can never proceed.
 pub const FINDING_DEADLOCK: &str = "deadlock";
 /// Finding kind: a primitive acquired (or waited for) by its own holder.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::analysis::snapshot::{PrimState, State};
-use crate::rules::{noun, prim_ref};
+use crate::rules::{noun, other_waits, prim_ref};
 use crate::state::actor::ActorId;
 use crate::state::prim::site_string;
 
@@ -123,6 +123,7 @@ pub(crate) fn live_dump(state: &State, scope: u32, test_thread: u64) -> String {
             prims.len() - MAX_PRIMS
         );
     }
+    other_waits(state, scope, &mut out, &mut actors);
     let _ = writeln!(out, "tasks and threads that hold or wait for any of them:");
     if actors.is_empty() {
         out.push_str(
@@ -164,6 +165,38 @@ pub(crate) fn live_dump(state: &State, scope: u32, test_thread: u64) -> String {
         None => writeln!(out, "the test's thread: {thread}"),
     };
     out
+}
+
+/// The test's waits that are not for a primitive: joins (precise: only the joined task or
+/// thread can end them) and channel sends and receives (a send into a full bounded channel
+/// waits for the receiver's owner; a receive is open: any holder of a sender could end it).
+/// Listed after the primitives, and added to each waiter's lines in `actors`.
+fn other_waits(
+    state: &State,
+    scope: u32,
+    out: &mut String,
+    actors: &mut BTreeMap<u64, (ActorId, Vec<String>, Vec<String>)>,
+) {
+    let joins = state.joins.iter().filter(|j| j.scope == scope);
+    let chans = state.chan_waits.iter().filter(|c| c.scope == scope);
+    let lines: Vec<(ActorId, String)> = joins
+        .map(|j| (j.waiter, other_waits::join_line(state, j)))
+        .chain(chans.map(|c| (c.waiter, other_waits::chan_line(state, c))))
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "joins and channel waits of this test: {}", lines.len());
+    for (i, (who, line)) in lines.into_iter().enumerate() {
+        if i < MAX_PRIMS {
+            let _ = writeln!(out, "  {} {line}", who.describe());
+        }
+        actors
+            .entry(who.as_u64())
+            .or_insert_with(|| (who, Vec::new(), Vec::new()))
+            .2
+            .push(line);
+    }
 }
 
 /// `, N permits` when more than one.
@@ -233,6 +266,58 @@ mod tests {
         assert!(d.contains("  task 1:\n    holds mutex"), "{d}");
         assert!(d.contains("  task 2:\n    waits to "), "{d}");
         let other = Scope::arm(1000, 1000, None);
+        // Joins and channel waits of the test are listed, and under their waiters.
+        let mut st = st;
+        let here = std::panic::Location::caller();
+        st.joins.push(crate::state::joins::JoinView {
+            seq: 1,
+            waiter: task(1),
+            thread: 1,
+            blocking: false,
+            targets: vec![(task(3), here)],
+            set: None,
+            site: here,
+            since_ns: 1000 * MS,
+            scope: s.0,
+        });
+        let chan = std::sync::Arc::new(crate::state::channels::Channel::new(
+            "oneshot",
+            Some("reply"),
+            here,
+            None,
+        ));
+        st.chan_waits.push(crate::state::channels::ChanWaitView {
+            seq: 2,
+            chan,
+            op: crate::state::channels::ChanOp::Recv,
+            waiter: task(3),
+            thread: 1,
+            blocking: false,
+            owner: None,
+            receiver_gone: false,
+            permits_out: 0,
+            site: here,
+            since_ns: 1200 * MS,
+            scope: s.0,
+        });
+        let d = live_dump(&st, s.0, 0);
+        assert!(d.contains("joins and channel waits of this test: 2"), "{d}");
+        assert!(
+            d.contains(
+                "  task 1 waits for the join of task 3 (spawned at detector/src/report/dump.rs:"
+            ),
+            "{d}"
+        );
+        assert!(
+            d.contains("task 3 waits to receive from oneshot channel \"reply\" (created at detector/src/report/dump.rs:"),
+            "{d}"
+        );
+        assert!(d.contains("for 300 ms, at "), "{d}");
+        assert!(
+            d.contains("(open: any holder of a sender can end it)"),
+            "{d}"
+        );
+        assert!(d.contains("  task 3:\n    waits to receive from"), "{d}");
         let d = live_dump(&st, other.0, 0);
         assert!(
             d.contains("0 lockscope primitive(s)"),

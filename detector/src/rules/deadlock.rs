@@ -15,13 +15,15 @@ use crate::state::actor::ActorId;
 use crate::state::held::{FLAG_PINNED_THREAD, HoldView};
 use crate::state::prim::PrimKind;
 
+mod channels;
 mod joins;
 
 /// The fix line of a deadlock through a once-cell: its waiters wait for the initialiser.
 const ONCE_CELL_FIX: &str = "do not wait for a once-cell while holding a lock its initialiser needs: initialise the cell before taking the lock (or where nothing is held), and never wait for a cell from inside its own initialiser";
 
 /// Builds the reduction model of a state: its primitives, and a stand-in for the end of each
-/// task or thread someone joins (see [`waitfor::join_prim`]).
+/// task or thread someone joins (see [`waitfor::join_prim`]), and one for each receiver owner
+/// whom a send into a full bounded channel waits for (see `channels`).
 pub fn model(state: &State) -> Vec<MPrim> {
     let mut m: Vec<MPrim> = state
         .prims
@@ -67,6 +69,7 @@ pub fn model(state: &State) -> Vec<MPrim> {
         })
         .collect();
     m.extend(joins::model(state));
+    m.extend(channels::model(state));
     m
 }
 
@@ -166,7 +169,8 @@ fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
             .prims
             .iter()
             .any(|p| p.waiters.iter().any(|w| w.actor.as_u64() == a))
-            || state.joins.iter().any(|j| j.waiter.as_u64() == a);
+            || state.joins.iter().any(|j| j.waiter.as_u64() == a)
+            || state.chan_waits.iter().any(|c| c.waiter.as_u64() == a);
         if waits {
             continue;
         }
@@ -255,6 +259,8 @@ pub struct Group {
     pub waits: BTreeSet<(u64, u64)>,
     /// Numbers of its blocked joins (see `state::joins`): with `waits`, identify it.
     pub joins: BTreeSet<u64>,
+    /// Numbers of its blocked channel sends (see `state::channels`): with `waits`, identify it.
+    pub chans: BTreeSet<u64>,
 }
 
 /// Every blocked group in `state`.
@@ -305,6 +311,13 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
             }
         }
     }
+    // And a blocked sender and the blocked owner of the receiver it waits for.
+    let live_sends = channels::live(state);
+    for (c, owner, _) in &live_sends {
+        if blocked.contains(&c.waiter.as_u64()) && blocked.contains(&owner.as_u64()) {
+            links.push([c.waiter.as_u64(), owner.as_u64()]);
+        }
+    }
     for [x, y] in links {
         let (a, b) = (find(&mut parent, x), find(&mut parent, y));
         if a != b {
@@ -321,6 +334,7 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
                 prims: BTreeSet::new(),
                 waits: BTreeSet::new(),
                 joins: BTreeSet::new(),
+                chans: BTreeSet::new(),
             })
             .actors
             .insert(a);
@@ -353,18 +367,29 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
             }
         }
     }
+    for (c, _, _) in &live_sends {
+        let a = c.waiter.as_u64();
+        if blocked.contains(&a) {
+            let r = find(&mut parent, a);
+            if let Some(g) = groups.get_mut(&r) {
+                g.chans.insert(c.seq);
+            }
+        }
+    }
     let mut out: Vec<Group> = groups.into_values().collect();
     out.sort_by_key(|g| {
         (
             g.waits.iter().next().copied(),
             g.joins.iter().next().copied(),
+            g.chans.iter().next().copied(),
         )
     });
     out
 }
 
-/// `(primitive, waiter seq)` of a group's blocked waits, and the numbers of its blocked joins.
-type Waits = (BTreeSet<(u64, u64)>, BTreeSet<u64>);
+/// `(primitive, waiter seq)` of a group's blocked waits, and the numbers of its blocked joins
+/// and channel sends.
+type Waits = (BTreeSet<(u64, u64)>, BTreeSet<u64>, BTreeSet<u64>);
 
 /// The deadlock rule, with its memory of last tick's candidates.
 #[derive(Default)]
@@ -397,7 +422,7 @@ impl Rule for Deadlock {
                 .iter()
                 .filter_map(|id| state.get(*id).map(|p| (*id, p.progress)))
                 .collect();
-            let id = (g.waits.clone(), g.joins.clone());
+            let id = (g.waits.clone(), g.joins.clone(), g.chans.clone());
             let confirmed = self.pending.get(&id) == Some(&progress);
             next.insert(id, progress);
             if confirmed {
@@ -423,9 +448,11 @@ pub fn report(state: &State, g: &Group) -> Finding {
         .iter()
         .map(|(p, s)| format!("{p}.{s}"))
         .chain(g.joins.iter().map(|j| format!("j{j}")))
+        .chain(g.chans.iter().map(|c| format!("c{c}")))
         .collect::<Vec<_>>()
         .join(",");
     let mut joined_names: Vec<String> = Vec::new();
+    let mut chan_names: Vec<String> = Vec::new();
     let mut actors: Vec<ActorReport> = Vec::new();
     let mut scopes = Vec::new();
     let mut prim_refs = Vec::new();
@@ -500,6 +527,21 @@ pub fn report(state: &State, g: &Group) -> Finding {
                 joined_names.push(name);
             }
         }
+        for c in state
+            .chan_waits
+            .iter()
+            .filter(|c| c.waiter.as_u64() == a && g.chans.contains(&c.seq))
+        {
+            waits.push(channels::access(
+                c,
+                state.now_precise.saturating_sub(c.since_ns),
+            ));
+            scopes.push(c.scope);
+            let name = c.chan.noun();
+            if !chan_names.contains(&name) {
+                chan_names.push(name);
+            }
+        }
         actors.push(ActorReport {
             id: a,
             name: id.describe(),
@@ -536,6 +578,8 @@ pub fn report(state: &State, g: &Group) -> Finding {
         .filter(|_| g.actors.len() > 1 || waited_names.is_empty())
     {
         why.clone()
+    } else if !chan_names.is_empty() {
+        channels::summary(&who, g.actors.len(), &waited_names, &chan_names)
     } else if !joined_names.is_empty() {
         joins::summary(&who, g.actors.len(), &waited_names, &joined_names)
     } else if g.actors.len() == 1 {
@@ -568,8 +612,10 @@ pub fn report(state: &State, g: &Group) -> Finding {
         );
     }
     f.details.extend(stuck_on_executor.iter().skip(1).cloned());
-    f.fix = if !stuck_on_executor.is_empty() && joined_names.is_empty() {
+    f.fix = if !stuck_on_executor.is_empty() && joined_names.is_empty() && chan_names.is_empty() {
         "do not hold a blocking guard across an .await: drop it before awaiting, or use lockscope::tokio::Mutex (an async lock) for data shared across .await; run long blocking waits in tokio::task::spawn_blocking".into()
+    } else if !chan_names.is_empty() {
+        channels::FIX.into()
     } else if !joined_names.is_empty() {
         joins::FIX.into()
     } else if f
@@ -772,6 +818,7 @@ mod tests {
             prims: [ids(i), ids(j)].into(),
             waits: [(ids(i), 1), (ids(j), 1)].into(),
             joins: Default::default(),
+            chans: Default::default(),
         };
         assert_eq!(groups, [group([10, 11], 0, 1), group([20, 21], 2, 3)]);
     }

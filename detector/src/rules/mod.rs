@@ -19,6 +19,7 @@ pub mod deadlock;
 pub mod leaked_permit;
 pub mod lock_order_inversion;
 pub mod nested_acquire;
+pub(crate) mod other_waits;
 pub mod starvation;
 pub mod stuck_queue;
 pub mod task_ended;

@@ -193,6 +193,18 @@ impl Rule for StuckQueue {
             } else if p.holds.iter().all(|h| h.movable()) && !p.holds.is_empty() {
                 f.details.push("every permit is held by an owned guard (it may live in a struct or another task that never drops it)".into());
             }
+            // What each holder waits for beyond primitives: a join, a channel (who could
+            // end that wait, when it is known).
+            let mut told = Vec::new();
+            for h in &p.holds {
+                if !told.contains(&h.actor) {
+                    told.push(h.actor);
+                    for line in crate::rules::other_waits::of_actor(state, h.actor) {
+                        f.details
+                            .push(format!("its holder {} {line}", h.actor.describe()));
+                    }
+                }
+            }
             for w in p.waiters.iter().filter(|w| w.retries > 0) {
                 f.details.push(format!(
                     "{} gave up and waited again {} time{} (a timeout-and-retry loop): {} ms of waiting in all, at {}",
@@ -306,6 +318,56 @@ mod tests {
         rule.skip_waits.extend([(id, 1), (id, 2)]);
         assert!(check(&mut rule, prims(), &scope, 1_000).is_empty());
         assert!(check(&mut rule, prims(), &scope, 2_000).is_empty());
+    }
+
+    /// A holder that waits on a channel (an open wait: it proves nothing) is said to, with
+    /// the channel, so that the report tells who waits for what.
+    #[test]
+    fn a_holder_waiting_on_a_channel_is_named_with_it() {
+        let scope = Scope::arm(100, 10_000, None);
+        let m = scope.prim("stuck/chan", PrimKind::Mutex, 1);
+        let prims = || {
+            vec![at(
+                &m,
+                vec![hold(&m, task(1), Mode::Exclusive, 1, 0)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, 0)],
+            )]
+        };
+        let here = std::panic::Location::caller();
+        let recv = crate::state::channels::ChanWaitView {
+            seq: 1,
+            chan: std::sync::Arc::new(crate::state::channels::Channel::new(
+                "oneshot",
+                Some("reply"),
+                here,
+                None,
+            )),
+            op: crate::state::channels::ChanOp::Recv,
+            waiter: task(1),
+            thread: 1,
+            blocking: false,
+            owner: None,
+            receiver_gone: false,
+            permits_out: 0,
+            site: here,
+            since_ns: 0,
+            scope: scope.0,
+        };
+        let mut rule = StuckQueue::default();
+        let mut s = state(prims(), &scope, 1_000 * MS);
+        s.chan_waits = vec![recv.clone()];
+        assert!(found(rule.check(&s)).is_empty());
+        let mut s = state(prims(), &scope, 1_100 * MS);
+        s.chan_waits = vec![recv];
+        let f = found(rule.check(&s));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].details,
+            [format!(
+                "its holder task 1 waits to receive from oneshot channel \"reply\" (created at {0}) for 1100 ms, at {0} (open: any holder of a sender can end it)",
+                site_string(here)
+            )]
+        );
     }
 
     /// A queue that keeps moving is not stuck however old its waiters (issue 17: the guard

@@ -138,6 +138,16 @@ pub(crate) fn found(verdicts: Vec<crate::rules::Verdict>) -> Vec<crate::model::f
         .collect()
 }
 
+/// The deadlocks a fresh deadlock rule finds in `s` on its second look (the first only
+/// notes candidates).
+pub(crate) fn deadlocks_confirmed(s: &State) -> Vec<crate::model::finding::Finding> {
+    use crate::rules::{Rule, Verdict};
+    let mut rule = crate::rules::deadlock::Deadlock::default();
+    let first = rule.check(s);
+    assert!(first.iter().all(|v| matches!(v, Verdict::Recheck)));
+    found(rule.check(s))
+}
+
 /// Records `site` as where `p`'s latest forgotten permits were acquired (what `forget` does).
 pub(crate) fn forgot_at(p: &Prim, site: &'static Location<'static>) {
     p.forgot_site

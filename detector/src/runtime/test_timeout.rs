@@ -64,6 +64,13 @@ fn movement(state: &State, scope: u32) -> u64 {
         )
             .hash(&mut h);
     }
+    // A join or channel wait of the test that begins or ends is movement too.
+    for j in state.joins.iter().filter(|j| j.scope == scope) {
+        j.seq.hash(&mut h);
+    }
+    for c in state.chan_waits.iter().filter(|c| c.scope == scope) {
+        c.seq.hash(&mut h);
+    }
     h.finish()
 }
 

@@ -3,6 +3,7 @@
 //! happened; they call no rule and report nothing.
 
 pub mod actor;
+pub mod channels;
 pub(crate) mod console;
 pub mod executor;
 pub mod held;

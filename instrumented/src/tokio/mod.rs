@@ -12,6 +12,10 @@
 //! running initialiser is then a wait for the initialiser's task (an initialiser that needs a
 //! lock held by a task waiting for the cell is a `deadlock`).
 //!
+//! [`mpsc`] and [`oneshot`] replace tokio's channels: a send waiting for capacity in a full
+//! bounded channel waits for the receiver's owner, a wait the deadlock rule sees; a receive
+//! waiting is shown in the test-timeout dump.
+//!
 //! [`spawn`] and the [`task`] module replace `tokio::spawn` and `tokio::task`: awaiting a
 //! task's `JoinHandle` is then a wait the detector sees (a lock held while awaiting a task
 //! that needs it is a `deadlock`).
@@ -21,13 +25,16 @@
 //! whose [`TimeoutError`] says who holds the primitive, and `name()`.
 
 mod acquire;
+mod chan_wait;
 mod guard;
 mod join_set;
 mod keyed;
+pub mod mpsc;
 mod multilock;
 mod mutex;
 mod mutex_guard;
 mod once_cell;
+pub mod oneshot;
 mod owned;
 mod remutex;
 mod rwlock;
@@ -58,10 +65,11 @@ pub use timeout::TimeoutError;
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
 /// The rest of `tokio::sync`, passed through unchanged so that a whole `use tokio::sync::{..}`
 /// line swaps. These are not instrumented: lockscope does not see a wait on a [`Notify`], a
-/// channel, a [`Barrier`] or a [`SetOnce`]. ([`SetError`] is [`OnceCell`]'s error.)
+/// `watch` or `broadcast` channel, a [`Barrier`] or a [`SetOnce`] ([`mpsc`], [`oneshot`] and
+/// [`OnceCell`] are its own; [`SetError`] is [`OnceCell`]'s error).
 pub use tokio::sync::{
-    Barrier, BarrierWaitResult, Notify, SetError, SetOnce, SetOnceError, broadcast, futures, mpsc,
-    oneshot, watch,
+    Barrier, BarrierWaitResult, Notify, SetError, SetOnce, SetOnceError, broadcast, futures,
+    watch,
 };
 
 /// Makes the tokio primitive inside a wrapper. Under `tokio_unstable`, tokio reports its own

@@ -35,34 +35,6 @@ pub async fn until(scope: &TestScope, kind: FindingKind, lock: &str) -> Finding 
     }
 }
 
-/// Runs `body` as `#[lockscope::test]` does, on a runtime of `flavor`, and returns the
-/// panic message it failed with and how long the whole test took.
-pub fn armed_failure<F>(name: &str, multi: bool, body: F) -> (String, Duration)
-where
-    F: std::future::Future<Output = ()>,
-{
-    let mut builder = if multi {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(2);
-        b
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    builder.enable_all();
-    let started = Instant::now();
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        lockscope::__private::run_test(name, ScopeOptions::default(), builder, body)
-    }));
-    let took = started.elapsed();
-    let payload = out.expect_err("the test must fail");
-    let msg = payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_default();
-    (msg, took)
-}
-
 /// Every finding naming `lock`, after two more analyses.
 pub fn naming(lock: &str) -> Vec<Finding> {
     lockscope::detector::check_now();
@@ -175,5 +147,45 @@ pub fn wait_for_waiters(name: &str, n: usize) {
             "{name}: {waiting} waiters, want {n}"
         );
         std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Runs `body` as `#[lockscope::test]` does, on a runtime of `flavor`, and returns the
+/// panic message it failed with and how long the whole test took.
+pub fn armed_failure<F>(name: &str, multi: bool, body: F) -> (String, Duration)
+where
+    F: std::future::Future<Output = ()>,
+{
+    let mut builder = if multi {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder.enable_all();
+    let started = Instant::now();
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lockscope::__private::run_test(name, ScopeOptions::default(), builder, body)
+    }));
+    let took = started.elapsed();
+    let payload = out.expect_err("the test must fail");
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default();
+    (msg, took)
+}
+
+/// Polls until `m` has a waiter (bounded), yielding so that a current-thread runtime runs it.
+pub async fn until_waited<T>(m: &lockscope::tokio::Mutex<T>) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !lockscope::detector::locks()
+        .iter()
+        .any(|l| l.name == m.name() && l.waiters_total > 0)
+    {
+        assert!(Instant::now() < deadline, "no waiter on {}", m.name());
+        tokio::task::yield_now().await;
     }
 }

@@ -32,10 +32,12 @@ use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local, local};
 use crate::state::wait::WaiterRec;
 
+mod channels;
 mod hold_time;
 mod joins;
 mod tasks;
 
+pub use channels::{ChanOp, ChanWait, Channel, chan_wait_begin, channel};
 use hold_time::{LONG_NS, hold_time, record_hold_time, record_mutex_hold};
 pub use joins::{JoinTarget, JoinWait, SetMembers, Started, join_begin, task_actor};
 use tasks::{blocking_flags, blocking_held_here, blocking_released, check_blocking_neighbours};

@@ -1,0 +1,60 @@
+//! Waits that are not for a primitive, in words: joins (precise: only the joined task or
+//! thread can end them) and channel sends and receives (a send into a full bounded channel
+//! waits for the receiver's owner; a receive is open: any holder of a sender could end it).
+//! The test-timeout dump lists them, and a `stuck-queue` report says what its holders wait
+//! for this way (who could release it).
+
+use crate::analysis::snapshot::State;
+use crate::state::actor::ActorId;
+use crate::state::channels::{ChanOp, ChanWaitView};
+use crate::state::joins::JoinView;
+use crate::state::prim::site_string;
+
+/// `waits for the join of task 5 (spawned at ...) for 12 ms, at ... (only its end can end
+/// the wait)`.
+pub(crate) fn join_line(state: &State, j: &JoinView) -> String {
+    let age = state.now_precise.saturating_sub(j.since_ns) / 1_000_000;
+    let what = match (j.set, j.targets.first()) {
+        (Some(set), _) => format!("a join of any of {} task(s) of a {set}", j.targets.len()),
+        (None, Some((t, spawned))) => {
+            format!(
+                "the join of {} (spawned at {})",
+                t.describe(),
+                site_string(spawned)
+            )
+        }
+        (None, None) => "the join of a thread not started yet".to_owned(),
+    };
+    format!(
+        "waits for {what} for {age} ms, at {} (only its end can end the wait)",
+        site_string(j.site)
+    )
+}
+
+/// `waits to receive from oneshot channel "reply" (created at ...) for 12 ms, at ... (open:
+/// any holder of a sender can end it)`, and for a send, who can end it.
+pub(crate) fn chan_line(state: &State, c: &ChanWaitView) -> String {
+    let age = state.now_precise.saturating_sub(c.since_ns) / 1_000_000;
+    let who = match (c.op, c.owner) {
+        (ChanOp::Send, _) if c.receiver_gone => "the receiver is gone".to_owned(),
+        (ChanOp::Send, Some(o)) => format!("the receiver's owner, {}, can end it", o.describe()),
+        (ChanOp::Send, None) => "the receiver has not been used yet".to_owned(),
+        (ChanOp::Recv, _) => "open: any holder of a sender can end it".to_owned(),
+    };
+    format!(
+        "waits to {} {} for {age} ms, at {} ({who})",
+        c.verb(),
+        c.chan.noun(),
+        site_string(c.site)
+    )
+}
+
+/// Every such wait of `actor`, in words.
+pub(crate) fn of_actor(state: &State, actor: ActorId) -> Vec<String> {
+    let joins = state.joins.iter().filter(|j| j.waiter == actor);
+    let chans = state.chan_waits.iter().filter(|c| c.waiter == actor);
+    joins
+        .map(|j| join_line(state, j))
+        .chain(chans.map(|c| chan_line(state, c)))
+        .collect()
+}

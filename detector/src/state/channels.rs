@@ -1,0 +1,279 @@
+//! Channels and their waits in progress: a send waiting for capacity in a bounded `mpsc`
+//! channel, a receive waiting for a message (`mpsc` or `oneshot`).
+//!
+//! A channel is not a primitive: it has no holder, and nothing is registered when one is
+//! made. Its wrapper keeps one [`Channel`] record, allocated once at creation and shared by
+//! its senders and receiver: its name, creation site, capacity, and the receiver's current
+//! owner (the actor that last used the receiver, written only when it changes). Only a send or
+//! receive that actually waits takes a record here, removed when it completes or its future
+//! is dropped, exactly like a join (see `state::joins`). The deadlock rule reads a send
+//! waiting for capacity as a precise wait-for edge to the receiver's owner; a receive is an
+//! open edge (who could send is not known), shown in the test-timeout dump only.
+
+use std::collections::HashMap;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+
+use crate::model::prim::{clean_name, site_name, site_string};
+use crate::state::actor::{self, ActorId};
+
+/// One channel as the books know it: allocated once, when the channel is made, and shared by
+/// its handles.
+#[derive(Debug)]
+pub struct Channel {
+    /// `mpsc`, `oneshot`.
+    kind: &'static str,
+    /// The name given (cleaned of control characters), or the creation site's `file:line`.
+    name: String,
+    created_at: &'static Location<'static>,
+    /// Capacity of a bounded channel; `None`: unbounded (a send never waits).
+    capacity: Option<usize>,
+    /// Raw id of the actor that last used the receiver; 0: nobody yet.
+    owner: AtomicU64,
+    /// The receiver was closed or dropped: a waiting send fails at once, it waits for nobody.
+    receiver_gone: AtomicBool,
+    /// Permits reserved and not yet used or given back (`reserve`, `reserve_many`,
+    /// `reserve_owned`): while any are out, capacity may also come back from their holders,
+    /// so a waiting send does not wait for the receiver's owner alone.
+    permits_out: AtomicU64,
+}
+
+impl Channel {
+    /// A channel of kind `kind` (`mpsc`, `oneshot`), named `name` (its creation site when
+    /// `None`), made at `created_at`, bounded to `capacity` messages if `Some`.
+    pub fn new(
+        kind: &'static str,
+        name: Option<&str>,
+        created_at: &'static Location<'static>,
+        capacity: Option<usize>,
+    ) -> Channel {
+        Channel {
+            kind,
+            name: name.map_or_else(|| site_name(created_at), clean_name),
+            created_at,
+            capacity,
+            owner: AtomicU64::new(0),
+            receiver_gone: AtomicBool::new(false),
+            permits_out: AtomicU64::new(0),
+        }
+    }
+
+    /// The current actor uses the receiver: it becomes the receiver's owner. One relaxed load
+    /// when it already is (the common case); a store only when the owner changes.
+    #[inline]
+    pub fn note_receiver(&self) {
+        let me = actor::current().as_u64();
+        if self.owner.load(Ordering::Relaxed) != me {
+            self.owner.store(me, Ordering::Relaxed);
+        }
+    }
+
+    /// The receiver was closed or dropped.
+    pub fn receiver_gone(&self) {
+        self.receiver_gone.store(true, Ordering::Relaxed);
+    }
+
+    /// `n` permits were reserved.
+    #[inline]
+    pub fn permits_taken(&self, n: usize) {
+        self.permits_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// `n` reserved permits were used or given back.
+    #[inline]
+    pub fn permits_returned(&self, n: usize) {
+        self.permits_out.fetch_sub(n as u64, Ordering::Relaxed);
+    }
+
+    /// Its kind: `mpsc`, `oneshot`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Its name (the creation site's `file:line` when it was given none).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where it was made.
+    pub fn created_at(&self) -> &'static Location<'static> {
+        self.created_at
+    }
+
+    /// Capacity of a bounded channel.
+    pub fn capacity(&self) -> Option<usize> {
+        self.capacity
+    }
+
+    /// `mpsc channel "jobs" (created at src/main.rs:10:17)`: the name quoted and escaped.
+    pub fn noun(&self) -> String {
+        format!(
+            "{} channel {:?} (created at {})",
+            self.kind,
+            self.name,
+            site_string(self.created_at)
+        )
+    }
+}
+
+/// What a channel wait is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChanOp {
+    /// A send (or `reserve`) waiting for capacity in a bounded channel.
+    Send,
+    /// A receive waiting for a message.
+    Recv,
+}
+
+/// A channel wait as the books keep it.
+#[derive(Clone, Debug)]
+struct ChanWaitRec {
+    chan: Arc<Channel>,
+    op: ChanOp,
+    waiter: ActorId,
+    thread: u64,
+    blocking: bool,
+    site: &'static Location<'static>,
+    since_ns: u64,
+    scope: u32,
+}
+
+/// One channel wait in progress, as the analysis reads it.
+#[derive(Clone, Debug)]
+pub struct ChanWaitView {
+    /// Its number (never reused): identifies the wait across snapshots.
+    pub seq: u64,
+    /// The channel.
+    pub chan: Arc<Channel>,
+    /// A send or a receive.
+    pub op: ChanOp,
+    /// Who waits.
+    pub waiter: ActorId,
+    /// lockscope number of the thread the wait was begun on.
+    pub thread: u64,
+    /// The wait blocks that thread (`blocking_send`, `blocking_recv`), rather than a task.
+    pub blocking: bool,
+    /// The receiver's owner now (the actor that last used it), if anyone has.
+    pub owner: Option<ActorId>,
+    /// The receiver was closed or dropped.
+    pub receiver_gone: bool,
+    /// Reserved permits outstanding now.
+    pub permits_out: u64,
+    /// Where the wait was called.
+    pub site: &'static Location<'static>,
+    /// When it began (precise clock, ns).
+    pub since_ns: u64,
+    /// Test scope of the waiting thread.
+    pub scope: u32,
+}
+
+impl ChanWaitView {
+    /// `send to` / `receive from`, for reports.
+    pub fn verb(&self) -> &'static str {
+        match self.op {
+            ChanOp::Send => "send to",
+            ChanOp::Recv => "receive from",
+        }
+    }
+}
+
+const SHARDS: usize = 16;
+
+static WAITS: LazyLock<[Mutex<HashMap<u64, ChanWaitRec>>; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// Records a channel wait of the current actor; returns its number, for [`end`].
+pub fn begin(
+    chan: Arc<Channel>,
+    op: ChanOp,
+    site: &'static Location<'static>,
+    blocking: bool,
+    since_ns: u64,
+) -> u64 {
+    let seq = NEXT.fetch_add(1, Ordering::Relaxed);
+    let rec = ChanWaitRec {
+        chan,
+        op,
+        waiter: actor::current(),
+        thread: actor::thread_seq(),
+        blocking,
+        site,
+        since_ns,
+        scope: actor::current_scope(),
+    };
+    WAITS[seq as usize % SHARDS].lock().insert(seq, rec);
+    seq
+}
+
+/// The wait numbered `seq` completed, or its future was dropped.
+pub fn end(seq: u64) {
+    WAITS[seq as usize % SHARDS].lock().remove(&seq);
+}
+
+/// Every channel wait in progress, by number.
+pub fn snapshot() -> Vec<ChanWaitView> {
+    let mut out = Vec::new();
+    for shard in WAITS.iter() {
+        let recs: Vec<(u64, ChanWaitRec)> =
+            shard.lock().iter().map(|(s, r)| (*s, r.clone())).collect();
+        for (seq, r) in recs {
+            out.push(ChanWaitView {
+                seq,
+                owner: ActorId::from_u64(r.chan.owner.load(Ordering::Relaxed)),
+                receiver_gone: r.chan.receiver_gone.load(Ordering::Relaxed),
+                permits_out: r.chan.permits_out.load(Ordering::Relaxed),
+                chan: r.chan,
+                op: r.op,
+                waiter: r.waiter,
+                thread: r.thread,
+                blocking: r.blocking,
+                site: r.site,
+                since_ns: r.since_ns,
+                scope: r.scope,
+            });
+        }
+    }
+    out.sort_by_key(|w| w.seq);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_is_listed_until_it_ends_with_the_receivers_owner_of_the_moment() {
+        let chan = Arc::new(Channel::new(
+            "mpsc",
+            Some("jobs\n"),
+            Location::caller(),
+            Some(1),
+        ));
+        assert!(
+            chan.noun()
+                .starts_with("mpsc channel \"jobs?\" (created at ")
+        );
+        let seq = begin(chan.clone(), ChanOp::Send, Location::caller(), false, 1);
+        let find = || snapshot().into_iter().find(|w| w.seq == seq);
+        assert_eq!(find().expect("listed").owner, None);
+        chan.note_receiver();
+        assert_eq!(find().expect("listed").owner, Some(actor::current()));
+        chan.permits_taken(2);
+        chan.permits_returned(1);
+        chan.receiver_gone();
+        let w = find().expect("listed");
+        assert_eq!((w.permits_out, w.receiver_gone), (1, true));
+        end(seq);
+        assert!(find().is_none());
+        let unnamed = Channel::new("oneshot", None, Location::caller(), None);
+        assert!(
+            unnamed
+                .name()
+                .starts_with("detector/src/state/channels.rs:")
+        );
+    }
+}

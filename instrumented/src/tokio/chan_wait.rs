@@ -1,0 +1,88 @@
+//! The one future every channel wrapper's waiting call goes through: it polls tokio's own
+//! future and only translates. The first time that future is pending the wait enters the
+//! books (one cold call), and it leaves them when the future completes or is dropped: a
+//! message that passes without waiting records nothing, and a `select!` that drops the call
+//! leaves no ghost wait.
+
+use std::future::Future;
+use std::panic::Location;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use lockscope_detector::hooks::{self, ChanOp, ChanWait, Channel};
+use pin_project_lite::pin_project;
+
+pin_project! {
+    /// tokio's future `fut`, a `op` on `chan` called at `site`, with its wait in the books
+    /// while it is pending.
+    pub(crate) struct Waiting<'c, F> {
+        #[pin]
+        fut: F,
+        chan: &'c Arc<Channel>,
+        op: ChanOp,
+        site: &'static Location<'static>,
+        wait: ChanWait,
+    }
+}
+
+impl<'c, F> Waiting<'c, F> {
+    /// Wraps `fut`, a `op` on `chan` called at `site`.
+    #[inline]
+    pub(crate) fn new(
+        fut: F,
+        chan: &'c Arc<Channel>,
+        op: ChanOp,
+        site: &'static Location<'static>,
+    ) -> Self {
+        Waiting {
+            fut,
+            chan,
+            op,
+            site,
+            wait: ChanWait::none(),
+        }
+    }
+}
+
+impl<F: Future> Future for Waiting<'_, F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if *this.op == ChanOp::Recv {
+            this.chan.note_receiver();
+        }
+        let out = this.fut.poll(cx);
+        if out.is_ready() {
+            this.wait.end();
+        } else if !this.wait.is_recorded() {
+            *this.wait = hooks::chan_wait_begin(this.chan, *this.op, this.site, false);
+        }
+        out
+    }
+}
+
+/// Runs `fut` (a `op` on `chan` called at `site`) to completion on this thread, as tokio's
+/// `blocking_*` methods do, with the wait in the books as one that blocks the thread. The
+/// caller has checked [`super::assert_blocking_allowed`] first, as tokio does.
+pub(crate) fn block_on<F: Future>(
+    fut: F,
+    chan: &Arc<Channel>,
+    op: ChanOp,
+    site: &'static Location<'static>,
+) -> F::Output {
+    if op == ChanOp::Recv {
+        chan.note_receiver();
+    }
+    let mut wait = ChanWait::none();
+    let mut fut = std::pin::pin!(fut);
+    super::block_on(std::future::poll_fn(|cx| {
+        let out = fut.as_mut().poll(cx);
+        if out.is_pending() && !wait.is_recorded() {
+            wait = hooks::chan_wait_begin(chan, op, site, true);
+        }
+        out
+    }))
+}

@@ -1,0 +1,364 @@
+//! Channels are waits the detector sees (issue 28): a task that holds a lock while it
+//! `send().await`s into a full bounded channel whose consumer first needs that lock is a
+//! `deadlock` within an armed test's second, naming the channel; and the shapes a naive
+//! detector would flag (backpressure, a `select!` with a timer, a receiver handed on, many
+//! cloned senders, a closed or dropped receiver) stay silent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockscope::detector::FindingKind;
+use lockscope::tokio::{Mutex, mpsc, task};
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{arm, armed_failure, until, until_waited};
+
+/// The consumer of `rx`: receives a message, then takes `m` to handle it.
+fn consumer(m: Arc<Mutex<u64>>, mut rx: mpsc::Receiver<u64>) -> task::JoinHandle<()> {
+    task::spawn(async move {
+        while let Some(v) = rx.recv().await {
+            *m.lock().await += v;
+        }
+    })
+}
+
+/// The test body holds the lock its consumer needs while it sends into a channel of one.
+async fn hold_and_send(name: &'static str) {
+    let m = Arc::new(Mutex::named(name, 0));
+    let (tx, rx) = mpsc::channel_named(name, 1);
+    let _consumer = consumer(m.clone(), rx);
+    let _g = m.lock().await;
+    loop {
+        tx.send(1).await.unwrap();
+    }
+}
+
+fn assert_channel_deadlock(msg: &str, took: Duration, name: &str) {
+    assert!(
+        msg.contains(&format!(
+            "lockscope: deadlock: 1 task and 1 thread can never proceed: each waits for mutex \"{name}\" held by another of them, or to send to mpsc channel \"{name}\" (created at instrumented/tests/channels.rs:"
+        )),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("), full, whose receiver another of them owns"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("waits for channel \"{name}\"")),
+        "the send, in the waiter's lines: {msg}"
+    );
+    assert!(
+        msg.contains("fix: do not hold a lock across `send().await` into a bounded channel whose consumer needs it"),
+        "{msg}"
+    );
+    assert!(took < Duration::from_secs(1), "took {took:?}: {msg}");
+}
+
+#[test]
+fn a_lock_held_across_a_send_its_consumer_needs_is_a_deadlock_current_thread() {
+    let (msg, took) = armed_failure("chan_ct", false, hold_and_send("chan_ct"));
+    assert_channel_deadlock(&msg, took, "chan_ct");
+}
+
+#[test]
+fn a_lock_held_across_a_send_its_consumer_needs_is_a_deadlock_multi_thread() {
+    let (msg, took) = armed_failure("chan_mt", true, hold_and_send("chan_mt"));
+    assert_channel_deadlock(&msg, took, "chan_mt");
+}
+
+/// Two spawned tasks, an unnamed channel: the report names both tasks and the channel by its
+/// creation site.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_sending_into_its_consumers_full_channel_is_a_deadlock_between_two_tasks() {
+    let scope = arm("chan_tasks", 1000, 1000);
+    let m = Arc::new(Mutex::named("chan_tasks", 0));
+    let (tx, rx) = mpsc::channel(2);
+    let created = line!() - 1;
+    let _consumer = consumer(m.clone(), rx);
+    let m1 = m.clone();
+    let producer = task::spawn(async move {
+        let _g = m1.lock().await;
+        loop {
+            tx.send(1).await.unwrap();
+        }
+    });
+    let f = until(&scope, FindingKind::Deadlock, "chan_tasks").await;
+    let text = f.to_string();
+    assert!(
+        text.starts_with("lockscope: deadlock: 2 tasks can never proceed: each waits for mutex \"chan_tasks\" held by another of them, or to send to mpsc channel "),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "mpsc channel \"instrumented/tests/channels.rs:{created}\" (created at instrumented/tests/channels.rs:{created}:"
+        )),
+        "{text}"
+    );
+    assert_eq!(f.actors.len(), 2, "{text}");
+    assert!(
+        f.actors.iter().all(|a| a.name.starts_with("task ")),
+        "{text}"
+    );
+    let sends: Vec<_> = f
+        .actors
+        .iter()
+        .flat_map(|a| a.waits.iter())
+        .filter(|w| w.primitive.kind == "channel")
+        .collect();
+    assert_eq!(sends.len(), 1, "{text}");
+    assert_eq!(sends[0].mode, "send");
+    producer.abort();
+}
+
+/// `reserve` waits as `send` does, and a thread's `blocking_send` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserve_and_blocking_send_are_waits_for_the_receivers_owner() {
+    let scope = arm("chan_reserve", 1000, 1000);
+    let m = Arc::new(Mutex::named("chan_reserve", 0));
+    let (tx, rx) = mpsc::channel_named("chan_reserve", 1);
+    let _consumer = consumer(m.clone(), rx);
+    let m1 = m.clone();
+    let producer = task::spawn(async move {
+        let _g = m1.lock().await;
+        loop {
+            tx.reserve().await.unwrap().send(1);
+        }
+    });
+    let f = until(&scope, FindingKind::Deadlock, "chan_reserve").await;
+    assert!(
+        f.to_string()
+            .contains("to send to mpsc channel \"chan_reserve\""),
+        "{f}"
+    );
+    producer.abort();
+
+    let m = Arc::new(lockscope::parking_lot::Mutex::named("chan_blocking", 0u64));
+    let (tx, mut rx) = mpsc::channel_named::<u64>("chan_blocking", 1);
+    let m2 = m.clone();
+    std::thread::spawn(move || {
+        while let Some(v) = rx.blocking_recv() {
+            *m2.lock() += v;
+        }
+    });
+    std::thread::spawn(move || {
+        let _g = m.lock();
+        loop {
+            tx.blocking_send(1).unwrap();
+        }
+    });
+    let f = until(&scope, FindingKind::Deadlock, "chan_blocking").await;
+    assert!(
+        f.to_string()
+            .starts_with("lockscope: deadlock: 2 threads can never proceed: each waits for blocking_mutex \"chan_blocking\""),
+        "{f}"
+    );
+}
+
+// --- negative controls: each must stay silent in an armed test ---------------------------
+
+/// A consumer slower than its producers, each producer taking the consumer's lock before
+/// (never across) its send: the channel stays full for a second and more.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backpressure_with_no_lock_held_across_send_is_silent() {
+    let m = Arc::new(Mutex::named("neg_chan_backpressure", 0));
+    let (tx, mut rx) = mpsc::channel_named::<u64>("neg_chan_backpressure", 1);
+    let m1 = m.clone();
+    let consumer = task::spawn(async move {
+        let started = Instant::now();
+        let mut n = 0;
+        while let Some(v) = rx.recv().await {
+            *m1.lock().await += v;
+            n += 1;
+            if started.elapsed() > Duration::from_millis(1200) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        n
+    });
+    let producers: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, tx) = (m.clone(), tx.clone());
+            task::spawn(async move {
+                loop {
+                    *m.lock().await += 0;
+                    if tx.send(1).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    assert!(consumer.await.unwrap() > 10);
+    for p in producers {
+        p.await.unwrap();
+    }
+}
+
+/// A send raced against a short timer while holding the lock the consumer needs: the timer
+/// wins, the lock is released, the consumer drains. 100 rounds.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_of_send_and_a_timer_while_holding_a_lock_is_silent() {
+    let m = Arc::new(Mutex::named("neg_chan_select", 0));
+    let (tx, rx) = mpsc::channel_named("neg_chan_select", 1);
+    let _consumer = consumer(m.clone(), rx);
+    let mut timed_out = 0;
+    for _ in 0..100 {
+        let g = m.lock().await;
+        tokio::select! {
+            r = tx.send(1) => r.unwrap(),
+            _ = tokio::time::sleep(Duration::from_millis(5)) => timed_out += 1,
+        }
+        drop(g);
+    }
+    assert!(timed_out > 0, "the channel must have been full at times");
+}
+
+/// A send raced against a lockscope lock wait (which the detector sees) for longer than its
+/// confirmation: the task may be granted that lock, so it is no deadlock.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_of_send_and_a_lock_while_holding_a_lock_is_silent() {
+    let m = Arc::new(Mutex::named("neg_chan_select_lock", 0));
+    let other = Arc::new(Mutex::named("neg_chan_select_other", 0));
+    let (tx, rx) = mpsc::channel_named("neg_chan_select_lock", 1);
+    let _consumer = consumer(m.clone(), rx);
+    let g = m.lock().await;
+    tx.send(1).await.unwrap();
+    tx.send(1).await.unwrap();
+    let held = other.clone().lock_owned().await;
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        drop(held);
+    });
+    tokio::select! {
+        r = tx.send(1) => r.unwrap(),
+        _ = other.lock() => {}
+    }
+    drop(g);
+    release.await.unwrap();
+}
+
+/// The receiver, last used by one task that then waits for the held lock, is handed to a new
+/// task that drains it: the senders wait for the new owner. 100 rounds.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_handed_to_a_new_task_is_silent() {
+    for round in 0..100u64 {
+        let m = Arc::new(Mutex::named("neg_chan_handed", 0));
+        let (tx, mut rx) = mpsc::channel_named::<u64>("neg_chan_handed", 1);
+        tx.send(0).await.unwrap();
+        let (m1, tx1) = (m.clone(), tx.clone());
+        let g = m.lock().await;
+        // The first owner receives once, hands the receiver on, then waits for the lock.
+        #[allow(clippy::async_yields_async)] // hands the draining task's handle back, awaited below
+        let first = task::spawn(async move {
+            rx.recv().await.unwrap();
+            let drain = task::spawn(async move {
+                tokio::task::yield_now().await;
+                while rx.recv().await.is_some() {}
+            });
+            *m1.lock().await += 1;
+            drain
+        });
+        until_waited(&m).await;
+        for i in 0..5 {
+            tx1.send(round + i).await.unwrap();
+        }
+        drop(g);
+        drop((tx, tx1));
+        first.await.unwrap().await.unwrap();
+    }
+}
+
+/// 100 senders cloned into 100 tasks, each taking the consumer's lock between sends.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_cloned_senders_are_silent() {
+    let m = Arc::new(Mutex::named("neg_chan_senders", 0));
+    let (tx, rx) = mpsc::channel_named("neg_chan_senders", 4);
+    let consumer = consumer(m.clone(), rx);
+    let senders: Vec<_> = (0..100)
+        .map(|_| {
+            let (m, tx) = (m.clone(), tx.clone());
+            task::spawn(async move {
+                for _ in 0..10 {
+                    *m.lock().await += 0;
+                    tx.send(1).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    for s in senders {
+        s.await.unwrap();
+    }
+    consumer.await.unwrap();
+    assert_eq!(*m.lock().await, 1000);
+}
+
+/// The consumer receives once, then closes (or drops) its receiver and waits for the lock the
+/// sender holds: the sender's waiting send fails, and it lets the lock go. 100 rounds each.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_or_dropped_receiver_is_silent() {
+    for close in [true, false] {
+        for _ in 0..100 {
+            let m = Arc::new(Mutex::named("neg_chan_closed", 0));
+            let (tx, mut rx) = mpsc::channel_named::<u64>("neg_chan_closed", 1);
+            let m1 = m.clone();
+            let g = m.lock().await;
+            let c = task::spawn(async move {
+                rx.recv().await;
+                if close {
+                    rx.close();
+                } else {
+                    drop(rx);
+                }
+                *m1.lock().await += 1;
+            });
+            while tx.send(1).await.is_ok() {}
+            drop(g);
+            c.await.unwrap();
+        }
+    }
+}
+
+/// A caller holds a lock and awaits a oneshot reply from an actor that needs the lock to
+/// answer: the reply is an open wait (the sender could be anywhere), so no deadlock is
+/// claimed, but the lock's `stuck-queue` report says what its holder waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_across_a_oneshot_reply_is_a_stuck_queue_naming_the_reply() {
+    let scope = arm("chan_reply", 300, 10_000);
+    let m = Arc::new(Mutex::named("chan_reply", 0));
+    let (requests, mut inbox) =
+        mpsc::channel_named::<lockscope::tokio::oneshot::Sender<u64>>("chan_reply", 4);
+    let m1 = m.clone();
+    task::spawn(async move {
+        while let Some(reply) = inbox.recv().await {
+            let _ = reply.send(*m1.lock().await);
+        }
+    });
+    let caller = task::spawn(async move {
+        let _g = m.lock().await;
+        let (tx, rx) = lockscope::tokio::oneshot::channel_named("reply");
+        requests.send(tx).await.unwrap();
+        let _ = rx.await;
+    });
+    let f = until(&scope, FindingKind::StuckQueue, "chan_reply").await;
+    assert!(
+        f.details.iter().any(|d| d.starts_with("its holder task ")
+            && d.contains(" waits to receive from oneshot channel \"reply\" (created at instrumented/tests/channels.rs:")
+            && d.ends_with("(open: any holder of a sender can end it)")),
+        "{f}"
+    );
+    assert!(
+        scope
+            .findings()
+            .iter()
+            .all(|f| f.kind != FindingKind::Deadlock),
+        "{:#?}",
+        scope.findings()
+    );
+    caller.abort();
+}
