@@ -68,8 +68,7 @@ pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
 /// `watch` or `broadcast` channel, a [`Barrier`] or a [`SetOnce`] ([`mpsc`], [`oneshot`] and
 /// [`OnceCell`] are its own; [`SetError`] is [`OnceCell`]'s error).
 pub use tokio::sync::{
-    Barrier, BarrierWaitResult, Notify, SetError, SetOnce, SetOnceError, broadcast, futures,
-    watch,
+    Barrier, BarrierWaitResult, Notify, SetError, SetOnce, SetOnceError, broadcast, futures, watch,
 };
 
 /// Makes the tokio primitive inside a wrapper. Under `tokio_unstable`, tokio reports its own
