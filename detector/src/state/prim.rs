@@ -9,12 +9,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use parking_lot::Mutex;
 
 use crate::base::stats::{Stats, StatsSnapshot, Tallied};
 use crate::base::{config, names};
+use crate::model::level::Level;
 pub use crate::model::prim::*;
 use crate::state::actor;
 use crate::state::wait::WaitQueue;
@@ -59,6 +60,9 @@ pub struct Prim {
     pub(crate) order_cache: [AtomicU64; 4],
     /// Its tokio-console resource (empty without the `console` feature).
     pub(crate) resource: crate::state::console::Resource,
+    /// Its declared level, if any: set once, before its first use (read on the cold path of a
+    /// nested acquisition only: see `rules::lock_order_inversion::declared`).
+    pub(crate) level: OnceLock<Level>,
 }
 
 impl Prim {
@@ -132,6 +136,23 @@ impl Prim {
     pub(crate) fn stats_with(&self, tallied: &Tallied) -> StatsSnapshot {
         self.stats.read_with(tallied)
     }
+    /// Its declared level, if it was given one (see [`Level`]).
+    pub fn level(&self) -> Option<Level> {
+        self.level.get().copied()
+    }
+
+    /// Declares its level: acquisitions out of the order of levels are reported from now on.
+    /// A primitive's level is set once, before it is first used (a level given after a
+    /// nested acquisition was seen may go unchecked for the sets of holds seen before);
+    /// `false` when it already had one (which it keeps).
+    pub fn set_level(&self, level: Level) -> bool {
+        let set = self.level.set(level).is_ok();
+        if set {
+            LEVELED.store(true, Ordering::Relaxed);
+        }
+        set
+    }
+
     /// Test scope that created it (0: none).
     pub fn scope(&self) -> u32 {
         self.scope
@@ -184,6 +205,17 @@ type Shard = Mutex<HashMap<u64, Arc<Prim>>>;
 static REGISTRY: LazyLock<[Shard; SHARDS]> =
     LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Whether any primitive was ever given a level: until one is, the level checks are skipped.
+/// (Relaxed: a primitive's level is set before its first acquisition, by the thread that
+/// built it, which hands it to others through a release of its own.)
+static LEVELED: AtomicBool = AtomicBool::new(false);
+
+/// Whether any primitive was ever given a declared level.
+#[inline]
+pub(crate) fn levels_in_use() -> bool {
+    LEVELED.load(Ordering::Relaxed)
+}
 
 /// A metrics series: the primitives sharing one `(lock, kind)` label pair.
 pub struct Series {
@@ -345,6 +377,7 @@ pub fn register_in(
         waiters: Mutex::new(WaitQueue::default()),
         order_cache: Default::default(),
         resource,
+        level: OnceLock::new(),
     });
     REGISTRY[id as usize % SHARDS]
         .lock()

@@ -161,6 +161,7 @@ fn an_edge_seen_again_past_the_caches_keeps_its_first_sighting() {
     // b -> a closes the cycle: inverted, once, with its first sighting.
     // The edge returns the cycle it closes (the caller reports it), and only once.
     let cycle = observe(&[holding(&b)], &a, actor, &acq(first), 0)
+        .cycles
         .pop()
         .expect("b -> a closes");
     let pairs: Vec<(u64, u64)> = cycle.iter().map(|(f, t, _)| (*f, *t)).collect();
