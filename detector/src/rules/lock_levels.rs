@@ -192,10 +192,9 @@ pub(crate) fn contradicted(path: &Path) -> Option<Finding> {
         name(refs.len() - 1),
     ));
     f.fix = format!(
-        "do not take {} (or anything leading to it) while holding {}; or give {} levels that place them in this order",
+        "do not take {} (or a lock that leads to it) while holding {}; if this path is intended, the declared levels are wrong",
         name(refs.len() - 1),
         name(0),
-        between.join(", ")
     );
     for r in refs {
         f.add_prim(r);

@@ -1149,14 +1149,16 @@ fn report_order(
     acq: &Acq,
 ) {
     use crate::report::finding::report_all;
+    // The declared order first: a cycle of the same two locks is the same finding (one key),
+    // and the declared one tells it at this acquisition.
+    if crate::state::prim::levels_in_use() {
+        report_all(rules::lock_levels::declared(held, prim, actor, acq));
+    }
     for c in &found.cycles {
         report_all(rules::lock_order_inversion::cycle(c));
     }
     for p in &found.contradictions {
         report_all(rules::lock_levels::contradicted(p));
-    }
-    if crate::state::prim::levels_in_use() {
-        report_all(rules::lock_levels::declared(held, prim, actor, acq));
     }
 }
 
