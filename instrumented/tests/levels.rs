@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lockscope::Level;
 use lockscope::detector::{Finding, FindingKind, TestScope};
-use lockscope::tokio::{Mutex, MultiLock, ReentrantMutex, RwLock, Semaphore};
+use lockscope::tokio::{MultiLock, Mutex, ReentrantMutex, RwLock, Semaphore};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -99,9 +99,8 @@ fn wrong_order_fails_an_armed_test_on_the_first_run() {
     };
     let (held, taken) = (line_of("held at line"), line_of("taken at line"));
     let both = format!("{out}{err}");
-    let summary = format!(
-        "lockscope: lock-order-inversion: \"lv_child_ledger\" (level 1) acquired at "
-    );
+    let summary =
+        format!("lockscope: lock-order-inversion: \"lv_child_ledger\" (level 1) acquired at ");
     let at_summary = both
         .find(&summary)
         .unwrap_or_else(|| panic!("no {summary:?} in:\n{both}"));
@@ -148,9 +147,11 @@ async fn a_wrong_order_is_reported_at_the_acquisition_and_the_right_order_is_sil
     let f = &found[0];
     let text = f.to_string();
     assert!(
-        f.summary.starts_with("\"lv_wrong_ledger\" (level 1, Accounts) acquired at ")
+        f.summary
+            .starts_with("\"lv_wrong_ledger\" (level 1, Accounts) acquired at ")
             && f.summary.contains(&at(taken))
-            && f.summary.contains(" while holding \"lv_wrong_accounts\" (level 2, Ledger) since ")
+            && f.summary
+                .contains(" while holding \"lv_wrong_accounts\" (level 2, Ledger) since ")
             && f.summary.contains(&at(held))
             && f.summary.ends_with("; declared order: lower levels first"),
         "{text}"
@@ -164,10 +165,14 @@ async fn a_wrong_order_is_reported_at_the_acquisition_and_the_right_order_is_sil
     assert!(
         f.details
             .iter()
-            .any(|d| d.starts_with("declared: \"lv_wrong_ledger\" is level 1, Accounts, \"lv_wrong_accounts\" is level 2, Ledger")),
+            .any(|d| d.starts_with("declared: \"lv_wrong_ledger\" is level 1 (Accounts), \"lv_wrong_accounts\" is level 2 (Ledger): ")),
         "{text}"
     );
-    assert!(f.fix.starts_with("take \"lv_wrong_ledger\" before \"lv_wrong_accounts\""), "{text}");
+    assert!(
+        f.fix
+            .starts_with("take \"lv_wrong_ledger\" before \"lv_wrong_accounts\""),
+        "{text}"
+    );
     // Seen again: one finding.
     drop((_l, _a));
     let _a = accounts.lock().await;
@@ -207,7 +212,11 @@ async fn equal_levels_are_an_inversion_unless_taken_together_by_a_multilock() {
     }
     let pl_a = lockscope::parking_lot::Mutex::named("lv_equal_pl_a", 0).with_level(5);
     let pl_b = lockscope::parking_lot::Mutex::named("lv_equal_pl_b", 0).with_level(5);
-    drop(lockscope::parking_lot::MultiLock::new([&pl_b, &pl_a]).unwrap().lock());
+    drop(
+        lockscope::parking_lot::MultiLock::new([&pl_b, &pl_a])
+            .unwrap()
+            .lock(),
+    );
     assert!(
         inversions_now(&scope, "lv_equal").is_empty(),
         "{:#?}",
@@ -219,7 +228,8 @@ async fn equal_levels_are_an_inversion_unless_taken_together_by_a_multilock() {
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = &found[0];
     assert!(
-        f.summary.starts_with("\"lv_equal_b\" (level 2) acquired at ")
+        f.summary
+            .starts_with("\"lv_equal_b\" (level 2) acquired at ")
             && f.summary.contains("while holding \"lv_equal_a\" (level 2)"),
         "{f}"
     );
@@ -246,21 +256,33 @@ async fn async_and_blocking_locks_share_one_order_and_reads_count() {
         let _m = pl.lock();
         let _s = std_rw.write().unwrap();
     }
-    assert!(inversions_now(&scope, "lv_mixed").is_empty(), "{:#?}", scope.findings());
+    assert!(
+        inversions_now(&scope, "lv_mixed").is_empty(),
+        "{:#?}",
+        scope.findings()
+    );
     {
         let _s = std_rw.read().unwrap();
         let _m = pl.lock();
     }
     let found = inversions_now(&scope, "lv_mixed_pl");
     assert_eq!(found.len(), 1, "a read hold counts: {found:#?}");
-    assert!(found[0].summary.starts_with("\"lv_mixed_pl\" (level 3) acquired at "));
+    assert!(
+        found[0]
+            .summary
+            .starts_with("\"lv_mixed_pl\" (level 3) acquired at ")
+    );
     {
         let _r = rw.read().await;
         let _p = sem.acquire().await.unwrap();
     }
     let found = inversions_now(&scope, "lv_mixed_sem");
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert!(found[0].summary.contains("while holding \"lv_mixed_rw\" (level 2)"));
+    assert!(
+        found[0]
+            .summary
+            .contains("while holding \"lv_mixed_rw\" (level 2)")
+    );
 }
 
 /// The holder of a lock across `.await` points is its task, whichever worker it resumes on:
@@ -280,8 +302,10 @@ async fn a_level_held_across_awaits_on_a_multi_thread_runtime_still_counts() {
     task.await.unwrap();
     let f = until(&scope, FindingKind::LockOrderInversion, "lv_await_low").await;
     assert!(
-        f.summary.starts_with("\"lv_await_low\" (level 6) acquired at ")
-            && f.summary.contains("while holding \"lv_await_high\" (level 7)"),
+        f.summary
+            .starts_with("\"lv_await_low\" (level 6) acquired at ")
+            && f.summary
+                .contains("while holding \"lv_await_high\" (level 7)"),
         "{f}"
     );
     assert!(f.orders[0].actor.starts_with("task "), "{f}");
@@ -372,7 +396,11 @@ async fn a_learned_path_along_the_declared_levels_is_silent() {
         let _c = cache.lock().await;
         let _h = high.lock().await;
     }
-    assert!(inversions_now(&scope, "lv_along").is_empty(), "{:#?}", scope.findings());
+    assert!(
+        inversions_now(&scope, "lv_along").is_empty(),
+        "{:#?}",
+        scope.findings()
+    );
 }
 
 /// Re-entering a reentrant lock is no acquisition: silent, for tokio's task-reentrant mutex
@@ -392,11 +420,7 @@ async fn reentry_and_try_forms_are_silent() {
         let _a = pl.lock();
         let _b = pl.lock();
     }
-    assert!(
-        scope.findings().is_empty(),
-        "{:#?}",
-        scope.findings()
-    );
+    assert!(scope.findings().is_empty(), "{:#?}", scope.findings());
 }
 
 /// Two tasks each holding a lock of a different level, at the same time, without nesting:

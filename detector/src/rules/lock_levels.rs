@@ -75,7 +75,10 @@ pub(crate) fn declared(
         .filter(|(h, hl)| breaks(*hl, h, level, prim.id.0, acq))
         .max_by_key(|(_, hl)| hl.rank())?;
     let (taken, holding) = (prim_ref(prim), prim_ref_id(h.prim));
-    let (tn, hn) = (format!("{:?}", taken.label()), format!("{:?}", holding.label()));
+    let (tn, hn) = (
+        format!("{:?}", taken.label()),
+        format!("{:?}", holding.label()),
+    );
     let summary = format!(
         "{tn} ({}) acquired at {} while holding {hn} ({}) since {}; {DECLARED_ORDER}",
         told(level),
@@ -98,15 +101,12 @@ pub(crate) fn declared(
     ));
     if hl.rank() == level.rank() {
         f.details.push(format!(
-            "{hn} and {tn} are both {}: primitives of one level are never nested, only taken together through a MultiLock",
-            told(level)
+            "{hn} and {tn} are both {level}: primitives of one level are never nested, only taken together through a MultiLock"
         ));
         f.fix = "take primitives of one level together through a MultiLock (one global order), or give them distinct levels".into();
     } else {
         f.details.push(format!(
-            "declared: {tn} is {}, {hn} is {}: {tn} must be taken before {hn}, or after it is released",
-            told(level),
-            told(hl)
+            "declared: {tn} is {level}, {hn} is {hl}: {tn} must be taken before {hn}, or after it is released"
         ));
         f.fix = format!(
             "take {tn} before {hn} (lower levels first), or release {hn} first; if this order is the intended one, change the declared levels"
@@ -145,7 +145,14 @@ pub(crate) fn contradicted(path: &Path) -> Option<Finding> {
     let steps: Vec<String> = path
         .iter()
         .enumerate()
-        .map(|(i, (_, _, e))| format!("{} then {} at {}", name(i), name(i + 1), site_string(e.to_site)))
+        .map(|(i, (_, _, e))| {
+            format!(
+                "{} then {} at {}",
+                name(i),
+                name(i + 1),
+                site_string(e.to_site)
+            )
+        })
         .collect();
     let summary = format!(
         "{} ({}) is taken before {} ({}) through {} without a level ({}); {DECLARED_ORDER}",
@@ -183,11 +190,9 @@ pub(crate) fn contradicted(path: &Path) -> Option<Finding> {
         }
     }
     f.details.push(format!(
-        "declared: {} is {}, {} is {}: anything that takes {} while holding {} (as the levels allow) closes a cycle with this path",
+        "declared: {} is {hi}, {} is {lo}: anything that takes {} while holding {} (as the levels allow) closes a cycle with this path",
         name(0),
-        told(hi),
         name(refs.len() - 1),
-        told(lo),
         name(0),
         name(refs.len() - 1),
     ));

@@ -531,7 +531,11 @@ impl Graph {
     /// The nodes with a declared level reached from `start` along `next` (in-edges: backward;
     /// out-edges: forward) through nodes without one, each with the path to it from `start`
     /// (`start` first). `start` itself, alone, when it has a level.
-    fn declared_reach(&self, start: u64, next: impl Fn(&Node) -> &Vec<u64>) -> Vec<(u64, Vec<u64>)> {
+    fn declared_reach(
+        &self,
+        start: u64,
+        next: impl Fn(&Node) -> &Vec<u64>,
+    ) -> Vec<(u64, Vec<u64>)> {
         if self.levels.contains_key(&start) {
             return vec![(start, vec![start])];
         }

@@ -326,11 +326,18 @@ fn a_path_against_the_declared_levels_runs_between_the_nearest_declared_nodes() 
     for (a, b) in [(10, 11), (11, 12), (15, 12), (12, 13)] {
         add(&mut g, a, b);
     }
-    assert!(g.declared_path(12, 13).is_none(), "nothing declared ahead yet");
+    assert!(
+        g.declared_path(12, 13).is_none(),
+        "nothing declared ahead yet"
+    );
     add(&mut g, 13, 14);
     let path = g.declared_path(13, 14).expect("11 -> 12 -> 13 -> 14");
     let pairs: Vec<(u64, u64)> = path.iter().map(|(a, b, _)| (*a, *b)).collect();
-    assert_eq!(pairs, [(11, 12), (12, 13), (13, 14)], "from 11, not 10 or 15");
+    assert_eq!(
+        pairs,
+        [(11, 12), (12, 13), (13, 14)],
+        "from 11, not 10 or 15"
+    );
     assert!(g.declared_path(10, 11).is_none(), "both ends declared");
     // Along the levels: 20 (level 1) -> 21 -> 22 (level 2).
     g.levels.insert(20, 1);
