@@ -99,18 +99,16 @@ fn wrong_order_fails_an_armed_test_on_the_first_run() {
     };
     let (held, taken) = (line_of("held at line"), line_of("taken at line"));
     let both = format!("{out}{err}");
-    let summary =
-        format!("lockscope: lock-order-inversion: \"lv_child_ledger\" (level 1) acquired at ");
+    let summary = "lockscope: lock-order-inversion: \"lv_child_ledger\" (level 1) acquired at ";
     let at_summary = both
-        .find(&summary)
+        .find(summary)
         .unwrap_or_else(|| panic!("no {summary:?} in:\n{both}"));
     let rest = &both[at_summary..];
     let sentence = rest.lines().next().unwrap();
     assert!(sentence.contains(&at(taken)), "{sentence}");
     assert!(
-        sentence.contains(&format!(
-            " while holding \"lv_child_accounts\" (level 2) since "
-        )) && sentence.contains(&at(held)),
+        sentence.contains(" while holding \"lv_child_accounts\" (level 2) since ")
+            && sentence.contains(&at(held)),
         "{sentence}"
     );
     assert!(
@@ -321,13 +319,13 @@ async fn locks_without_a_level_keep_the_learned_order() {
     let two = Mutex::named("lv_undeclared_two", 0).with_level(2);
     let other = Mutex::named("lv_undeclared_other", 0);
     {
-        let _1 = one.lock().await;
+        let _one = one.lock().await;
         let _f = free.lock().await;
-        let _2 = two.lock().await;
+        let _two = two.lock().await;
     }
     {
         // Undeclared under a level: nothing.
-        let _2 = two.lock().await;
+        let _two = two.lock().await;
         let _o = other.lock().await;
     }
     assert!(
@@ -338,7 +336,7 @@ async fn locks_without_a_level_keep_the_learned_order() {
     // `free` then `one` reverses the learned `one` then `free`: the learned inversion.
     {
         let _f = free.lock().await;
-        let _1 = one.lock().await;
+        let _one = one.lock().await;
     }
     let found = inversions_now(&scope, "lv_undeclared_free");
     assert_eq!(found.len(), 1, "{found:#?}");
