@@ -110,3 +110,25 @@ impl<L: LockLevel + ?Sized> LockLevel for &L {
         (**self).level()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A level's name is escaped where it is shown, as primitives' names are.
+    #[test]
+    fn a_hostile_level_name_is_escaped() {
+        let l = Level::named(3, "x\")\n\u{1b}[31m");
+        assert_eq!(l.to_string(), "level 3 (x\\\")\\n\\u{1b}[31m)");
+        assert_eq!(Rank.level(), Level::new(7));
+        assert_eq!(7u32.level(), Level::new(7));
+    }
+
+    struct Rank;
+
+    impl LockLevel for Rank {
+        fn level(&self) -> Level {
+            Level::new(7)
+        }
+    }
+}

@@ -253,6 +253,20 @@ fn level_of_word(word: u64) -> Option<Level> {
     }
 }
 
+#[cfg(test)]
+#[test]
+fn a_level_word_keeps_rank_and_name() {
+    for l in [
+        Level::new(0),
+        Level::new(u32::MAX),
+        Level::named(5, "prim/level_word"),
+        Level::named(u32::MAX, "prim/level_word_max"),
+    ] {
+        assert_eq!(level_of_word(level_word(l)), Some(l));
+    }
+    assert_eq!(level_of_word(0), None);
+}
+
 /// Whether any primitive was ever given a declared level.
 #[inline]
 pub(crate) fn levels_in_use() -> bool {
