@@ -587,3 +587,18 @@ fn lock_tools_multilock_transfers_in_opposite_orders_and_status_queries() {
         ],
     );
 }
+
+#[test]
+fn lock_levels_reports_the_wrong_order_on_the_first_run_and_keeps_the_right_ones_silent() {
+    check_example(
+        "lock_levels",
+        &[
+            "== 1. the ledger, then an account: the declared order\nfindings so far: 0",
+            "== 2. both accounts (one level) together, through a MultiLock\nfindings so far: 0",
+            "lockscope: lock-order-inversion: \"ledger\" (level 1, Ledger) acquired at examples/examples/lock_levels.rs:",
+            " while holding \"account:alice\" (level 2, Account) since examples/examples/lock_levels.rs:",
+            "; declared order: lower levels first",
+            "balances: alice 96, bob 95; ledger entries: 2",
+        ],
+    );
+}

@@ -60,6 +60,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blocking_shell;
+mod level;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;
 pub mod multilock;
@@ -126,6 +127,10 @@ pub mod tokio_util;
 /// }
 /// ```
 pub use lockscope_macros::test;
+
+/// A declared lock level and what can be one: see [`tokio::Mutex::with_level`] and
+/// `docs/lock-tools.md`.
+pub use lockscope_detector::{Level, LockLevel};
 
 #[doc(hidden)]
 pub mod __private {

@@ -2,10 +2,14 @@
 //! order in which every multi-lock takes its members, their guard, and the error for a set
 //! that lists a lock twice.
 //!
-//! The order is the detector's primitive id, ascending: unique per live primitive, stable for
-//! its life (a lock that moves keeps it), and the same for every `MultiLock` in the process. Two
-//! multi-locks over the same locks, listed in different orders, so take them in the same order
-//! and cannot deadlock each other (Dart's `MultiLock` takes them as listed, and does).
+//! The order is the members' declared [`Level`](crate::Level)s, lower first (members without
+//! one before any with one), then the detector's primitive id, ascending: unique per live
+//! primitive, stable for its life (a lock that moves keeps it, and a level is set before first
+//! use), and the same for every `MultiLock` in the process. Two multi-locks over the same locks,
+//! listed in different orders, so take them in the same order and cannot deadlock each other
+//! (Dart's `MultiLock` takes them as listed, and does). Taken this way, a set keeps the declared
+//! levels, and members of one level are the one case where a level may be taken while holding
+//! itself (see `docs/lock-tools.md`).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -46,11 +50,11 @@ impl fmt::Display for MultiLockError {
 
 impl std::error::Error for MultiLockError {}
 
-/// The positions of `prims` in the global order (ascending primitive id), or the error for a
-/// primitive listed twice.
+/// The positions of `prims` in the global order (ascending declared level, then primitive
+/// id), or the error for a primitive listed twice.
 pub(crate) fn global_order(prims: &[&Prim]) -> Result<Vec<usize>, MultiLockError> {
     let mut order: Vec<usize> = (0..prims.len()).collect();
-    order.sort_by_key(|&i| prims[i].id().0);
+    order.sort_by_key(|&i| (prims[i].level().map(|l| l.rank()), prims[i].id().0));
     for pair in order.windows(2) {
         if prims[pair[0]].id() == prims[pair[1]].id() {
             let (first, again) = (pair[0].min(pair[1]), pair[0].max(pair[1]));

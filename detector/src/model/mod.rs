@@ -3,5 +3,6 @@
 
 pub mod acq;
 pub mod finding;
+pub mod level;
 pub mod mode;
 pub mod prim;

@@ -17,6 +17,7 @@ use crate::state::wait::WaiterRec;
 pub mod blocking_in_async;
 pub mod deadlock;
 pub mod leaked_permit;
+pub mod lock_levels;
 pub mod lock_order_inversion;
 pub mod nested_acquire;
 pub(crate) mod other_waits;

@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 
 use crate::base::stats::{Stats, StatsSnapshot, Tallied};
 use crate::base::{config, names};
+use crate::model::level::Level;
 pub use crate::model::prim::*;
 use crate::state::actor;
 use crate::state::wait::WaitQueue;
@@ -59,6 +60,10 @@ pub struct Prim {
     pub(crate) order_cache: [AtomicU64; 4],
     /// Its tokio-console resource (empty without the `console` feature).
     pub(crate) resource: crate::state::console::Resource,
+    /// Its declared level, if any, in one word (see [`level_word`]): set once, before its
+    /// first use; read on the cold path of a nested acquisition only (see
+    /// `rules::lock_levels`). One word, not a `Level`: every primitive pays for the field.
+    pub(crate) level: AtomicU64,
 }
 
 impl Prim {
@@ -132,6 +137,27 @@ impl Prim {
     pub(crate) fn stats_with(&self, tallied: &Tallied) -> StatsSnapshot {
         self.stats.read_with(tallied)
     }
+    /// Its declared level, if it was given one (see [`Level`]).
+    pub fn level(&self) -> Option<Level> {
+        level_of_word(self.level.load(Ordering::Relaxed))
+    }
+
+    /// Declares its level: acquisitions out of the order of levels are reported from now on.
+    /// A primitive's level is set once, before it is first used (a level given after a
+    /// nested acquisition was seen may go unchecked for the sets of holds seen before);
+    /// `false` when it already had one (which it keeps).
+    pub fn set_level(&self, level: Level) -> bool {
+        // Relaxed: see `LEVELED`.
+        let set = self
+            .level
+            .compare_exchange(0, level_word(level), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if set {
+            LEVELED.store(true, Ordering::Relaxed);
+        }
+        set
+    }
+
     /// Test scope that created it (0: none).
     pub fn scope(&self) -> u32 {
         self.scope
@@ -184,6 +210,68 @@ type Shard = Mutex<HashMap<u64, Arc<Prim>>>;
 static REGISTRY: LazyLock<[Shard; SHARDS]> =
     LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Whether any primitive was ever given a level: until one is, the level checks are skipped.
+/// (Relaxed: a primitive's level is set before its first acquisition, by the thread that
+/// built it, which hands it to others through a release of its own.)
+static LEVELED: AtomicBool = AtomicBool::new(false);
+
+/// The names of the levels given so far (each once), indexed by [`level_word`]: a program
+/// has few, written in its code.
+static LEVEL_NAMES: LazyLock<Mutex<Vec<&'static str>>> = LazyLock::new(Mutex::default);
+
+/// A level in one word: its rank in the low 32 bits, above them 0 for no level, 1 for a
+/// level without a name, `2 + i` for one named `LEVEL_NAMES[i]`.
+fn level_word(level: Level) -> u64 {
+    let tag = match level.name() {
+        None => 1,
+        Some(name) => {
+            let mut names = LEVEL_NAMES.lock();
+            let i = match names.iter().position(|n| *n == name) {
+                Some(i) => i,
+                None => {
+                    names.push(name);
+                    names.len() - 1
+                }
+            };
+            i as u64 + 2
+        }
+    };
+    tag << 32 | u64::from(level.rank())
+}
+
+/// The level of a [`level_word`], `None` for 0.
+fn level_of_word(word: u64) -> Option<Level> {
+    let rank = word as u32;
+    match word >> 32 {
+        0 => None,
+        1 => Some(Level::new(rank)),
+        tag => {
+            let name = LEVEL_NAMES.lock().get(tag as usize - 2).copied();
+            Some(name.map_or(Level::new(rank), |n| Level::named(rank, n)))
+        }
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn a_level_word_keeps_rank_and_name() {
+    for l in [
+        Level::new(0),
+        Level::new(u32::MAX),
+        Level::named(5, "prim/level_word"),
+        Level::named(u32::MAX, "prim/level_word_max"),
+    ] {
+        assert_eq!(level_of_word(level_word(l)), Some(l));
+    }
+    assert_eq!(level_of_word(0), None);
+}
+
+/// Whether any primitive was ever given a declared level.
+#[inline]
+pub(crate) fn levels_in_use() -> bool {
+    LEVELED.load(Ordering::Relaxed)
+}
 
 /// A metrics series: the primitives sharing one `(lock, kind)` label pair.
 pub struct Series {
@@ -345,6 +433,7 @@ pub fn register_in(
         waiters: Mutex::new(WaitQueue::default()),
         order_cache: Default::default(),
         resource,
+        level: AtomicU64::new(0),
     });
     REGISTRY[id as usize % SHARDS]
         .lock()

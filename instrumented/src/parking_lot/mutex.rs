@@ -252,3 +252,8 @@ crate::status::status_queries! {
     prim: |m| m.prim();
     can_lock: |m| !m.inner.is_locked();
 }
+
+crate::level::declared_levels! {
+    impl[T: ?Sized] Mutex<T> as "lockscope::parking_lot::Mutex";
+    prim: |m| m.prim();
+}

@@ -268,3 +268,8 @@ crate::status::status_queries! {
     // The owner thread may always enter again.
     can_lock: |m| !m.inner.is_locked() || m.inner.is_owned_by_current_thread();
 }
+
+crate::level::declared_levels! {
+    impl[T: ?Sized] ReentrantMutex<T> as "lockscope::parking_lot::ReentrantMutex";
+    prim: |m| m.prim();
+}

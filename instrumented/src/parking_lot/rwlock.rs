@@ -490,6 +490,11 @@ crate::status::status_queries! {
     can_lock: |l| !l.inner.is_locked();
 }
 
+crate::level::declared_levels! {
+    impl[T: ?Sized] RwLock<T> as "lockscope::parking_lot::RwLock";
+    prim: |l| l.prim();
+}
+
 impl<T: ?Sized> RwLock<T> {
     /// Whether a read could be taken now: no writer holds the lock (lockscope addition). A
     /// racy snapshot (see [`status`](crate::status)); a writer parked in the queue can still

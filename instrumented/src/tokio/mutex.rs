@@ -310,3 +310,8 @@ crate::status::status_queries! {
     is_locked: |m| m.sem.available_permits() == 0;
     can_lock: |m| m.sem.available_permits() > 0;
 }
+
+crate::level::declared_levels! {
+    impl[T: ?Sized] Mutex<T> as "lockscope::tokio::Mutex";
+    prim: |m| m.cell.get();
+}

@@ -252,3 +252,8 @@ crate::status::status_queries! {
     // The owner may always enter again.
     can_lock: |m| m.sem.available_permits() > 0 || m.owned_here().is_some();
 }
+
+crate::level::declared_levels! {
+    impl[T: ?Sized] ReentrantMutex<T> as "lockscope::tokio::ReentrantMutex";
+    prim: |m| m.prim();
+}

@@ -468,6 +468,11 @@ crate::status::status_queries! {
     can_lock: |l| l.sem.available_permits() == l.mr as usize;
 }
 
+crate::level::declared_levels! {
+    impl[T: ?Sized] RwLock<T> as "lockscope::tokio::RwLock";
+    prim: |l| l.prim();
+}
+
 impl<T: ?Sized> RwLock<T> {
     /// Whether [`try_read`](RwLock::try_read) would succeed now: no writer holds the lock and
     /// a read permit is free (lockscope addition). A racy snapshot: see

@@ -200,3 +200,8 @@ crate::status::status_queries! {
     is_locked: |s| crate::status::booked(s.prim(), false).unwrap_or(false);
     can_lock: |s| s.ll.available_permits() > 0 && !s.ll.is_closed();
 }
+
+crate::level::declared_levels! {
+    impl[] Semaphore as "lockscope::tokio::Semaphore";
+    prim: |s| s.prim();
+}

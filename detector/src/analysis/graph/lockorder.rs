@@ -121,6 +121,8 @@ struct Graph {
     inverted: HashMap<(u64, u64), EdgeInfo>,
     /// Edges whose sighting was reported as closing a cycle.
     reported: HashSet<(u64, u64)>,
+    /// The ranks of the nodes whose primitive has a declared level (the others have none).
+    levels: HashMap<u64, u32>,
     next_ord: u64,
 }
 
@@ -181,6 +183,33 @@ pub(crate) fn known(prim: &Prim, ctx: u64) -> bool {
 /// A cycle of the graph: the new edge first, then the path of known edges that closes it.
 pub type Cycle = Vec<(u64, u64, EdgeInfo)>;
 
+/// A path of the graph, its edges in order.
+pub type Path = Vec<(u64, u64, EdgeInfo)>;
+
+/// What one sighting found for the caller to report.
+#[derive(Default)]
+#[must_use]
+pub(crate) struct Observed {
+    /// The cycles it closes.
+    pub(crate) cycles: Vec<Cycle>,
+    /// Paths from a primitive with a declared level, through primitives without one, to a
+    /// primitive of a lower level, that a new edge of this sighting completes: learned orders
+    /// that contradict the declared ones (with the declared order, a cycle).
+    pub(crate) contradictions: Vec<Path>,
+}
+
+impl Observed {
+    /// Whether it found nothing.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cycles.is_empty() && self.contradictions.is_empty()
+    }
+}
+
+/// How many nodes a search for a declared level's contradiction visits at most (each way):
+/// past it, the search stops and reports less.
+const LEVEL_SEARCH_MAX: usize = 4096;
+
 fn remember(prim: &Prim, ctx: u64) {
     if ctx == 0 {
         return;
@@ -201,18 +230,17 @@ fn remember(prim: &Prim, ctx: u64) {
 /// Records that `prim` is acquired (in a form that can wait) while every hold of `held` is
 /// held (the actor's own, neither `prim` itself nor an owned guard that may have moved);
 /// `ctx` is the holds' key (the sum of their [`context_part`]s), remembered once recorded.
-/// Returns the cycles a sighting closes, first sighting or one that shrank a gate: the caller
-/// reports them.
+/// Returns the cycles a sighting closes, first sighting or one that shrank a gate, and the
+/// contradictions of declared levels its new edges complete: the caller reports them.
 #[cold]
 #[inline(never)]
-#[must_use]
 pub(crate) fn observe(
     held: &[HoldView],
     prim: &Prim,
     actor: ActorId,
     acq: &Acq,
     ctx: u64,
-) -> Vec<Cycle> {
+) -> Observed {
     // The mutexes among the holds (looked up before the graph's lock is taken).
     let mut gates: Vec<u64> = held
         .iter()
@@ -226,10 +254,24 @@ pub(crate) fn observe(
     gates.dedup();
     let y = prim.id.0;
     let scope = actor::current_scope();
-    let mut found = Vec::new();
+    // The declared levels among the primitives, looked up before the lock too.
+    let leveled = prim::levels_in_use();
+    let mut levels: Vec<(u64, u32)> = Vec::new();
+    if leveled {
+        let held_levels = held.iter().filter_map(|h| {
+            let level = prim::get(PrimitiveId(h.prim))?.level()?;
+            Some((h.prim, level.rank()))
+        });
+        levels.extend(held_levels);
+        levels.extend(prim.level().map(|l| (y, l.rank())));
+    }
+    let mut found = Observed::default();
     let mut complete = true;
     {
         let mut g = GRAPH.lock();
+        for &(id, rank) in &levels {
+            g.levels.insert(id, rank);
+        }
         for h in held {
             let x = h.prim;
             let own: Vec<u64> = gates.iter().copied().filter(|&id| id != x).collect();
@@ -242,10 +284,19 @@ pub(crate) fn observe(
                 scope,
                 gate: Gate::first(&own),
             };
+            let new = leveled && g.edge(x, y).is_none();
             match g.sighting(x, y, info, &own) {
                 Sighting::Dropped => complete = false,
-                Sighting::Closes(cycle) => found.push(cycle),
+                Sighting::Closes(cycle) => found.cycles.push(cycle),
                 Sighting::Nothing => {}
+            }
+            // A new edge in the order may complete a learned path against the declared order
+            // (an edge kept out of it closed a cycle, reported above).
+            if new
+                && g.edges.contains_key(&(x, y))
+                && let Some(path) = g.declared_path(x, y)
+            {
+                found.contradictions.push(path);
             }
         }
     }
@@ -452,6 +503,71 @@ impl Graph {
         Some(None)
     }
 
+    /// The path through the new edge `x -> y` from a primitive of a declared level to one of
+    /// a strictly lower level, all others on it without a level, if there is one: the
+    /// highest level first, then the lowest. `None` when `x` and `y` both have levels (the
+    /// hooks check that acquisition itself) or neither end has a contradiction.
+    fn declared_path(&self, x: u64, y: u64) -> Option<Path> {
+        if self.levels.contains_key(&x) && self.levels.contains_key(&y) {
+            return None;
+        }
+        let up = self.declared_reach(x, |n| &n.inn);
+        let down = self.declared_reach(y, |n| &n.out);
+        let (hi, to_x) = up.iter().max_by_key(|(id, _)| self.levels[id])?;
+        let (lo, from_y) = down.iter().min_by_key(|(id, _)| self.levels[id])?;
+        if hi == lo || self.levels[hi] <= self.levels[lo] {
+            return None;
+        }
+        // `to_x` runs x -> ... -> hi (a backward search): reversed, it runs hi -> ... -> x.
+        let nodes: Vec<u64> = to_x.iter().rev().chain(from_y).copied().collect();
+        Some(
+            nodes
+                .windows(2)
+                .filter_map(|w| Some((w[0], w[1], self.edge(w[0], w[1])?.clone())))
+                .collect(),
+        )
+    }
+
+    /// The nodes with a declared level reached from `start` along `next` (in-edges: backward;
+    /// out-edges: forward) through nodes without one, each with the path to it from `start`
+    /// (`start` first). `start` itself, alone, when it has a level.
+    fn declared_reach(
+        &self,
+        start: u64,
+        next: impl Fn(&Node) -> &Vec<u64>,
+    ) -> Vec<(u64, Vec<u64>)> {
+        if self.levels.contains_key(&start) {
+            return vec![(start, vec![start])];
+        }
+        let mut parent: HashMap<u64, u64> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut found = Vec::new();
+        while let Some(n) = queue.pop_front() {
+            let Some(node) = self.nodes.get(&n) else {
+                continue;
+            };
+            for &m in next(node) {
+                if m == start || parent.contains_key(&m) || parent.len() >= LEVEL_SEARCH_MAX {
+                    continue;
+                }
+                parent.insert(m, n);
+                if self.levels.contains_key(&m) {
+                    let mut path = vec![m];
+                    let mut cur = m;
+                    while let Some(&p) = parent.get(&cur) {
+                        path.push(p);
+                        cur = p;
+                    }
+                    path.reverse();
+                    found.push((m, path));
+                } else {
+                    queue.push_back(m);
+                }
+            }
+        }
+        found
+    }
+
     fn ensure(&mut self, id: u64) {
         if !self.nodes.contains_key(&id) {
             self.next_ord += 1;
@@ -542,6 +658,8 @@ impl Graph {
     }
 
     fn remove(&mut self, id: u64) {
+        // First: a level is recorded even for a node the full graph never took.
+        self.levels.remove(&id);
         let Some(node) = self.nodes.remove(&id) else {
             return;
         };

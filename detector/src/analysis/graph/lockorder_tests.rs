@@ -161,6 +161,7 @@ fn an_edge_seen_again_past_the_caches_keeps_its_first_sighting() {
     // b -> a closes the cycle: inverted, once, with its first sighting.
     // The edge returns the cycle it closes (the caller reports it), and only once.
     let cycle = observe(&[holding(&b)], &a, actor, &acq(first), 0)
+        .cycles
         .pop()
         .expect("b -> a closes");
     let pairs: Vec<(u64, u64)> = cycle.iter().map(|(f, t, _)| (*f, *t)).collect();
@@ -305,4 +306,51 @@ fn the_search_tells_pairwise_gates_from_a_common_one() {
     assert_eq!(g.open_path(3, 1, Gate::default()), Some(vec![1, 2, 3]));
     assert!(g.disjoint(Gate::first(&[8]), &[1, 2, 3]));
     assert!(!g.disjoint(Gate::first(&[9]), &[1, 2, 3]));
+}
+
+/// A path against the declared levels: from the nearest declared node behind the new edge,
+/// through undeclared nodes only, to the nearest declared node ahead of it, the highest level
+/// behind and the lowest ahead; none along the levels, none between two declared ends (the
+/// hooks check those), and a node's level leaves with it.
+#[test]
+fn a_path_against_the_declared_levels_runs_between_the_nearest_declared_nodes() {
+    let mut g = Graph::default();
+    let add = |g: &mut Graph, a: u64, b: u64| {
+        g.insert(a, b).unwrap();
+        g.edges.insert((a, b), info());
+    };
+    // 10 (level 5) -> 11 (level 9) -> 12 -> 13 -> 14 (level 1), 15 (level 0) -> 12.
+    for (id, rank) in [(10, 5), (11, 9), (14, 1), (15, 0)] {
+        g.levels.insert(id, rank);
+    }
+    for (a, b) in [(10, 11), (11, 12), (15, 12), (12, 13)] {
+        add(&mut g, a, b);
+    }
+    assert!(
+        g.declared_path(12, 13).is_none(),
+        "nothing declared ahead yet"
+    );
+    add(&mut g, 13, 14);
+    let path = g.declared_path(13, 14).expect("11 -> 12 -> 13 -> 14");
+    let pairs: Vec<(u64, u64)> = path.iter().map(|(a, b, _)| (*a, *b)).collect();
+    assert_eq!(
+        pairs,
+        [(11, 12), (12, 13), (13, 14)],
+        "from 11, not 10 or 15"
+    );
+    assert!(g.declared_path(10, 11).is_none(), "both ends declared");
+    // Along the levels: 20 (level 1) -> 21 -> 22 (level 2).
+    g.levels.insert(20, 1);
+    g.levels.insert(22, 2);
+    add(&mut g, 20, 21);
+    add(&mut g, 21, 22);
+    assert!(g.declared_path(21, 22).is_none());
+    // Equal levels through an undeclared node: no declared edge between them, no cycle.
+    g.levels.insert(30, 3);
+    g.levels.insert(32, 3);
+    add(&mut g, 30, 31);
+    add(&mut g, 31, 32);
+    assert!(g.declared_path(31, 32).is_none());
+    g.remove(11);
+    assert!(!g.levels.contains_key(&11));
 }

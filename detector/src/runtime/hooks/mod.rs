@@ -769,7 +769,8 @@ fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed:
                 .filter(|&&(id, flags, _)| flags & FLAG_MOVABLE == 0 && id != prim.id.0)
                 .filter_map(|&(_, _, e)| held::view_entry(e))
                 .collect();
-            report_cycles(graph::lockorder::observe(&views, prim, actor, acq, ctx));
+            let found = graph::lockorder::observe(&views, prim, actor, acq, ctx);
+            report_order(found, &views, prim, actor, acq);
         }
         if let Some(h) = nested {
             crate::report::finding::report_all(rules::nested_acquire::reacquired(
@@ -798,7 +799,8 @@ fn check_held_all(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: 
         k.wrapping_add(graph::lockorder::context_part(h.prim))
     });
     if !others.is_empty() && !graph::lockorder::known(prim, ctx) {
-        report_cycles(graph::lockorder::observe(&others, prim, actor, acq, ctx));
+        let found = graph::lockorder::observe(&others, prim, actor, acq, ctx);
+        report_order(found, &others, prim, actor, acq);
     }
     if let Some(h) = nested {
         crate::report::finding::report_all(rules::nested_acquire::reacquired(
@@ -1137,11 +1139,28 @@ pub fn closed(prim: &Prim) {
     prim.epoch.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Reports the lock-order cycles a sighting closed.
+/// Reports what a new sighting of `prim` acquired under `held` found: the lock-order cycles
+/// it closed, and the declared levels it breaks, itself or with a learned path. (Once per
+/// set of holds, as the graph sees each: a sighting known before found all this then.)
 #[cold]
-fn report_cycles(cycles: Vec<graph::lockorder::Cycle>) {
-    for c in cycles {
-        crate::report::finding::report_all(rules::lock_order_inversion::cycle(&c));
+fn report_order(
+    found: graph::lockorder::Observed,
+    held: &[held::HoldView],
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+) {
+    use crate::report::finding::report_all;
+    // The declared order first: a cycle of the same two locks is the same finding (one key),
+    // and the declared one tells it at this acquisition.
+    if crate::state::prim::levels_in_use() {
+        report_all(rules::lock_levels::declared(held, prim, actor, acq));
+    }
+    for c in &found.cycles {
+        report_all(rules::lock_order_inversion::cycle(c));
+    }
+    for p in &found.contradictions {
+        report_all(rules::lock_levels::contradicted(p));
     }
 }
 

@@ -181,3 +181,8 @@ crate::status::status_queries! {
     });
     can_lock: |m| !m.is_locked();
 }
+
+crate::level::declared_levels! {
+    impl[T: ?Sized] Mutex<T> as "lockscope::std::sync::Mutex";
+    prim: |m| m.cell.get();
+}

@@ -201,6 +201,11 @@ crate::status::status_queries! {
     can_lock: |l| !l.is_locked();
 }
 
+crate::level::declared_levels! {
+    impl[T: ?Sized] RwLock<T> as "lockscope::std::sync::RwLock";
+    prim: |l| l.cell.get();
+}
+
 impl<T: ?Sized> RwLock<T> {
     /// Whether a read could be taken now: no writer holds the lock (lockscope addition). A
     /// racy snapshot: see [`status`](crate::status). It reads lockscope's books while the
