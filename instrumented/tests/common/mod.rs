@@ -149,3 +149,43 @@ pub fn wait_for_waiters(name: &str, n: usize) {
         std::thread::sleep(Duration::from_micros(200));
     }
 }
+
+/// Threads spinning on a CPU each until dropped: a machine loaded past its cores, for the
+/// controls that must stay silent under load (see [`cpu_hogs`]).
+pub struct CpuHogs {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+/// Starts `n` threads that spin (never sleeping, never yielding) until the returned value is
+/// dropped: beside a control, they leave its threads less than a core each on a machine with
+/// `n` cores, so that the OS deschedules them for whole time slices.
+pub fn cpu_hogs(n: usize) -> CpuHogs {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let threads = (0..n)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name(format!("cpu hog {i}"))
+                .spawn(move || {
+                    let mut spins = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        spins = std::hint::black_box(spins.wrapping_add(1));
+                    }
+                    spins
+                })
+                .expect("a hog thread")
+        })
+        .collect();
+    CpuHogs { stop, threads }
+}
+
+impl Drop for CpuHogs {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
