@@ -128,7 +128,10 @@ async fn the_live_view_shows_a_deadlock_in_a_real_browser() {
         }));
     }
     while alice_waiters() != Some((1, 7)) {
-        assert!(Instant::now() < settle, "seven waiters never queue for alice");
+        assert!(
+            Instant::now() < settle,
+            "seven waiters never queue for alice"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     behind.notify_one();

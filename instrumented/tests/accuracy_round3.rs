@@ -625,26 +625,6 @@ async fn an_owned_permit_kept_by_another_task_stays_a_stuck_queue() {
 // 4. Bystanders: a deadlock's report names its knot and counts those stuck behind it
 // ---------------------------------------------------------------------------------------------
 
-/// Waits (bounded, 5 s, without blocking the runtime) until `name` has `n` waiters.
-async fn queued(name: &str, n: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let waiting: usize = lockscope::detector::locks()
-            .into_iter()
-            .filter(|l| l.name == name)
-            .map(|l| l.waiters_total)
-            .sum();
-        if waiting >= n {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{name}: {waiting} waiters, want {n}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
-}
-
 /// Two tasks deadlock (ABBA) after six untimed waiters have queued on the first lock, ahead
 /// of the cycle's own wait there: the report names the two and counts the six.
 #[lockscope::test]
@@ -671,13 +651,13 @@ async fn a_two_task_cycle_with_six_waiters_behind_names_two_and_counts_six() {
             let _a = a.lock().await;
         }));
     }
-    queued("r3_knot_a", 6).await;
+    common::until_waiters("r3_knot_a", 6).await;
     let (a2, b2) = (a.clone(), b.clone());
     all.push(tokio::spawn(async move {
         let _b = b2.lock().await;
         let _a = a2.lock().await;
     }));
-    queued("r3_knot_a", 7).await;
+    common::until_waiters("r3_knot_a", 7).await;
     close.notify_one();
     for t in all {
         t.await.unwrap();

@@ -384,18 +384,8 @@ async fn a_fifo_queue_that_drains_in_order_is_not_starvation() {
             waited
         }));
     }
+    common::until_waiters("fifo_pool", 30).await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    let waiting = || -> usize {
-        lockscope::detector::locks()
-            .into_iter()
-            .filter(|l| l.name == "fifo_pool")
-            .map(|l| l.waiters_total)
-            .sum()
-    };
-    while waiting() < 30 {
-        assert!(Instant::now() < deadline, "{} of 30 queued", waiting());
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
     // The detector looks every 10 ms on a thread of its own: on this runtime's thread, its
     // analyses held up the holders' wake-ups (the queue drained on the test's schedule, not
     // tokio's).

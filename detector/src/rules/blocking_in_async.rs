@@ -20,9 +20,9 @@
 //!   same task starts an async wait, when another task runs lockscope code on that thread
 //!   while the guard is held, or when the guard is released on another thread.
 
-use std::future::Future;
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -424,7 +424,13 @@ mod tests {
         OS_BASELINE.with(|c| c.set(Some(OsBaseline([(me, 0), (holder_tid, 0), (0, 0)]))));
         assert!(os_share_end(true) >= mine + theirs);
         // From now on: only what grew since.
-        OS_BASELINE.with(|c| c.set(Some(OsBaseline([(me, u64::MAX), (holder_tid, u64::MAX), (0, 0)]))));
+        OS_BASELINE.with(|c| {
+            c.set(Some(OsBaseline([
+                (me, u64::MAX),
+                (holder_tid, u64::MAX),
+                (0, 0),
+            ])))
+        });
         assert_eq!(os_share_end(true), 0);
         done_tx.send(()).unwrap();
         holder.join().unwrap();

@@ -142,8 +142,7 @@ fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
             let mut v = Vec::new();
             for p in &state.prims {
                 for w in p.waiters.iter().filter(|w| w.thread == thread) {
-                    if p.prim.kind().is_blocking()
-                        && (!ours || g.knot.contains(&w.actor.as_u64()))
+                    if p.prim.kind().is_blocking() && (!ours || g.knot.contains(&w.actor.as_u64()))
                     {
                         v.push((w.actor.describe(), noun(&prim_ref(&p.prim))));
                     }
@@ -741,7 +740,11 @@ mod tests {
             names(&f.behind),
             ["task 3", "task 4", "task 5", "task 6", "task 7", "task 8"]
         );
-        assert!(f.behind.iter().all(|a| a.holds.is_empty() && a.waits.len() == 1));
+        assert!(
+            f.behind
+                .iter()
+                .all(|a| a.holds.is_empty() && a.waits.len() == 1)
+        );
         let text = f.to_string();
         assert!(
             text.contains("\n  6 more wait behind it:\n    task 3:\n      waits for mutex \"dl/knot_a\" (lock)"),
@@ -762,22 +765,42 @@ mod tests {
                     vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
                     vec![w(2, 1), w(3, 2)],
                 ),
-                at(&b, vec![hold(&b, task(2), Mode::Exclusive, 1, 0)], vec![w(1, 1)]),
+                at(
+                    &b,
+                    vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                    vec![w(1, 1)],
+                ),
             ],
             &scope,
             MS,
         );
-        assert!(confirmed(&s)[0].summary.ends_with("of them; 1 more waits behind it"));
+        assert!(
+            confirmed(&s)[0]
+                .summary
+                .ends_with("of them; 1 more waits behind it")
+        );
         let s = state(
             vec![
-                at(&a, vec![hold(&a, task(1), Mode::Exclusive, 1, 0)], vec![w(2, 1)]),
-                at(&b, vec![hold(&b, task(2), Mode::Exclusive, 1, 0)], vec![w(1, 1)]),
+                at(
+                    &a,
+                    vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
+                    vec![w(2, 1)],
+                ),
+                at(
+                    &b,
+                    vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                    vec![w(1, 1)],
+                ),
             ],
             &scope,
             MS,
         );
         let f = &confirmed(&s)[0];
-        assert!(f.summary.ends_with("held by another of them"), "{}", f.summary);
+        assert!(
+            f.summary.ends_with("held by another of them"),
+            "{}",
+            f.summary
+        );
         assert!(serde_json::to_value(f).unwrap().get("behind").is_none());
     }
 

@@ -130,6 +130,32 @@ impl ChildRun {
     }
 }
 
+/// How many wait for the primitives named `name` now, by the books.
+fn waiters_named(name: &str) -> usize {
+    lockscope::detector::locks()
+        .into_iter()
+        .filter(|l| l.name == name)
+        .map(|l| l.waiters_total)
+        .sum()
+}
+
+/// As [`wait_for_waiters`], from async code: sleeps on the runtime's timer between looks, so
+/// that the tasks that are to queue can run (on a `current_thread` runtime, this one).
+pub async fn until_waiters(name: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let waiting = waiters_named(name);
+        if waiting >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {waiting} waiters, want {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// Waits (bounded, 5 s) until the primitive named `name` has at least `n` waiters.
 pub fn wait_for_waiters(name: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -589,7 +589,12 @@ fn a_request_held_back_by_the_queue_head_waits_behind_the_knot() {
         vec![hold(1, 1, Mode::Permits)],
         vec![wait(2, 2, Mode::Permits), wait(3, 1, Mode::Permits)],
     );
-    let m = fifo(2, 1, vec![hold(2, 1, Mode::Exclusive)], vec![wait(1, 1, Mode::Exclusive)]);
+    let m = fifo(
+        2,
+        1,
+        vec![hold(2, 1, Mode::Exclusive)],
+        vec![wait(1, 1, Mode::Exclusive)],
+    );
     let r = reduce(&[sem, m]);
     assert_eq!(r.blocked, BTreeSet::from([1, 2, 3]));
     assert_eq!(r.blocked_by[&3], [2]);
@@ -671,8 +676,18 @@ fn a_free_worker_keeps_a_task_out_of_the_knot() {
     // Task 1 waits for what task 6 holds; 6 and 7 deadlock.
     let prims = [
         held_by_1,
-        fifo(2, 1, vec![hold(6, 1, Mode::Exclusive)], vec![wait(1, 1, Mode::Exclusive), wait(7, 1, Mode::Exclusive)]),
-        fifo(3, 1, vec![hold(7, 1, Mode::Exclusive)], vec![wait(6, 1, Mode::Exclusive)]),
+        fifo(
+            2,
+            1,
+            vec![hold(6, 1, Mode::Exclusive)],
+            vec![wait(1, 1, Mode::Exclusive), wait(7, 1, Mode::Exclusive)],
+        ),
+        fifo(
+            3,
+            1,
+            vec![hold(7, 1, Mode::Exclusive)],
+            vec![wait(6, 1, Mode::Exclusive)],
+        ),
     ];
     let r = reduce_with(&prims, &exec);
     assert_eq!(r.blocked, BTreeSet::from([1, 2, 6, 7]));
@@ -683,7 +698,12 @@ fn a_free_worker_keeps_a_task_out_of_the_knot() {
 /// Nothing blocked: no knot, and no books kept.
 #[test]
 fn nothing_blocked_has_no_knot() {
-    let m = fifo(1, 1, vec![hold(1, 1, Mode::Exclusive)], vec![wait(2, 1, Mode::Exclusive)]);
+    let m = fifo(
+        1,
+        1,
+        vec![hold(1, 1, Mode::Exclusive)],
+        vec![wait(2, 1, Mode::Exclusive)],
+    );
     let r = reduce(&[m]);
     assert!(r.blocked.is_empty() && r.blocked_by.is_empty() && r.knot().is_empty());
 }
