@@ -270,44 +270,11 @@ async fn nested_locks_in_one_consistent_order() {
 /// `.await` (what tokio's docs recommend for plain shared data): two workers do contend for
 /// it, for microseconds, which stalls nothing worth reporting. At the test default of 10 ms:
 /// a holder descheduled by the OS inside its section stalls the other worker for real, but
-/// that is the machine's doing, which the rule takes off before judging (see below).
+/// that is the machine's doing, which the rule takes off before judging (and
+/// `negative_controls_under_load` runs this beside two CPU hogs).
 #[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_parking_lot_sections_in_tasks() {
-    short_parking_lot_sections("neg_pl_counter").await;
-}
-
-/// The same, 20 runs beside two threads spinning on a CPU each: on a 2-core machine the
-/// workers get less than a core each, and the OS deschedules them for whole time slices,
-/// inside the section too (before the rule took the OS's share off, seen as 11-12 ms stalls).
-#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
-async fn short_parking_lot_sections_beside_two_cpu_hogs() {
-    let _hogs = common::cpu_hogs(2);
-    for _ in 0..20 {
-        short_parking_lot_sections("neg_pl_counter_hogs").await;
-    }
-}
-
-/// Four tasks on two workers each add 50,000 times to a counter under a parking_lot mutex
-/// named `name`, yielding now and then.
-async fn short_parking_lot_sections(name: &'static str) {
-    let n = Arc::new(lockscope::parking_lot::Mutex::named(name, 0u64));
-    let tasks: Vec<_> = (0..4)
-        .map(|_| {
-            let n = n.clone();
-            tokio::spawn(async move {
-                for i in 0..50_000u64 {
-                    *n.lock() += 1;
-                    if i % 1000 == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
-    assert_eq!(*n.lock(), 4 * 50_000);
+    common::short_parking_lot_sections("neg_pl_counter", 50_000).await;
 }
 
 // Futures polled side by side in one task each take and release the primitive on their own:

@@ -81,7 +81,8 @@ pub fn on_async_worker() -> bool {
 
 /// Where a blocking wait on a worker began, in the OS's books: the run-queue time so far
 /// of the waiting thread and of up to two threads holding the primitive then, by OS thread id
-/// (0: none). The baseline [`os_share_end`] measures from.
+/// (0: none; -1: a holder on the waiting thread itself). The baseline [`os_share_end`]
+/// measures from.
 #[derive(Clone, Copy, Default)]
 struct OsBaseline([(i32, u64); 3]);
 
@@ -90,6 +91,11 @@ thread_local! {
     /// thread, so there is at most one at a time.
     static OS_BASELINE: Cell<Option<OsBaseline>> = const { Cell::new(None) };
 }
+
+/// The same baselines by lockscope thread number, for the watchdog's look at a stall that
+/// lasts (see [`check_stalls`]).
+static BASELINES: parking_lot::Mutex<Option<HashMap<u64, OsBaseline>>> =
+    parking_lot::Mutex::new(None);
 
 /// A blocking wait on a worker begins on this thread for `prim`: notes the baseline of
 /// [`os_share_end`]. On the slow path of a contended blocking wait on a worker only (it reads
@@ -108,15 +114,26 @@ pub(crate) fn os_share_begin(prim: &Prim) {
             threads.push(h.thread);
         }
     });
+    // A holder on this very thread (a task of this runtime that yielded holding it) cannot
+    // run while this thread waits: noted as seen (-1), with nothing of the OS's to count.
     let holders = threads
         .into_iter()
         .filter_map(actor::thread_tid)
-        .filter(|&tid| tid != me)
-        .filter_map(|tid| Some((tid, crate::base::sched::runqueue_ns(tid)?)));
+        .filter_map(|tid| {
+            if tid == me {
+                Some((-1, 0))
+            } else {
+                Some((tid, crate::base::sched::runqueue_ns(tid)?))
+            }
+        });
     for (slot, h) in b.0[1..].iter_mut().zip(holders) {
         *slot = h;
     }
     let _ = OS_BASELINE.try_with(|c| c.set(Some(b)));
+    BASELINES
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(actor::thread_seq(), b);
 }
 
 /// This thread's blocking wait on a worker ends: how much of it the OS took, in ns: the time
@@ -132,9 +149,27 @@ pub(crate) fn os_share_end(measure: bool) -> u64 {
     let Some(b) = OS_BASELINE.try_with(Cell::take).ok().flatten() else {
         return 0;
     };
+    if let Some(all) = BASELINES.lock().as_mut() {
+        all.remove(&actor::thread_seq());
+    }
     if !measure {
         return 0;
     }
+    os_share(b)
+}
+
+/// What the OS has taken so far of the blocking wait on a worker that lockscope thread
+/// `thread` is in, as [`os_share_end`] counts it (0 when nothing is known): the watchdog's.
+fn os_share_of(thread: u64) -> u64 {
+    let b = BASELINES
+        .lock()
+        .as_ref()
+        .and_then(|all| all.get(&thread).copied());
+    b.map_or(0, os_share)
+}
+
+/// The run-queue time grown since baseline `b` (see [`os_share_end`]).
+fn os_share(b: OsBaseline) -> u64 {
     if b.0[1].0 == 0 {
         return u64::MAX;
     }
@@ -210,7 +245,8 @@ pub(crate) fn check_worker_stall(
 /// Blocking waits on workers stalled past the worker-stall threshold (the watchdog's check,
 /// for stalls that have not ended, such as a worker frozen for good), each confirmed by a
 /// second look: reported once a wait seen stalled (in `seen`, by primitive and queue number,
-/// with its age then) is seen again a threshold later, still stalled. A worker descheduled by
+/// with its age then) is seen again a threshold later, still stalled, once the OS's share so
+/// far is taken off (as for a wait that ended, see [`os_share_end`]). A worker descheduled by
 /// the OS for a time slice or two is not; a frozen one is, a tick later. `seen` is left
 /// holding the stalls of this look.
 pub(crate) fn check_stalls(state: &State, seen: &mut HashMap<(u64, u64), u64>) -> Vec<Finding> {
@@ -226,7 +262,7 @@ pub(crate) fn check_stalls(state: &State, seen: &mut HashMap<(u64, u64), u64>) -
             let first = seen.get(&key).copied().unwrap_or(age);
             now_seen.insert(key, first);
             if stalled(&p.prim, w, age, first) {
-                out.extend(check_worker_stall(&p.prim, w, age, 0));
+                out.extend(check_worker_stall(&p.prim, w, age, os_share_of(w.thread)));
             }
         }
     }
@@ -412,8 +448,18 @@ mod tests {
         assert_eq!(b.0[0].0, me);
         assert_eq!(b.0[1].0, holder_tid);
         assert_eq!(b.0[2].0, 0, "only the holder of this primitive");
-        // Not measured: 0, and the baseline is dropped.
+        // The watchdog finds it by the thread's number, while the wait lasts.
+        let seq = actor::thread_seq();
+        assert!(
+            BASELINES
+                .lock()
+                .as_ref()
+                .is_some_and(|all| all.contains_key(&seq))
+        );
+        assert!(os_share_of(seq) < u64::MAX, "a holder was seen");
+        // Not measured: 0, and the baseline is dropped, for the watchdog too.
         assert_eq!(os_share_end(false), 0);
+        assert_eq!(os_share_of(seq), 0);
         assert!(OS_BASELINE.with(Cell::get).is_none());
         assert_eq!(os_share_end(true), 0, "no baseline, nothing known");
         // No holder seen at the start: the stall is not laid at anyone's door.
@@ -434,6 +480,18 @@ mod tests {
         assert_eq!(os_share_end(true), 0);
         done_tx.send(()).unwrap();
         holder.join().unwrap();
+        // A holder on this very thread (a frozen current_thread runtime): seen, and nothing of
+        // the OS's counted for it; the stall is the program's.
+        let own = scope.prim("bia/os_own", PrimKind::BlockingMutex, 1);
+        let site = std::panic::Location::caller();
+        let h = hooks::acquired(&own, Acq::new(site, 1, Mode::Exclusive));
+        os_share_begin(&own);
+        assert_eq!(
+            OS_BASELINE.with(Cell::get).expect("a baseline").0[1],
+            (-1, 0)
+        );
+        assert!(os_share_end(true) < u64::MAX);
+        hooks::released(&own, h);
     }
 
     /// Held across an `.await`, told by each kind of evidence.

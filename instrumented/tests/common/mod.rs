@@ -215,3 +215,26 @@ impl Drop for CpuHogs {
         }
     }
 }
+
+/// Four tasks on two workers each add `rounds` times to a counter under a parking_lot mutex
+/// named `name`, yielding every 1000.
+pub async fn short_parking_lot_sections(name: &'static str, rounds: u64) {
+    let n = std::sync::Arc::new(lockscope::parking_lot::Mutex::named(name, 0u64));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let n = n.clone();
+            tokio::spawn(async move {
+                for i in 0..rounds {
+                    *n.lock() += 1;
+                    if i % 1000 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*n.lock(), 4 * rounds);
+}
