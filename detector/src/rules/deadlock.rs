@@ -758,43 +758,27 @@ mod tests {
         assert_eq!(json["behind"][0]["name"], "task 3");
 
         // One behind: said so; none behind: no count, and no field in the JSON.
-        let s = state(
-            vec![
-                at(
-                    &a,
-                    vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
-                    vec![w(2, 1), w(3, 2)],
-                ),
-                at(
-                    &b,
-                    vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
-                    vec![w(1, 1)],
-                ),
-            ],
-            &scope,
-            MS,
-        );
+        let abba_and = |on_a: Vec<crate::state::wait::WaiterRec>| {
+            state(
+                vec![
+                    at(&a, vec![hold(&a, task(1), Mode::Exclusive, 1, 0)], on_a),
+                    at(
+                        &b,
+                        vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                        vec![w(1, 1)],
+                    ),
+                ],
+                &scope,
+                MS,
+            )
+        };
+        let s = abba_and(vec![w(2, 1), w(3, 2)]);
         assert!(
             confirmed(&s)[0]
                 .summary
                 .ends_with("of them; 1 more waits behind it")
         );
-        let s = state(
-            vec![
-                at(
-                    &a,
-                    vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
-                    vec![w(2, 1)],
-                ),
-                at(
-                    &b,
-                    vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
-                    vec![w(1, 1)],
-                ),
-            ],
-            &scope,
-            MS,
-        );
+        let s = abba_and(vec![w(2, 1)]);
         let f = &confirmed(&s)[0];
         assert!(
             f.summary.ends_with("held by another of them"),
