@@ -425,7 +425,21 @@ mod tests {
     #[test]
     fn the_os_share_of_a_wait_is_the_run_queue_time_of_waiter_and_holder() {
         use crate::base::sched::{current_tid, runqueue_ns};
-        use crate::runtime::hooks;
+        // A hold of `p` by this thread in its table, as the hooks record one (never released:
+        // the primitives here are this test's own).
+        fn hold_here(p: &Prim) {
+            let hold = held::NewHold {
+                prim: p.id().0,
+                actor: ActorId::from_thread_seq(actor::thread_seq()).as_u64(),
+                site: std::panic::Location::caller(),
+                since: 0,
+                meta: held::pack_meta(1, Mode::Exclusive, 0),
+                scope: 0,
+            };
+            crate::state::tls::LOCAL
+                .with(|l| held::push_in(l, hold))
+                .expect("room in the table");
+        }
         let scope = Scope::arm(10_000, 10_000, None);
         let m = scope.prim("bia/os_share", PrimKind::BlockingMutex, 1);
         let other = scope.prim("bia/os_other", PrimKind::BlockingMutex, 1);
@@ -433,13 +447,10 @@ mod tests {
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let (m2, o2) = (m.clone(), other.clone());
         let holder = std::thread::spawn(move || {
-            let site = std::panic::Location::caller();
-            let h = hooks::acquired(&m2, Acq::new(site, 1, Mode::Exclusive));
-            let o = hooks::acquired(&o2, Acq::new(site, 1, Mode::Exclusive));
+            hold_here(&m2);
+            hold_here(&o2);
             tx.send(current_tid()).unwrap();
             done_rx.recv().unwrap();
-            hooks::released(&o2, o);
-            hooks::released(&m2, h);
         });
         let holder_tid = rx.recv().unwrap();
         os_share_begin(&m);
@@ -483,15 +494,13 @@ mod tests {
         // A holder on this very thread (a frozen current_thread runtime): seen, and nothing of
         // the OS's counted for it; the stall is the program's.
         let own = scope.prim("bia/os_own", PrimKind::BlockingMutex, 1);
-        let site = std::panic::Location::caller();
-        let h = hooks::acquired(&own, Acq::new(site, 1, Mode::Exclusive));
+        hold_here(&own);
         os_share_begin(&own);
         assert_eq!(
             OS_BASELINE.with(Cell::get).expect("a baseline").0[1],
             (-1, 0)
         );
         assert!(os_share_end(true) < u64::MAX);
-        hooks::released(&own, h);
     }
 
     /// Held across an `.await`, told by each kind of evidence.
