@@ -115,15 +115,23 @@ async fn the_live_view_shows_a_deadlock_in_a_real_browser() {
         assert!(Instant::now() < settle, "alice is never held");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // Timed waits (they give up by themselves, so they are in no deadlock), queued before it.
-    for _ in 0..6 {
+    // Six waiters queued before it, each untimed: stuck for good behind the knot, but no part
+    // of it (issue 29, item 4); and one timed wait, which gives up by itself: in no deadlock.
+    for i in 0..7 {
         let a = alice.clone();
         tasks.push(tokio::spawn(async move {
-            let _a = a.lock_timeout(Duration::from_secs(600)).await;
+            let _a = if i == 6 {
+                a.lock_timeout(Duration::from_secs(600)).await.ok()
+            } else {
+                Some(a.lock().await)
+            };
         }));
     }
-    while alice_waiters() != Some((1, 6)) {
-        assert!(Instant::now() < settle, "six waiters never queue for alice");
+    while alice_waiters() != Some((1, 7)) {
+        assert!(
+            Instant::now() < settle,
+            "seven waiters never queue for alice"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     behind.notify_one();
@@ -338,6 +346,9 @@ fn check_page(
             "{t} not named in the alarm: {alarm}"
         );
     }
+    // The knot is named, the six untimed waiters queued on alice are only counted.
+    assert_eq!(alarm.matches("task ").count(), 2, "{alarm}");
+    assert!(alarm.contains("(6 more wait behind them)"), "{alarm}");
     eprintln!("live view: deadlock shown {seen_after:?} after it formed: {alarm}");
 
     // The cycle, drawn: red edges between both tasks and both accounts.

@@ -620,3 +620,46 @@ async fn an_owned_permit_kept_by_another_task_stays_a_stuck_queue() {
     kept_rx.await.unwrap();
     let _conn = pool.acquire().await.unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. Bystanders: a deadlock's report names its knot and counts those stuck behind it
+// ---------------------------------------------------------------------------------------------
+
+/// Two tasks deadlock (ABBA) after six untimed waiters have queued on the first lock, ahead
+/// of the cycle's own wait there: the report names the two and counts the six.
+#[lockscope::test]
+#[should_panic(
+    expected = "lockscope: deadlock: 2 tasks can never proceed: each waits for mutex \"r3_knot_b\", mutex \"r3_knot_a\" held by another of them; 6 more wait behind it"
+)]
+async fn a_two_task_cycle_with_six_waiters_behind_names_two_and_counts_six() {
+    let a = Arc::new(lockscope::tokio::Mutex::named("r3_knot_a", ()));
+    let b = Arc::new(lockscope::tokio::Mutex::named("r3_knot_b", ()));
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let close = Arc::new(tokio::sync::Notify::new());
+    let (a1, b1, c1) = (a.clone(), b.clone(), close.clone());
+    let first = tokio::spawn(async move {
+        let _a = a1.lock().await;
+        held_tx.send(()).unwrap();
+        c1.notified().await;
+        let _b = b1.lock().await;
+    });
+    held_rx.await.unwrap();
+    let mut all = vec![first];
+    for _ in 0..6 {
+        let a = a.clone();
+        all.push(tokio::spawn(async move {
+            let _a = a.lock().await;
+        }));
+    }
+    common::until_waiters("r3_knot_a", 6).await;
+    let (a2, b2) = (a.clone(), b.clone());
+    all.push(tokio::spawn(async move {
+        let _b = b2.lock().await;
+        let _a = a2.lock().await;
+    }));
+    common::until_waiters("r3_knot_a", 7).await;
+    close.notify_one();
+    for t in all {
+        t.await.unwrap();
+    }
+}

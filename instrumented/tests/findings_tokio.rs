@@ -367,23 +367,57 @@ async fn a_fifo_queue_that_drains_in_order_is_not_starvation() {
     // tokio's semaphore is FIFO: 30 tasks, one permit, each holds it 20 ms, so the last waits
     // about 600 ms, twice the threshold, while the others are served. Each of them was
     // queued ahead of it: that is queueing, and nobody was bypassed.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
     let scope = arm("fifo", 60_000, 300);
     let sem = Arc::new(Semaphore::named("fifo_pool", 1));
+    // All 30 queue before anyone is served: the first permit is the test's until then.
+    let first = sem.clone().acquire_owned().await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..30 {
         let sem = sem.clone();
         tasks.push(tokio::spawn(async move {
+            let asked = Instant::now();
             let _p = sem.acquire().await.unwrap();
+            let waited = asked.elapsed();
             tokio::time::sleep(Duration::from_millis(20)).await;
+            waited
         }));
     }
+    common::until_waiters("fifo_pool", 30).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // The detector looks every 10 ms on a thread of its own: on this runtime's thread, its
+    // analyses held up the holders' wake-ups (the queue drained on the test's schedule, not
+    // tokio's).
+    let stop = Arc::new(AtomicBool::new(false));
+    let looker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                lockscope::detector::check_now();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    drop(first);
+    let mut longest = Duration::ZERO;
     for t in tasks {
-        while !t.is_finished() {
-            lockscope::detector::check_now();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        t.await.unwrap();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let waited = tokio::time::timeout(left, t)
+            .await
+            .expect("the queue drains within 30 s")
+            .unwrap();
+        longest = longest.max(waited);
     }
+    // One more look at the drained queue, then none.
+    lockscope::detector::check_now();
+    stop.store(true, Ordering::Relaxed);
+    looker.join().unwrap();
+    // What makes it a test: a wait did pass the starvation threshold, and was not reported.
+    assert!(
+        longest >= Duration::from_millis(300),
+        "the longest wait was {longest:?}, under the threshold: nothing was tested"
+    );
     // (Only this test's primitive: an unarmed test in this binary may report to every scope.)
     let findings: Vec<_> = scope
         .findings()

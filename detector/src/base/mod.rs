@@ -5,5 +5,6 @@ pub mod clock;
 pub mod config;
 pub(crate) mod loom;
 pub mod names;
+pub(crate) mod sched;
 pub mod stats;
 pub(crate) mod ticks;

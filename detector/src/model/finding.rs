@@ -161,8 +161,14 @@ pub struct Finding {
     pub summary: String,
     /// Primitives involved.
     pub primitives: Vec<PrimRef>,
-    /// Tasks and threads involved, each with its holds and waits.
+    /// Tasks and threads involved, each with its holds and waits. For a `deadlock`, the
+    /// knot: the actors whose waits close it.
     pub actors: Vec<ActorReport>,
+    /// For a `deadlock`: tasks and threads stuck for good behind the knot (queued on its
+    /// primitives, or on what a stuck one holds), but no part of what keeps it stuck.
+    /// Left out of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub behind: Vec<ActorReport>,
     /// Lock-order edges (inversions).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub orders: Vec<OrderEdge>,
@@ -193,6 +199,7 @@ impl Finding {
             summary,
             primitives: Vec::new(),
             actors: Vec::new(),
+            behind: Vec::new(),
             orders: Vec::new(),
             details: Vec::new(),
             sites: Vec::new(),
@@ -237,7 +244,7 @@ impl Finding {
     /// Collects every site of actors and orders into `sites`.
     pub(crate) fn collect_sites(&mut self) {
         let mut all = Vec::new();
-        for a in &self.actors {
+        for a in self.actors.iter().chain(&self.behind) {
             for x in a.holds.iter().chain(&a.waits) {
                 all.push(x.site.clone());
             }
@@ -257,37 +264,12 @@ impl std::fmt::Display for Finding {
         let mut out = String::new();
         let _ = writeln!(out, "lockscope: {}: {}", self.kind, self.summary);
         for a in &self.actors {
-            let _ = writeln!(out, "  {}:", a.name);
-            for h in &a.holds {
-                let _ = writeln!(
-                    out,
-                    "    holds     {} {} ({}) for {} ms, acquired at {}",
-                    h.primitive.kind,
-                    quoted(&h.primitive.label()),
-                    how(h),
-                    h.for_ms,
-                    h.site
-                );
-            }
-            for w in &a.waits {
-                if w.primitive.kind == names::KIND_JOIN {
-                    // Not a primitive: the end of a task or thread, named with its spawn site.
-                    let _ = writeln!(
-                        out,
-                        "    waits for join of {} (spawned at {}) for {} ms, at {}",
-                        w.primitive.name, w.primitive.created_at, w.for_ms, w.site
-                    );
-                    continue;
-                }
-                let _ = writeln!(
-                    out,
-                    "    waits for {} {} ({}) for {} ms, at {}",
-                    w.primitive.kind,
-                    quoted(&w.primitive.label()),
-                    how(w),
-                    w.for_ms,
-                    w.site
-                );
+            write_actor(&mut out, a, "  ");
+        }
+        if !self.behind.is_empty() {
+            let _ = writeln!(out, "  {}:", more_behind(self.behind.len()));
+            for a in &self.behind {
+                write_actor(&mut out, a, "    ");
             }
         }
         for d in &self.details {
@@ -303,6 +285,47 @@ impl std::fmt::Display for Finding {
             let _ = writeln!(out, "  fix: {}", self.fix);
         }
         f.write_str(out.trim_end())
+    }
+}
+
+/// `6 more wait behind it`: how a deadlock's report counts the actors stuck behind its knot.
+pub(crate) fn more_behind(n: usize) -> String {
+    format!("{n} more wait{} behind it", if n == 1 { "s" } else { "" })
+}
+
+/// One actor of a report, its name at `indent`, each hold and wait one line under it.
+fn write_actor(out: &mut String, a: &ActorReport, indent: &str) {
+    let _ = writeln!(out, "{indent}{}:", a.name);
+    for h in &a.holds {
+        let _ = writeln!(
+            out,
+            "{indent}  holds     {} {} ({}) for {} ms, acquired at {}",
+            h.primitive.kind,
+            quoted(&h.primitive.label()),
+            how(h),
+            h.for_ms,
+            h.site
+        );
+    }
+    for w in &a.waits {
+        if w.primitive.kind == names::KIND_JOIN {
+            // Not a primitive: the end of a task or thread, named with its spawn site.
+            let _ = writeln!(
+                out,
+                "{indent}  waits for join of {} (spawned at {}) for {} ms, at {}",
+                w.primitive.name, w.primitive.created_at, w.for_ms, w.site
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{indent}  waits for {} {} ({}) for {} ms, at {}",
+            w.primitive.kind,
+            quoted(&w.primitive.label()),
+            how(w),
+            w.for_ms,
+            w.site
+        );
     }
 }
 

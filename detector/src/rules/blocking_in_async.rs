@@ -10,10 +10,18 @@
 //!   ([`Config::worker_stall`](crate::Config::worker_stall): 10 ms in tests, 50 ms in
 //!   production; when it ends, or by the watchdog while it lasts): a brief wait for a short
 //!   critical section is fine.
+//! - A stall is confirmed before it is reported, so that a machine loaded past its cores does
+//!   not pass for a program that blocks: one that ended counts without the time the OS kept
+//!   the waiting thread, or the thread of a holder, runnable but off the CPU (a holder
+//!   descheduled inside a microsecond section, a waiter woken late; see `base::sched`), and
+//!   only if a holder was there to blame when it began; one that lasts is reported by the
+//!   watchdog once a later look, at least a threshold later, sees the same wait still stalled.
 //! - A guard is held across an `.await` when its task yields while holding it: seen when the
 //!   same task starts an async wait, when another task runs lockscope code on that thread
 //!   while the guard is held, or when the guard is released on another thread.
 
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -71,16 +79,142 @@ pub fn on_async_worker() -> bool {
         .unwrap_or(false)
 }
 
-/// A blocking wait on a worker (`w`, on `prim`) has lasted `waited` ns: reported once past
-/// the worker-stall threshold of the test it belongs to (the process-wide one otherwise).
-/// Called when the wait ends and by the watchdog while it lasts.
+/// Where a blocking wait on a worker began, in the OS's books: the run-queue time so far
+/// of the waiting thread and of up to two threads holding the primitive then, by OS thread id
+/// (0: none; -1: a holder on the waiting thread itself). The baseline [`os_share_end`]
+/// measures from.
+#[derive(Clone, Copy, Default)]
+struct OsBaseline([(i32, u64); 3]);
+
+thread_local! {
+    /// The baseline of this thread's blocking wait on a worker: a blocking wait blocks its
+    /// thread, so there is at most one at a time.
+    static OS_BASELINE: Cell<Option<OsBaseline>> = const { Cell::new(None) };
+}
+
+/// The same baselines by lockscope thread number, for the watchdog's look at a stall that
+/// lasts (see [`check_stalls`]).
+static BASELINES: parking_lot::Mutex<Option<HashMap<u64, OsBaseline>>> =
+    parking_lot::Mutex::new(None);
+
+/// A blocking wait on a worker begins on this thread for `prim`: notes the baseline of
+/// [`os_share_end`]. On the slow path of a contended blocking wait on a worker only (it reads
+/// the holders' books and a few small files).
 #[cold]
-pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Finding> {
-    if !w.on_worker {
-        return None;
+pub(crate) fn os_share_begin(prim: &Prim) {
+    let me = crate::base::sched::current_tid();
+    let Some(mine) = crate::base::sched::runqueue_ns(me) else {
+        return;
+    };
+    let mut b = OsBaseline::default();
+    b.0[0] = (me, mine);
+    let mut threads: Vec<u64> = Vec::new();
+    held::for_each_all(|h| {
+        if h.prim == prim.id().0 && !threads.contains(&h.thread) {
+            threads.push(h.thread);
+        }
+    });
+    // A holder on this very thread (a task of this runtime that yielded holding it) cannot
+    // run while this thread waits: noted as seen (-1), with nothing of the OS's to count.
+    let holders = threads
+        .into_iter()
+        .filter_map(actor::thread_tid)
+        .filter_map(|tid| {
+            if tid == me {
+                Some((-1, 0))
+            } else {
+                Some((tid, crate::base::sched::runqueue_ns(tid)?))
+            }
+        });
+    for (slot, h) in b.0[1..].iter_mut().zip(holders) {
+        *slot = h;
     }
+    let _ = OS_BASELINE.try_with(|c| c.set(Some(b)));
+    BASELINES
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(actor::thread_seq(), b);
+}
+
+/// This thread's blocking wait on a worker ends: how much of it the OS took, in ns: the time
+/// this thread and the most delayed of the holders noted at its start spent runnable but off
+/// the CPU since. 0 where the OS tells nothing (no baseline); all of it (`u64::MAX`) when it
+/// does but no holder was seen at the start: the lock was free by the books then, and the
+/// stall cannot be laid at a holder's door (seen on a loaded machine: a worker descheduled
+/// right after taking back, again and again, a lock its neighbour was woken for). Such a
+/// stall is only reported by the watchdog, if it lasts. `measure`: whether to read it at all
+/// (the wait was long enough to matter); the baseline is dropped either way.
+#[cold]
+pub(crate) fn os_share_end(measure: bool) -> u64 {
+    let Some(b) = OS_BASELINE.try_with(Cell::take).ok().flatten() else {
+        return 0;
+    };
+    if let Some(all) = BASELINES.lock().as_mut() {
+        all.remove(&actor::thread_seq());
+    }
+    if !measure {
+        return 0;
+    }
+    os_share(b)
+}
+
+/// What the OS has taken so far of the blocking wait on a worker that lockscope thread
+/// `thread` is in, as [`os_share_end`] counts it (0 when nothing is known): the watchdog's.
+fn os_share_of(thread: u64) -> u64 {
+    let b = BASELINES
+        .lock()
+        .as_ref()
+        .and_then(|all| all.get(&thread).copied());
+    b.map_or(0, os_share)
+}
+
+/// The run-queue time grown since baseline `b` (see [`os_share_end`]).
+fn os_share(b: OsBaseline) -> u64 {
+    if b.0[1].0 == 0 {
+        return u64::MAX;
+    }
+    let grown = |(tid, then): (i32, u64)| {
+        crate::base::sched::runqueue_ns(tid).map_or(0, |now| now.saturating_sub(then))
+    };
+    let holder = b.0[1..]
+        .iter()
+        .filter(|(tid, _)| *tid != 0)
+        .map(|&h| grown(h))
+        .max()
+        .unwrap_or(0);
+    grown(b.0[0]) + holder
+}
+
+/// A blocking wait on a worker (`w`, on `prim`) ended after `waited` ns, on the thread that
+/// waited: reported if it stalled the worker past the threshold once the OS's share is taken
+/// off (see [`os_share_end`]).
+#[cold]
+pub(crate) fn wait_ended(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Finding> {
+    let long = stalled(prim, w, waited, 0);
+    let os_ns = os_share_end(long);
+    check_worker_stall(prim, w, waited, os_ns)
+}
+
+/// Whether a wait of `waited` ns (of which the OS took `os_ns`, see [`os_share_end`]) stalled a
+/// worker past the worker-stall threshold of the test it belongs to (the process-wide one
+/// otherwise).
+fn stalled(prim: &Prim, w: &WaiterRec, waited: u64, os_ns: u64) -> bool {
     let threshold = crate::base::config::for_scopes(&[w.scope, prim.scope()]).worker_stall;
-    if u128::from(waited) < threshold.as_nanos() {
+    w.on_worker && u128::from(waited.saturating_sub(os_ns)) >= threshold.as_nanos()
+}
+
+/// A blocking wait on a worker (`w`, on `prim`) has lasted `waited` ns, of which the OS took
+/// `os_ns` (see [`os_share_end`]): reported once the rest passes the worker-stall threshold
+/// (see [`stalled`]). Called when the wait ends, and by the watchdog for one that lasts (see
+/// [`check_stalls`]).
+#[cold]
+pub(crate) fn check_worker_stall(
+    prim: &Prim,
+    w: &WaiterRec,
+    waited: u64,
+    os_ns: u64,
+) -> Option<Finding> {
+    if !stalled(prim, w, waited, os_ns) {
         return None;
     }
     let r = prim_ref(prim);
@@ -108,15 +242,31 @@ pub(crate) fn check_worker_stall(prim: &Prim, w: &WaiterRec, waited: u64) -> Opt
     Some(f)
 }
 
-/// Blocking waits on workers that have lasted past the worker-stall threshold (the watchdog's check,
-/// for stalls that have not ended, such as a worker frozen for good).
-pub(crate) fn check_stalls(state: &State) -> Vec<Finding> {
+/// Blocking waits on workers stalled past the worker-stall threshold (the watchdog's check,
+/// for stalls that have not ended, such as a worker frozen for good), each confirmed by a
+/// second look: reported once a wait seen stalled (in `seen`, by primitive and queue number,
+/// with its age then) is seen again a threshold later, still stalled, once the OS's share so
+/// far is taken off (as for a wait that ended, see [`os_share_end`]). A worker descheduled by
+/// the OS for a time slice or two is not; a frozen one is, a tick later. `seen` is left
+/// holding the stalls of this look.
+pub(crate) fn check_stalls(state: &State, seen: &mut HashMap<(u64, u64), u64>) -> Vec<Finding> {
     let mut out = Vec::new();
+    let mut now_seen = HashMap::new();
     for p in &state.prims {
         for w in p.waiters.iter().filter(|w| w.on_worker) {
-            out.extend(check_worker_stall(&p.prim, w, state.wait_age(w)));
+            let age = state.wait_age(w);
+            if !stalled(&p.prim, w, age, 0) {
+                continue;
+            }
+            let key = (p.prim.id().0, w.seq);
+            let first = seen.get(&key).copied().unwrap_or(age);
+            now_seen.insert(key, first);
+            if stalled(&p.prim, w, age, first) {
+                out.extend(check_worker_stall(&p.prim, w, age, os_share_of(w.thread)));
+            }
         }
     }
+    *seen = now_seen;
     out
 }
 
@@ -220,12 +370,15 @@ mod tests {
         let site = site_string(w.site);
         // Config::test(): a 10 ms worker stall.
         assert!(
-            check_worker_stall(&m, &w, 100 * MS).is_none(),
+            check_worker_stall(&m, &w, 100 * MS, 0).is_none(),
             "not on a worker"
         );
         w.on_worker = true;
-        assert!(check_worker_stall(&m, &w, 10 * MS - 1).is_none());
-        let f = check_worker_stall(&m, &w, 10 * MS).expect("reported at the threshold");
+        assert!(check_worker_stall(&m, &w, 10 * MS - 1, 0).is_none());
+        // The OS's share is not the program's: 12 ms of which it took 3 is no stall.
+        assert!(check_worker_stall(&m, &w, 12 * MS, 3 * MS).is_none());
+        assert!(check_worker_stall(&m, &w, 12 * MS, 2 * MS).is_some());
+        let f = check_worker_stall(&m, &w, 10 * MS, 0).expect("reported at the threshold");
         assert_eq!(
             f.summary,
             format!(
@@ -238,14 +391,116 @@ mod tests {
         // The watchdog's check, over a state: only the waits on workers, by their age.
         let mut off = wait(task(8), 2, Mode::Exclusive, 1, 0);
         off.on_worker = false;
-        let s = state(vec![at(&m, vec![], vec![w, off])], &scope, 25 * MS);
-        let found = check_stalls(&s);
+        let looks = |at_ms: u64, seen: &mut HashMap<(u64, u64), u64>| {
+            let s = state(
+                vec![at(&m, vec![], vec![w.clone(), off.clone()])],
+                &scope,
+                at_ms * MS,
+            );
+            check_stalls(&s, seen)
+        };
+        // A first look at a 25 ms stall only notes it; so does a second one less than a
+        // threshold later; one a threshold later reports it.
+        let mut seen = HashMap::new();
+        assert!(looks(25, &mut seen).is_empty());
+        assert_eq!(seen, HashMap::from([((m.id().0, 1), 25 * MS)]));
+        assert!(looks(34, &mut seen).is_empty());
+        let found = looks(35, &mut seen);
         assert_eq!(found.len(), 1);
         assert!(
-            found[0].summary.contains("(25 ms so far)"),
+            found[0].summary.contains("(35 ms so far)"),
             "{}",
             found[0].summary
         );
+        // A wait no longer stalled (gone, or too young) is forgotten.
+        assert!(looks(5, &mut seen).is_empty() && seen.is_empty());
+        assert!(looks(25, &mut seen).is_empty());
+    }
+
+    /// The OS's share of a wait: the baseline names this thread and the thread holding the
+    /// primitive (not a thread that holds something else), and the share is what their
+    /// run-queue time grew by since; a short wait is not measured, and the baseline is gone
+    /// after the wait either way.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_os_share_of_a_wait_is_the_run_queue_time_of_waiter_and_holder() {
+        use crate::base::sched::{current_tid, runqueue_ns};
+        // A hold of `p` by this thread in its table, as the hooks record one (never released:
+        // the primitives here are this test's own).
+        fn hold_here(p: &Prim) {
+            let hold = held::NewHold {
+                prim: p.id().0,
+                actor: ActorId::from_thread_seq(actor::thread_seq()).as_u64(),
+                site: std::panic::Location::caller(),
+                since: 0,
+                meta: held::pack_meta(1, Mode::Exclusive, 0),
+                scope: 0,
+            };
+            crate::state::tls::LOCAL
+                .with(|l| held::push_in(l, hold))
+                .expect("room in the table");
+        }
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("bia/os_share", PrimKind::BlockingMutex, 1);
+        let other = scope.prim("bia/os_other", PrimKind::BlockingMutex, 1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let (m2, o2) = (m.clone(), other.clone());
+        let holder = std::thread::spawn(move || {
+            hold_here(&m2);
+            hold_here(&o2);
+            tx.send(current_tid()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        let holder_tid = rx.recv().unwrap();
+        os_share_begin(&m);
+        let b = OS_BASELINE.with(Cell::get).expect("a baseline");
+        let me = current_tid();
+        assert_eq!(b.0[0].0, me);
+        assert_eq!(b.0[1].0, holder_tid);
+        assert_eq!(b.0[2].0, 0, "only the holder of this primitive");
+        // The watchdog finds it by the thread's number, while the wait lasts.
+        let seq = actor::thread_seq();
+        assert!(
+            BASELINES
+                .lock()
+                .as_ref()
+                .is_some_and(|all| all.contains_key(&seq))
+        );
+        assert!(os_share_of(seq) < u64::MAX, "a holder was seen");
+        // Not measured: 0, and the baseline is dropped, for the watchdog too.
+        assert_eq!(os_share_end(false), 0);
+        assert_eq!(os_share_of(seq), 0);
+        assert!(OS_BASELINE.with(Cell::get).is_none());
+        assert_eq!(os_share_end(true), 0, "no baseline, nothing known");
+        // No holder seen at the start: the stall is not laid at anyone's door.
+        OS_BASELINE.with(|c| c.set(Some(OsBaseline([(me, u64::MAX), (0, 0), (0, 0)]))));
+        assert_eq!(os_share_end(true), u64::MAX);
+        // Measured from a baseline of nothing: the whole run-queue time of both threads.
+        let (mine, theirs) = (runqueue_ns(me).unwrap(), runqueue_ns(holder_tid).unwrap());
+        OS_BASELINE.with(|c| c.set(Some(OsBaseline([(me, 0), (holder_tid, 0), (0, 0)]))));
+        assert!(os_share_end(true) >= mine + theirs);
+        // From now on: only what grew since.
+        OS_BASELINE.with(|c| {
+            c.set(Some(OsBaseline([
+                (me, u64::MAX),
+                (holder_tid, u64::MAX),
+                (0, 0),
+            ])))
+        });
+        assert_eq!(os_share_end(true), 0);
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+        // A holder on this very thread (a frozen current_thread runtime): seen, and nothing of
+        // the OS's counted for it; the stall is the program's.
+        let own = scope.prim("bia/os_own", PrimKind::BlockingMutex, 1);
+        hold_here(&own);
+        os_share_begin(&own);
+        assert_eq!(
+            OS_BASELINE.with(Cell::get).expect("a baseline").0[1],
+            (-1, 0)
+        );
+        assert!(os_share_end(true) < u64::MAX);
     }
 
     /// Held across an `.await`, told by each kind of evidence.

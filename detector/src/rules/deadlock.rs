@@ -4,12 +4,15 @@
 //! splits what stays blocked into connected groups, and reports a group once it has been seen
 //! blocked, with the same waits and no progress on its primitives, on two consecutive ticks:
 //! a snapshot is not atomic, and a torn one could show a cycle that never existed.
+//!
+//! A report names the group's knot (the actors whose waits close it, see
+//! [`waitfor::Reduction::knot`]) and counts the rest as waiting behind it.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::analysis::graph::waitfor::{self, Executor, MHold, MPrim, MWait, Policy};
 use crate::analysis::snapshot::State;
-use crate::model::finding::{ActorReport, Finding, FindingKind};
+use crate::model::finding::{ActorReport, Finding, FindingKind, more_behind};
 use crate::rules::{Rule, Verdict, access, noun, prim_ref};
 use crate::state::actor::ActorId;
 use crate::state::held::{FLAG_PINNED_THREAD, HoldView};
@@ -140,15 +143,15 @@ pub fn executor(state: &State) -> Executor {
 /// group is a plain cycle of waits.
 fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
     let mut out = Vec::new();
-    // The blocking waits on `thread`: the group's own (a passer-by is not named), else, for a
-    // group blocked by another deadlock's wait (a lone pinned task), every one there.
+    // The blocking waits on `thread`: the knot's own (a passer-by, or one stuck behind the
+    // knot, is not named), else, for a group blocked by another deadlock's wait (a lone
+    // pinned task), every one there.
     let blocked_waits = |thread: u64| -> Vec<(String, String)> {
         let on_thread = |ours: bool| {
             let mut v = Vec::new();
             for p in &state.prims {
                 for w in p.waiters.iter().filter(|w| w.thread == thread) {
-                    if p.prim.kind().is_blocking()
-                        && (!ours || g.actors.contains(&w.actor.as_u64()))
+                    if p.prim.kind().is_blocking() && (!ours || g.knot.contains(&w.actor.as_u64()))
                     {
                         v.push((w.actor.describe(), noun(&prim_ref(&p.prim))));
                     }
@@ -163,7 +166,7 @@ fn executor_details(state: &State, g: &Group, exec: &Executor) -> Vec<String> {
             ours
         }
     };
-    for &a in &g.actors {
+    for &a in &g.knot {
         let id = ActorId::from_u64(a).unwrap_or(ActorId::from_thread_seq(0));
         let waits = state
             .prims
@@ -261,11 +264,16 @@ pub struct Group {
     pub joins: BTreeSet<u64>,
     /// Numbers of its blocked channel sends (see `state::channels`): with `waits`, identify it.
     pub chans: BTreeSet<u64>,
+    /// Its knot: the actors whose waits close it (see [`waitfor::Reduction::knot`]); the rest
+    /// of `actors` wait behind it. All of `actors` when none of them closes it (a group kept
+    /// blocked by another group's wait on the thread it needs).
+    pub knot: BTreeSet<u64>,
 }
 
 /// Every blocked group in `state`.
 pub fn blocked_groups(state: &State) -> Vec<Group> {
-    let blocked = waitfor::reduce_with(&model(state), &executor(state)).blocked;
+    let reduction = waitfor::reduce_with(&model(state), &executor(state));
+    let blocked = &reduction.blocked;
     if blocked.is_empty() {
         return Vec::new();
     }
@@ -325,7 +333,7 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
         }
     }
     let mut groups: HashMap<u64, Group> = HashMap::new();
-    for &a in &blocked {
+    for &a in blocked {
         let r = find(&mut parent, a);
         groups
             .entry(r)
@@ -335,9 +343,17 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
                 waits: BTreeSet::new(),
                 joins: BTreeSet::new(),
                 chans: BTreeSet::new(),
+                knot: BTreeSet::new(),
             })
             .actors
             .insert(a);
+    }
+    let knot = reduction.knot();
+    for g in groups.values_mut() {
+        g.knot = g.actors.intersection(&knot).copied().collect();
+        if g.knot.is_empty() {
+            g.knot = g.actors.clone();
+        }
     }
     for (pid, actors) in &by_prim {
         if let Some(&a) = actors.first() {
@@ -454,11 +470,14 @@ pub fn report(state: &State, g: &Group) -> Finding {
     let mut joined_names: Vec<String> = Vec::new();
     let mut chan_names: Vec<String> = Vec::new();
     let mut actors: Vec<ActorReport> = Vec::new();
+    let mut behind: Vec<ActorReport> = Vec::new();
     let mut scopes = Vec::new();
     let mut prim_refs = Vec::new();
     let mut waited_names = Vec::new();
     for &a in &g.actors {
         let id = ActorId::from_u64(a).unwrap_or(ActorId::from_thread_seq(0));
+        // The summary names what the knot waits for; those behind it are only counted.
+        let in_knot = g.knot.contains(&a);
         let mut holds = Vec::new();
         let mut waits = Vec::new();
         for p in &state.prims {
@@ -482,7 +501,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
                     state.wait_age(w),
                 ));
                 scopes.push(w.scope);
-                if !waited_names.contains(&noun(&r)) {
+                if in_knot && !waited_names.contains(&noun(&r)) {
                     waited_names.push(noun(&r));
                 }
             }
@@ -523,7 +542,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
             };
             waits.push(joins::access(j, target, spawned_at, age));
             scopes.push(j.scope);
-            if !joined_names.contains(&name) {
+            if in_knot && !joined_names.contains(&name) {
                 joined_names.push(name);
             }
         }
@@ -538,22 +557,28 @@ pub fn report(state: &State, g: &Group) -> Finding {
             ));
             scopes.push(c.scope);
             let name = c.chan.noun();
-            if !chan_names.contains(&name) {
+            if in_knot && !chan_names.contains(&name) {
                 chan_names.push(name);
             }
         }
-        actors.push(ActorReport {
+        let report = ActorReport {
             id: a,
             name: id.describe(),
             holds,
             waits,
-        });
+        };
+        if in_knot {
+            actors.push(report);
+        } else {
+            behind.push(report);
+        }
     }
-    let who = match (g.actors.len(), actors.first()) {
+    let knot = g.knot.len();
+    let who = match (knot, actors.first()) {
         (1, Some(a)) => a.name.clone(),
         (n, _) => {
             let tasks = g
-                .actors
+                .knot
                 .iter()
                 .filter(|a| ActorId::from_u64(**a).is_some_and(|x| x.is_task()))
                 .count();
@@ -573,16 +598,16 @@ pub fn report(state: &State, g: &Group) -> Finding {
     // The executor's reason leads when several actors are stuck, and for one actor that waits
     // on no primitive at all (a task pinned to a thread that a separate deadlock blocks): the
     // self-wait sentence would name no primitive.
-    let summary = if let Some(why) = stuck_on_executor
+    let mut summary = if let Some(why) = stuck_on_executor
         .first()
-        .filter(|_| g.actors.len() > 1 || waited_names.is_empty())
+        .filter(|_| knot > 1 || waited_names.is_empty())
     {
         why.clone()
     } else if !chan_names.is_empty() {
         channels::summary(&who, g.actors.len(), &waited_names, &chan_names)
     } else if !joined_names.is_empty() {
-        joins::summary(&who, g.actors.len(), &waited_names, &joined_names)
-    } else if g.actors.len() == 1 {
+        joins::summary(&who, knot, &waited_names, &joined_names)
+    } else if knot == 1 {
         format!(
             "{who} waits for {} and can never proceed: what it waits for is held by itself",
             waited_names.join(" and ")
@@ -593,6 +618,9 @@ pub fn report(state: &State, g: &Group) -> Finding {
             waited_names.join(", ")
         )
     };
+    if !behind.is_empty() {
+        summary = format!("{summary}; {}", more_behind(behind.len()));
+    }
     let mut f = Finding::new(FindingKind::Deadlock, key, summary);
     for r in prim_refs {
         f.add_prim(r);
@@ -601,6 +629,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
         f.add_scope(s);
     }
     f.actors = actors;
+    f.behind = behind;
     let semaphore_knot = f
         .primitives
         .iter()
@@ -624,7 +653,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
         .any(|p| p.kind == PrimKind::OnceCell.as_str())
     {
         ONCE_CELL_FIX.into()
-    } else if g.actors.len() == 1 {
+    } else if knot == 1 {
         "release what you hold before waiting for it again, or pass the guard you hold down to the code that needs it".into()
     } else {
         "take primitives in one global order, never wait for a primitive while holding one its holder needs, and acquire all the permits a task needs in one call".into()
@@ -728,6 +757,128 @@ mod tests {
         assert!(rule.active.contains(&format!("deadlock:{}", f.key())));
     }
 
+    /// A two-task cycle with six untimed waiters queued on its locks (three of them ahead of
+    /// the cycle's own wait): the report names the two that close it and counts the six as
+    /// waiting behind it, in the summary, the text and the JSON (a field of its own, left out
+    /// when empty).
+    #[test]
+    fn a_cycle_with_six_waiters_behind_names_its_knot_and_counts_the_rest() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("dl/knot_a", PrimKind::Mutex, 1);
+        let b = scope.prim("dl/knot_b", PrimKind::Mutex, 1);
+        let w = |actor: u64, seq: u64| wait(task(actor), seq, Mode::Exclusive, 1, 0);
+        let s = state(
+            vec![
+                at(
+                    &a,
+                    vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
+                    vec![w(3, 1), w(4, 2), w(5, 3), w(2, 4), w(6, 5), w(7, 6)],
+                ),
+                at(
+                    &b,
+                    vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                    vec![w(1, 1), w(8, 2)],
+                ),
+            ],
+            &scope,
+            MS,
+        );
+        let found = confirmed(&s);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let f = &found[0];
+        assert_eq!(
+            f.summary,
+            "2 tasks can never proceed: each waits for mutex \"dl/knot_b\", mutex \"dl/knot_a\" held by another of them; 6 more wait behind it"
+        );
+        let names = |v: &[crate::model::finding::ActorReport]| -> Vec<String> {
+            v.iter().map(|a| a.name.clone()).collect()
+        };
+        assert_eq!(names(&f.actors), ["task 1", "task 2"]);
+        assert_eq!(
+            names(&f.behind),
+            ["task 3", "task 4", "task 5", "task 6", "task 7", "task 8"]
+        );
+        assert!(
+            f.behind
+                .iter()
+                .all(|a| a.holds.is_empty() && a.waits.len() == 1)
+        );
+        let text = f.to_string();
+        assert!(
+            text.contains("\n  6 more wait behind it:\n    task 3:\n      waits for mutex \"dl/knot_a\" (lock)"),
+            "{text}"
+        );
+        // The key is still every wait of the group: the finding is the same one as before.
+        assert_eq!(f.key().split(',').count(), 8);
+        let json = serde_json::to_value(f).unwrap();
+        assert_eq!(json["actors"].as_array().map(Vec::len), Some(2));
+        assert_eq!(json["behind"].as_array().map(Vec::len), Some(6));
+        assert_eq!(json["behind"][0]["name"], "task 3");
+
+        // One behind: said so; none behind: no count, and no field in the JSON.
+        let abba_and = |on_a: Vec<crate::state::wait::WaiterRec>| {
+            state(
+                vec![
+                    at(&a, vec![hold(&a, task(1), Mode::Exclusive, 1, 0)], on_a),
+                    at(
+                        &b,
+                        vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                        vec![w(1, 1)],
+                    ),
+                ],
+                &scope,
+                MS,
+            )
+        };
+        let s = abba_and(vec![w(2, 1), w(3, 2)]);
+        assert!(
+            confirmed(&s)[0]
+                .summary
+                .ends_with("of them; 1 more waits behind it")
+        );
+        let s = abba_and(vec![w(2, 1)]);
+        let f = &confirmed(&s)[0];
+        assert!(
+            f.summary.ends_with("held by another of them"),
+            "{}",
+            f.summary
+        );
+        assert!(serde_json::to_value(f).unwrap().get("behind").is_none());
+    }
+
+    /// A three-task cycle with a chain behind it: task 4 holds a lock task 5 waits for, and
+    /// waits for a lock of the cycle. The summary counts the cycle's three and names only
+    /// what they wait for (not task 4's lock); the two are behind it.
+    #[test]
+    fn a_three_task_cycle_with_a_chain_behind_it() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let p: Vec<_> = (0..4)
+            .map(|i| scope.prim(&format!("dl/three{i}"), PrimKind::Mutex, 1))
+            .collect();
+        let h = |i: usize, actor: u64| hold(&p[i], task(actor), Mode::Exclusive, 1, 0);
+        let w = |actor: u64, seq: u64| wait(task(actor), seq, Mode::Exclusive, 1, 0);
+        let s = state(
+            vec![
+                at(&p[0], vec![h(0, 1)], vec![w(3, 1), w(4, 2)]),
+                at(&p[1], vec![h(1, 2)], vec![w(1, 1)]),
+                at(&p[2], vec![h(2, 3)], vec![w(2, 1)]),
+                at(&p[3], vec![h(3, 4)], vec![w(5, 1)]),
+            ],
+            &scope,
+            MS,
+        );
+        let f = &confirmed(&s)[0];
+        assert_eq!(
+            f.summary,
+            "3 tasks can never proceed: each waits for mutex \"dl/three1\", mutex \"dl/three2\", mutex \"dl/three0\" held by another of them; 2 more wait behind it"
+        );
+        let ids: Vec<u64> = f.behind.iter().map(|a| a.id).collect();
+        assert_eq!(ids, [task(4).as_u64(), task(5).as_u64()]);
+        assert_eq!(f.behind[0].holds[0].primitive.name, "dl/three3");
+        // Every primitive of the group is still named: task 5's wait is stuck for good too.
+        assert!(f.involves("dl/three3"));
+    }
+
     /// One task waiting for what it holds; a semaphore knot between a task and a thread.
     #[test]
     fn self_waits_and_knots_are_worded_for_what_they_are() {
@@ -819,6 +970,7 @@ mod tests {
             waits: [(ids(i), 1), (ids(j), 1)].into(),
             joins: Default::default(),
             chans: Default::default(),
+            knot: actors.into(),
         };
         assert_eq!(groups, [group([10, 11], 0, 1), group([20, 21], 2, 3)]);
     }
@@ -984,6 +1136,20 @@ mod tests {
             f[0].fix
                 .starts_with("do not hold a blocking guard across an .await")
         );
+        // A task queued on the same lock off the workers waits behind the knot: the wording
+        // is kept, and it is counted.
+        let mut behind = wait(task(4), 4, Mode::Exclusive, 1, 0);
+        behind.thread = 900_119;
+        s.prims[0].waiters.push(behind);
+        let f = confirmed(&s);
+        assert_eq!(
+            f[0].summary,
+            "every worker of the runtime (2 of 2, multi_thread) is blocked waiting for blocking_mutex \"dl/workers\"; its holder, task 1, needs a worker to resume: it holds the guard across an .await, and only a worker can wake it; 1 more waits behind it"
+        );
+        let knot: Vec<&str> = f[0].actors.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(knot, ["task 1", "task 2", "task 3"]);
+        assert_eq!(f[0].behind[0].name, "task 4");
+        s.prims[0].waiters.pop();
         // A current-thread runtime's workers are not counted (its tasks are pinned instead).
         s.executors.runtimes.insert(7, runtime(7, false, 2, None));
         let exec = super::executor(&s);

@@ -34,6 +34,9 @@ struct Rules {
     starvation: Starvation,
     leak: LeakedPermit,
     task_ended: TaskEnded,
+    /// Worker stalls seen on the last look, with their age then (see
+    /// [`check_stalls`](crate::rules::blocking_in_async::check_stalls)).
+    stalls: std::collections::HashMap<(u64, u64), u64>,
 }
 
 static RULES: LazyLock<Mutex<Rules>> = LazyLock::new(Mutex::default);
@@ -155,7 +158,10 @@ fn tick_once() -> usize {
     verdicts.extend(rules.starvation.check(&state));
     verdicts.extend(rules.leak.check(&state));
     verdicts.extend(rules.task_ended.check(&state));
-    crate::report::finding::report_all(crate::rules::blocking_in_async::check_stalls(&state));
+    crate::report::finding::report_all(crate::rules::blocking_in_async::check_stalls(
+        &state,
+        &mut rules.stalls,
+    ));
     for v in verdicts {
         if let Verdict::Found(f) = v
             && finding::report(*f)

@@ -112,12 +112,17 @@ fn task_id_u64(id: tokio::task::Id) -> u64 {
 
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 static THREAD_NAMES: Mutex<Option<HashMap<u64, String>>> = Mutex::new(None);
+/// The OS ids of live lockscope threads, by number (see [`thread_tid`]).
+static THREAD_TIDS: Mutex<Option<HashMap<u64, i32>>> = Mutex::new(None);
 
 struct ThreadNameGuard(u64);
 
 impl Drop for ThreadNameGuard {
     fn drop(&mut self) {
         if let Some(map) = THREAD_NAMES.lock().as_mut() {
+            map.remove(&self.0);
+        }
+        if let Some(map) = THREAD_TIDS.lock().as_mut() {
             map.remove(&self.0);
         }
     }
@@ -153,9 +158,18 @@ fn assign_thread_seq(l: &Local) -> u64 {
             .lock()
             .get_or_insert_with(HashMap::new)
             .insert(seq, name);
+        THREAD_TIDS
+            .lock()
+            .get_or_insert_with(HashMap::new)
+            .insert(seq, crate::base::sched::current_tid());
         let _ = NAME_GUARD.try_with(|g| g.set(Some(ThreadNameGuard(seq))));
     }
     seq
+}
+
+/// The OS id of lockscope thread `seq`, while that thread lives (0 where the OS has none).
+pub(crate) fn thread_tid(seq: u64) -> Option<i32> {
+    THREAD_TIDS.lock().as_ref()?.get(&seq).copied()
 }
 
 /// The name of lockscope thread `seq`, while that thread lives.

@@ -130,6 +130,32 @@ impl ChildRun {
     }
 }
 
+/// How many wait for the primitives named `name` now, by the books.
+fn waiters_named(name: &str) -> usize {
+    lockscope::detector::locks()
+        .into_iter()
+        .filter(|l| l.name == name)
+        .map(|l| l.waiters_total)
+        .sum()
+}
+
+/// As [`wait_for_waiters`], from async code: sleeps on the runtime's timer between looks, so
+/// that the tasks that are to queue can run (on a `current_thread` runtime, this one).
+pub async fn until_waiters(name: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let waiting = waiters_named(name);
+        if waiting >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {waiting} waiters, want {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// Waits (bounded, 5 s) until the primitive named `name` has at least `n` waiters.
 pub fn wait_for_waiters(name: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -188,4 +214,67 @@ pub async fn until_waited<T>(m: &lockscope::tokio::Mutex<T>) {
         assert!(Instant::now() < deadline, "no waiter on {}", m.name());
         tokio::task::yield_now().await;
     }
+}
+
+/// Threads spinning on a CPU each until dropped: a machine loaded past its cores, for the
+/// controls that must stay silent under load (see [`cpu_hogs`]).
+pub struct CpuHogs {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+/// Starts `n` threads that spin (never sleeping, never yielding) until the returned value is
+/// dropped: beside a control, they leave its threads less than a core each on a machine with
+/// `n` cores, so that the OS deschedules them for whole time slices.
+pub fn cpu_hogs(n: usize) -> CpuHogs {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let threads = (0..n)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name(format!("cpu hog {i}"))
+                .spawn(move || {
+                    let mut spins = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        spins = std::hint::black_box(spins.wrapping_add(1));
+                    }
+                    spins
+                })
+                .expect("a hog thread")
+        })
+        .collect();
+    CpuHogs { stop, threads }
+}
+
+impl Drop for CpuHogs {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Four tasks on two workers each add `rounds` times to a counter under a parking_lot mutex
+/// named `name`, yielding every 1000.
+pub async fn short_parking_lot_sections(name: &'static str, rounds: u64) {
+    let n = std::sync::Arc::new(lockscope::parking_lot::Mutex::named(name, 0u64));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let n = n.clone();
+            tokio::spawn(async move {
+                for i in 0..rounds {
+                    *n.lock() += 1;
+                    if i % 1000 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*n.lock(), 4 * rounds);
 }

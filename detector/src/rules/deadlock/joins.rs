@@ -220,6 +220,42 @@ mod tests {
         assert_eq!(f[0].primitives.len(), 1);
     }
 
+    /// A task joining one of a lock cycle's tasks is stuck behind it, but no part of it:
+    /// counted, and its join is not named among what the knot waits for (nor is the fix the
+    /// join's).
+    #[test]
+    fn a_join_behind_a_lock_cycle_is_counted_not_named() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("dlj/a", PrimKind::Mutex, 1);
+        let b = scope.prim("dlj/b", PrimKind::Mutex, 1);
+        let mut s = state(
+            vec![
+                at(
+                    &a,
+                    vec![hold(&a, task(1), Mode::Exclusive, 1, 10 * MS)],
+                    vec![wait(task(2), 1, Mode::Exclusive, 1, 30 * MS)],
+                ),
+                at(
+                    &b,
+                    vec![hold(&b, task(2), Mode::Exclusive, 1, 10 * MS)],
+                    vec![wait(task(1), 1, Mode::Exclusive, 1, 30 * MS)],
+                ),
+            ],
+            &scope,
+            1_000 * MS,
+        );
+        s.joins = vec![join(11, task(3), vec![task(1)], 20 * MS)];
+        let f = twice(&s);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(
+            f[0].summary,
+            "2 tasks can never proceed: each waits for mutex \"dlj/b\", mutex \"dlj/a\" held by another of them; 1 more waits behind it"
+        );
+        assert!(f[0].key().ends_with(",j11"), "{}", f[0].key());
+        assert_eq!(f[0].behind[0].name, "task 3");
+        assert!(f[0].fix.starts_with("take primitives in one global order"));
+    }
+
     /// The same books, but the joiner took its hold after the join began (it ran since: a
     /// `select!` or `join!`), or the joined thread has not started (no target yet), or the
     /// joined task waits for nothing: no deadlock.

@@ -879,6 +879,9 @@ fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool) -> Waiting
     let mut on_worker = false;
     if prim.kind.is_blocking() {
         on_worker = rules::blocking_in_async::on_async_worker();
+        if on_worker {
+            rules::blocking_in_async::os_share_begin(prim);
+        }
     } else if actor.is_task() {
         crate::report::finding::report_all(rules::blocking_in_async::check_async_wait(
             prim,
@@ -1002,7 +1005,7 @@ fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
         && rec.on_worker
     {
         let now = now.unwrap_or_else(clock::precise_now);
-        crate::report::finding::report_all(rules::blocking_in_async::check_worker_stall(
+        crate::report::finding::report_all(rules::blocking_in_async::wait_ended(
             prim,
             &rec,
             now.saturating_sub(rec.since_ns),

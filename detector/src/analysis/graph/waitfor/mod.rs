@@ -26,7 +26,7 @@
 //! runtime, or a parked `block_on` future, needs any one of the runtime's workers; when every
 //! worker is blocked in a blocking wait, it is stuck ([`Executor`]).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::state::held::Mode;
 
@@ -164,6 +164,100 @@ impl Executor {
 pub struct Reduction {
     /// Actors that can never be granted.
     pub blocked: BTreeSet<u64>,
+    /// For each blocked actor, the blocked actors that keep it blocked at the fixed point
+    /// (see [`Reduction::knot`]): the holders of what it waits for when they alone stop it,
+    /// else the first waiter queued on it that does (a FIFO queue's head, a parking_lot
+    /// writer that has claimed the lock); the actors whose blocking waits hold the thread or
+    /// the workers it needs to run.
+    pub blocked_by: BTreeMap<u64, Vec<u64>>,
+}
+
+impl Reduction {
+    /// The knot: the blocked actors whose waits close on themselves (those on a cycle of
+    /// [`Reduction::blocked_by`], or blocked by themselves). The rest of [`Reduction::blocked`]
+    /// wait behind it: stuck for good, but no part of what keeps it stuck.
+    ///
+    /// Each actor is kept blocked by what stops it *now*: by the holders when they alone
+    /// would stop it, and only otherwise by a waiter queued ahead. So six waiters queued on a
+    /// lock of a two-task cycle, even ahead of the cycle's own wait, point at its holder and
+    /// are not part of the knot; a writer queued between two reads of one task (which alone
+    /// would get its second read) is.
+    pub fn knot(&self) -> BTreeSet<u64> {
+        // Tarjan's strongly connected components, iteratively (a million bystanders in a
+        // queue make a deep chain).
+        let index_of: HashMap<u64, usize> = self
+            .blocked
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| (a, i))
+            .collect();
+        let ids: Vec<u64> = self.blocked.iter().copied().collect();
+        let next: Vec<Vec<usize>> = ids
+            .iter()
+            .map(|a| {
+                self.blocked_by
+                    .get(a)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|b| index_of.get(b).copied())
+                    .collect()
+            })
+            .collect();
+        let n = ids.len();
+        let mut index = vec![usize::MAX; n];
+        let mut low = vec![0usize; n];
+        let mut on_stack = vec![false; n];
+        let mut stack: Vec<usize> = Vec::new();
+        let mut counter = 0usize;
+        let mut knot = BTreeSet::new();
+        for root in 0..n {
+            if index[root] != usize::MAX {
+                continue;
+            }
+            // (node, next edge to look at)
+            let mut call: Vec<(usize, usize)> = vec![(root, 0)];
+            index[root] = counter;
+            low[root] = counter;
+            counter += 1;
+            stack.push(root);
+            on_stack[root] = true;
+            while let Some(top) = call.last_mut() {
+                let v = top.0;
+                if let Some(&w) = next[v].get(top.1) {
+                    top.1 += 1;
+                    if index[w] == usize::MAX {
+                        index[w] = counter;
+                        low[w] = counter;
+                        counter += 1;
+                        stack.push(w);
+                        on_stack[w] = true;
+                        call.push((w, 0));
+                    } else if on_stack[w] {
+                        low[v] = low[v].min(index[w]);
+                    }
+                    continue;
+                }
+                call.pop();
+                if let Some(&(parent, _)) = call.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut component = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        component.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    if component.len() > 1 || next[v].contains(&v) {
+                        knot.extend(component.into_iter().map(|w| ids[w]));
+                    }
+                }
+            }
+        }
+        knot
+    }
 }
 
 struct Actor {
@@ -453,15 +547,90 @@ pub fn reduce_with(prims: &[MPrim], exec: &Executor) -> Reduction {
             }
         }
     }
-    Reduction {
-        blocked: actors
-            .iter()
-            .filter(|(_, a)| {
-                !a.free && (!a.waits.is_empty() || !a.pinned.is_empty() || a.needs.is_some())
-            })
-            .map(|(&id, _)| id)
-            .collect(),
+    let blocked: BTreeSet<u64> = actors
+        .iter()
+        .filter(|(_, a)| {
+            !a.free && (!a.waits.is_empty() || !a.pinned.is_empty() || a.needs.is_some())
+        })
+        .map(|(&id, _)| id)
+        .collect();
+    if blocked.is_empty() {
+        return Reduction::default();
     }
+    // Why each stays blocked, read off the fixed point. The threads blocked now, by whom.
+    let mut blocking: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (pi, q) in pending.iter().enumerate() {
+        for &wi in q.iter().flatten() {
+            let w = &prims[pi].waiters[wi];
+            if let Some(t) = w.blocks_thread {
+                blocking.entry(t).or_default().push(w.actor);
+            }
+        }
+    }
+    let mut blocked_by = BTreeMap::new();
+    for &id in &blocked {
+        let a = &actors[&id];
+        let mut by: Vec<u64> = Vec::new();
+        for &(pi, wi) in &a.waits {
+            by.extend(wait_blockers(&prims[pi], &live[pi], &pending[pi], wi));
+        }
+        // The threads it can only run on, and its runtime's workers, if someone else's
+        // blocking wait holds them (its own does not pin it).
+        let threads = a.pinned.iter().copied().chain(
+            a.needs
+                .filter(|rt| exec.all_blocked(*rt, &thread_blockers))
+                .into_iter()
+                .flat_map(|rt| {
+                    exec.workers
+                        .iter()
+                        .filter(move |(_, r)| **r == rt)
+                        .map(|(t, _)| *t)
+                }),
+        );
+        for t in threads {
+            by.extend(blocking.get(&t).into_iter().flatten().filter(|&&b| b != id));
+        }
+        by.sort_unstable();
+        by.dedup();
+        blocked_by.insert(id, by);
+    }
+    Reduction {
+        blocked,
+        blocked_by,
+    }
+}
+
+/// Who keeps pending wait `wi` of `p` from being granted at the fixed point: its live
+/// holders when they alone would stop it, else the first other pending waiter that does
+/// (with it queued in its place, neither would be granted).
+///
+/// For a FIFO queue that is its head, found first; a parking_lot rwlock may walk the readers
+/// queued ahead to its claiming writer, each of them a thread blocked in that queue.
+fn wait_blockers(
+    p: &MPrim,
+    live: &[Option<(u64, u32, Mode)>],
+    pending: &[Option<usize>],
+    wi: usize,
+) -> Vec<u64> {
+    if grantable(p, live, &[Some(wi)]).is_none() {
+        return live.iter().flatten().map(|h| h.0).collect();
+    }
+    pending
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&other| other != wi)
+        .find(|&other| {
+            let pair = if other < wi {
+                [Some(other), Some(wi)]
+            } else {
+                [Some(wi), Some(other)]
+            };
+            grantable(p, live, &pair).is_none()
+        })
+        .map(|other| p.waiters[other].actor)
+        .into_iter()
+        .collect()
 }
 
 /// Whether actor `a` can run on thread `t` once it runs again: pinned to it, or needing a
