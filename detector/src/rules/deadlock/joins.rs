@@ -245,7 +245,7 @@ mod tests {
             1_000 * MS,
         );
         s.joins = vec![join(11, task(3), vec![task(1)], 20 * MS)];
-        let f = twice(&s);
+        let f = deadlocks_confirmed(&s);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(
             f[0].summary,
