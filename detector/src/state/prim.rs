@@ -60,10 +60,11 @@ pub struct Prim {
     pub(crate) order_cache: [AtomicU64; 4],
     /// Its tokio-console resource (empty without the `console` feature).
     pub(crate) resource: crate::state::console::Resource,
-    /// Its declared level, if any, in one word (see [`level_word`]): set once, before its
+    /// Its declared level, if any, as an index (see [`level_word`]): set once, before its
     /// first use; read on the cold path of a nested acquisition only (see
-    /// `rules::lock_levels`). One word, not a `Level`: every primitive pays for the field.
-    pub(crate) level: AtomicU64,
+    /// `rules::lock_levels`). 32 bits, not a `Level`: every primitive pays for the field, and
+    /// it fills the padding beside the other 32-bit fields.
+    pub(crate) level: AtomicU32,
 }
 
 impl Prim {
@@ -216,41 +217,29 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// built it, which hands it to others through a release of its own.)
 static LEVELED: AtomicBool = AtomicBool::new(false);
 
-/// The names of the levels given so far (each once), indexed by [`level_word`]: a program
-/// has few, written in its code.
-static LEVEL_NAMES: LazyLock<Mutex<Vec<&'static str>>> = LazyLock::new(Mutex::default);
+/// The distinct levels given so far (each once), indexed by [`level_word`]: a program has
+/// few, written in its code. Read on the slow path of an acquisition only (see
+/// `rules::lock_levels`), never on the fast path.
+static LEVELS: LazyLock<Mutex<Vec<Level>>> = LazyLock::new(Mutex::default);
 
-/// A level in one word: its rank in the low 32 bits, above them 0 for no level, 1 for a
-/// level without a name, `2 + i` for one named `LEVEL_NAMES[i]`.
-fn level_word(level: Level) -> u64 {
-    let tag = match level.name() {
-        None => 1,
-        Some(name) => {
-            let mut names = LEVEL_NAMES.lock();
-            let i = match names.iter().position(|n| *n == name) {
-                Some(i) => i,
-                None => {
-                    names.push(name);
-                    names.len() - 1
-                }
-            };
-            i as u64 + 2
+/// A level in 32 bits, so that it fits beside the record's other 32-bit fields: 0 for no level,
+/// `1 + i` for `LEVELS[i]`.
+fn level_word(level: Level) -> u32 {
+    let mut levels = LEVELS.lock();
+    let i = match levels.iter().position(|l| *l == level) {
+        Some(i) => i,
+        None => {
+            levels.push(level);
+            levels.len() - 1
         }
     };
-    tag << 32 | u64::from(level.rank())
+    u32::try_from(i + 1).unwrap_or(u32::MAX)
 }
 
 /// The level of a [`level_word`], `None` for 0.
-fn level_of_word(word: u64) -> Option<Level> {
-    let rank = word as u32;
-    match word >> 32 {
-        0 => None,
-        1 => Some(Level::new(rank)),
-        tag => {
-            let name = LEVEL_NAMES.lock().get(tag as usize - 2).copied();
-            Some(name.map_or(Level::new(rank), |n| Level::named(rank, n)))
-        }
-    }
+fn level_of_word(word: u32) -> Option<Level> {
+    let i = usize::try_from(word.checked_sub(1)?).ok()?;
+    LEVELS.lock().get(i).copied()
 }
 
 #[cfg(test)]
@@ -433,7 +422,7 @@ pub fn register_in(
         waiters: Mutex::new(WaitQueue::default()),
         order_cache: Default::default(),
         resource,
-        level: AtomicU64::new(0),
+        level: AtomicU32::new(0),
     });
     REGISTRY[id as usize % SHARDS]
         .lock()
