@@ -175,19 +175,7 @@ pub(crate) fn contradicted(path: &Path) -> Option<Finding> {
             site_string(e.to_site),
             e.actor.describe()
         ));
-        f.orders.push(OrderEdge {
-            from: refs[i].clone(),
-            to: refs[i + 1].clone(),
-            from_site: site_string(e.from_site),
-            to_site: site_string(e.to_site),
-            actor: e.actor.describe(),
-        });
-        f.add_scope(e.scope);
-        for id in [*a, *b] {
-            if let Some(p) = prim::get(PrimitiveId(id)) {
-                f.add_scope(p.scope());
-            }
-        }
+        super::lock_order_inversion::add_order(&mut f, *a, *b, e);
     }
     f.details.push(format!(
         "declared: {} is {hi}, {} is {lo}: anything that takes {} while holding {} (as the levels allow) closes a cycle with this path",

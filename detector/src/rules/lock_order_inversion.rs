@@ -14,6 +14,25 @@ use crate::rules::prim_ref_id;
 use crate::state::held::Mode;
 use crate::state::prim::{self, PrimitiveId, site_string};
 
+/// Adds the order edge `a` -> `b` seen as `e` to `f`, with the scopes it belongs to: the
+/// acquiring actor's, and those of the tests that created the two primitives (threads a test
+/// spawns itself carry no scope, and the finding must go to that test, not to every test armed).
+pub(crate) fn add_order(f: &mut Finding, a: u64, b: u64, e: &EdgeInfo) {
+    f.orders.push(OrderEdge {
+        from: prim_ref_id(a),
+        to: prim_ref_id(b),
+        from_site: site_string(e.from_site),
+        to_site: site_string(e.to_site),
+        actor: e.actor.describe(),
+    });
+    f.add_scope(e.scope);
+    for id in [a, b] {
+        if let Some(p) = prim::get(PrimitiveId(id)) {
+            f.add_scope(p.scope());
+        }
+    }
+}
+
 /// The finding for the cycle `edges` (first the new edge, then the path that closes it).
 #[cold]
 pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
@@ -72,21 +91,7 @@ pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
         f.add_prim(r.clone());
     }
     for (a, b, e) in edges.iter().rev() {
-        f.orders.push(OrderEdge {
-            from: prim_ref_id(*a),
-            to: prim_ref_id(*b),
-            from_site: site_string(e.from_site),
-            to_site: site_string(e.to_site),
-            actor: e.actor.describe(),
-        });
-        f.add_scope(e.scope);
-        // Also the tests that created the primitives: threads a test spawns itself carry no
-        // scope, and the finding must go to that test, not to every test armed.
-        for id in [*a, *b] {
-            if let Some(p) = prim::get(PrimitiveId(id)) {
-                f.add_scope(p.scope());
-            }
-        }
+        add_order(&mut f, *a, *b, e);
     }
     f.details = scenario(edges, &name);
     f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
