@@ -29,7 +29,8 @@ pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// same registry shards and CPU, while waiting requests hold no thread.
 const RENDER_SLOTS: usize = 2;
 
-/// A plain tokio semaphore on purpose: the exporter must not observe itself (habit 7).
+/// A plain tokio semaphore on purpose: the exporter must not observe itself (see
+/// `server::conns`).
 static RENDER: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(RENDER_SLOTS)));
 
 const NOT_FOUND: &str = "not found; lockscope serves / (the live view), /metrics, /debug/findings, \

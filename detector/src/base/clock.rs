@@ -11,11 +11,11 @@
 //! holds when the statistics are read (`Stats::count_short`), so that the buckets are right
 //! in expectation and every count is exact.
 //! Before the watchdog first runs (and in a forked child, which has no watchdog), it reads
-//! [`coarse_now`] (`CLOCK_MONOTONIC_COARSE`, 6-9 ns on the reference machine).
+//! [`coarse_now`] (`CLOCK_MONOTONIC_COARSE`: a vDSO read, no system call).
 //!
 //! With `LOCKSCOPE_CLOCK_TICK_MS=1` (or [`Config::clock_tick`](crate::Config::clock_tick)) a
 //! `lockscope-clock` thread sets the same word every tick instead, for 1 ms resolution, at
-//! the price of its wake-ups (0.4 s of CPU per 10 s on the reference VM). It pauses while the
+//! the price of its wake-ups (a thousand a second; their cost is in docs/performance.md, "Clocks"). It pauses while the
 //! detector is off.
 //!
 //! [`precise_now`] (`CLOCK_MONOTONIC`) times the sampled holds, blocking and timed waits, and

@@ -1,5 +1,5 @@
 //! The atomics of the hold table: std's, or loom's under `cfg(loom)`, so that the loom models
-//! in `held.rs` check the table's real code (habit 13). Run them with
+//! in `state/held/loom_models.rs` check the table's real code, not a copy of it. Run them with
 //! `RUSTFLAGS="--cfg loom" cargo test -p lockscope-detector --release --lib loom`.
 //!
 //! Only the hold entries and their tables use these: the task index and the tallies are

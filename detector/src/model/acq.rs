@@ -9,7 +9,7 @@ use crate::model::mode::{Mode, pack_meta};
 ///
 /// Two words, so that it travels in registers: a wider struct is passed through memory, and
 /// reading it back whole right after it was written field by field stalls on store
-/// forwarding (about 5 ns per acquisition on the reference machine).
+/// forwarding (measured in docs/performance.md, "Store forwarding").
 #[derive(Clone, Copy)]
 pub struct Acq {
     site: &'static Location<'static>,

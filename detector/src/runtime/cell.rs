@@ -64,13 +64,7 @@ impl PrimCell {
         site: &'static Location<'static>,
         capacity: u64,
     ) -> PrimCell {
-        let prim = watched(books::register(name, kind, site, capacity));
-        PrimCell {
-            ptr: AtomicPtr::new(Arc::into_raw(prim).cast_mut()),
-            kind,
-            site,
-            init_capacity: capacity,
-        }
+        Self::registered(books::register(name, kind, site, capacity), site, capacity)
     }
 
     /// A registered cell named `name`, counted in the metrics series `series` (a keyed lock's
@@ -82,15 +76,15 @@ impl PrimCell {
         site: &'static Location<'static>,
         capacity: u64,
     ) -> PrimCell {
-        let prim = watched(books::register_in(
-            Some(name.into()),
-            Some(series),
-            kind,
-            site,
-            capacity,
-        ));
+        let prim = books::register_in(Some(name.into()), Some(series), kind, site, capacity);
+        Self::registered(prim, site, capacity)
+    }
+
+    /// The cell of `prim`, just registered (made at `site` with `capacity`), now watched.
+    fn registered(prim: Arc<Prim>, site: &'static Location<'static>, capacity: u64) -> PrimCell {
+        let kind = prim.kind;
         PrimCell {
-            ptr: AtomicPtr::new(Arc::into_raw(prim).cast_mut()),
+            ptr: AtomicPtr::new(Arc::into_raw(watched(prim)).cast_mut()),
             kind,
             site,
             init_capacity: capacity,

@@ -40,7 +40,8 @@ struct Table {
 
 /// The table of open connections, shared by the accept loop and the connection tasks.
 ///
-/// A plain `std` mutex (the exporter must not observe itself; habit 7), held for a few
+/// A plain `std` mutex (the exporter must not observe itself: its own locks would show in every scrape and could
+/// deadlock with the books it reads), held for a few
 /// hash-map operations at a time, never across an `await`.
 #[derive(Default)]
 pub(super) struct Conns {

@@ -4,13 +4,13 @@
 //!
 //! | state | event | next | detector call |
 //! |---|---|---|---|
-//! | start | first poll, granted | held | [`hooks::acquired`] |
+//! | start | first poll, granted | held | [`hooks::acquired`] (a blocking lock tries [`hooks::acquired_quick`] first, a task [`hooks::acquired_quick_task`]) |
 //! | start | first poll, pending | waiting | [`hooks::wait_begin`] |
-//! | waiting | granted | held | [`hooks::acquired_after_wait`] |
+//! | waiting | granted | held | [`hooks::acquired_after_wait_ns`] |
 //! | waiting | future dropped | cancelled | [`hooks::wait_cancelled`] |
 //! | waiting | deadline passed | timed out | [`hooks::wait_timed_out`] |
 //! | waiting | semaphore closed | failed | [`hooks::wait_failed`] |
-//! | held | guard dropped | released | [`hooks::released`] |
+//! | held | guard dropped | released | the [`Token`]'s release: a quick release first ([`hooks::release_quick`], [`hooks::release_quick_shared`], [`hooks::release_own`]), else [`hooks::release_books`], then [`hooks::release_stats`] after the inner unlock |
 //!
 //! Ordering rule, for every wrapper: `acquired` is recorded after the inner primitive granted
 //! the acquisition, and `released` before the inner primitive is released, so the detector
@@ -125,8 +125,7 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -
 /// `$acq` (a cheap constructor expression) is evaluated where it is used rather than kept in
 /// the future, and the fast path's `poll_fn` returns a bool, the token being made after it in
 /// the caller's body: a multi-word value written field by field into a future or a `Poll`
-/// and read back whole stalls on store forwarding, which cost 5 to 10 ns per acquisition on
-/// the reference machine.
+/// and read back whole stalls on store forwarding (docs/performance.md, "Store forwarding").
 macro_rules! acquire {
     ($prim:expr, $acq:expr, $take:expr, $queue:expr) => {{
         // `$prim` is read after `$take`: the wrapper's pointer to its primitive may share a
@@ -152,12 +151,41 @@ pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
     if !hooks::enabled() {
         return Token::none();
     }
+    grant(prim, acq)
+}
+
+/// [`granted`] once the detector is known to be on: the span, the hold, the `acquired` event.
+#[inline(always)]
+fn grant(prim: &Prim, acq: Acq) -> Token {
     let span = span(prim, &acq);
-    let hold = hooks::acquired(prim, acq);
+    token(span, hooks::acquired(prim, acq), 0)
+}
+
+/// The token of a hold granted after waiting `waited_ns` (0: no wait), with the `acquired`
+/// event when a span is listened to.
+#[inline(always)]
+fn token(span: Option<SpanPtr>, hold: hooks::Hold, waited_ns: u64) -> Token {
     if span.is_some() {
-        emit_acquired(&span, 0.0);
+        emit_acquired(&span, waited_ns as f64 / 1e6);
     }
     Token::new(hold, span)
+}
+
+/// A wait that ended without the primitive: the event `what` when a span is listened to,
+/// then `hook` (the detector's record of how it ended).
+#[inline(always)]
+fn ended_without(
+    prim: &Prim,
+    w: Waiting,
+    span: Option<SpanPtr>,
+    what: &'static str,
+    hook: fn(&Prim, Waiting),
+) {
+    if span.is_some() {
+        emit(&span, what, hooks::waited_ms(&w));
+    }
+    free(span);
+    hook(prim, w);
 }
 
 /// [`granted`], for a blocking lock just taken without waiting, on the detector's quick path
@@ -201,15 +229,7 @@ fn granted_general(prim: &Prim, acq: Acq) -> Token {
 /// A `try_` form succeeded.
 #[inline]
 pub(crate) fn try_acquired(prim: &Prim, acq: Acq) -> Token {
-    if !hooks::enabled() {
-        return Token::none();
-    }
-    let span = span(prim, &acq);
-    let hold = hooks::acquired(prim, acq.with_flags(hooks::TRY));
-    if span.is_some() {
-        emit_acquired(&span, 0.0);
-    }
-    Token::new(hold, span)
+    granted(prim, acq.with_flags(hooks::TRY))
 }
 
 /// A `try_` form gave up.
@@ -224,12 +244,11 @@ pub(crate) fn try_failed(prim: &Prim, acq: Acq) {
     hooks::try_failed(prim);
 }
 
-/// `fast` (a `try_lock`), retried a few times with exponential backoff (254 spin hints: about
-/// 6 µs on the reference machine, where parking_lot itself spins and yields about as long
-/// before it parks), so that a lock held for a few instructions by another thread is taken
+/// `fast` (a `try_lock`), retried a few times with exponential backoff (254 spin hints, about
+/// as long as parking_lot itself spins and yields before it parks), so that a lock held for a few instructions by another thread is taken
 /// without the books of a wait: registering a waiter costs more than such a wait lasts, and
-/// would turn parking_lot's cheap spinning into parking. (Five rounds, 1.5 µs, left two
-/// threads sharing one short critical section at 1.3x raw parking_lot; seven: 1.0x.)
+/// would turn parking_lot's cheap spinning into parking. (Why seven rounds and not five:
+/// docs/performance.md, "Spinning before a wait".)
 #[inline]
 fn spin<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
     if let Some(p) = fast() {
@@ -275,11 +294,7 @@ pub(crate) fn blocking_timed<P>(
     block: impl FnOnce() -> Option<P>,
 ) -> Option<(P, Token)> {
     let timed_out = |prim: &Prim, w: Waiting, span: Option<SpanPtr>| {
-        if span.is_some() {
-            emit(&span, "timed_out", hooks::waited_ms(&w));
-        }
-        free(span);
-        hooks::wait_timed_out(prim, w);
+        ended_without(prim, w, span, "timed_out", hooks::wait_timed_out);
     };
     blocking_with(prim, acq, true, fast, || block().ok_or(()), timed_out).ok()
 }
@@ -302,11 +317,7 @@ fn blocking_with<P, E>(
     // Read before taking the lock, so the clock stays out of a blocking critical section.
     let since = hooks::now();
     if let Some(p) = spin(&mut fast) {
-        let hold = hooks::acquired_at(prim, acq, since);
-        if span.is_some() {
-            emit_acquired(&span, 0.0);
-        }
-        return Ok((p, Token::new(hold, span)));
+        return Ok((p, token(span, hooks::acquired_at(prim, acq, since), 0)));
     }
     struct Unwind<'p> {
         prim: &'p Prim,
@@ -329,10 +340,7 @@ fn blocking_with<P, E>(
     match r {
         Ok(p) => {
             let (hold, waited) = hooks::acquired_after_wait_ns(prim, acq, w);
-            if span.is_some() {
-                emit_acquired(&span, waited as f64 / 1e6);
-            }
-            Ok((p, Token::new(hold, span)))
+            Ok((p, token(span, hold, waited)))
         }
         Err(e) => {
             missed(prim, w, span);
@@ -446,19 +454,11 @@ impl State {
         match self.take_wait() {
             Some((w, span)) => {
                 let (hold, waited) = hooks::acquired_after_wait_ns(prim, acq, w);
-                if span.is_some() {
-                    emit_acquired(&span, waited as f64 / 1e6);
-                }
-                Token::new(hold, span)
+                token(span, hold, waited)
             }
             None => {
                 *self = State::Done;
-                let span = span(prim, &acq);
-                let hold = hooks::acquired(prim, acq);
-                if span.is_some() {
-                    emit_acquired(&span, 0.0);
-                }
-                Token::new(hold, span)
+                grant(prim, acq)
             }
         }
     }
@@ -488,11 +488,7 @@ impl State {
     #[inline]
     pub(crate) fn cancel(&mut self, prim: &Prim) {
         if let Some((w, span)) = self.take_wait() {
-            if span.is_some() {
-                emit(&span, "cancelled", hooks::waited_ms(&w));
-            }
-            free(span);
-            hooks::wait_cancelled(prim, w);
+            ended_without(prim, w, span, "cancelled", hooks::wait_cancelled);
         }
     }
 }
@@ -537,11 +533,7 @@ impl<'p, F> Acquire<'p, F> {
         let this = self.project();
         if let Some((w, span)) = this.state.take_wait() {
             let ms = hooks::waited_ms(&w);
-            if span.is_some() {
-                emit(&span, "timed_out", ms);
-            }
-            free(span);
-            hooks::wait_timed_out(this.prim, w);
+            ended_without(this.prim, w, span, "timed_out", hooks::wait_timed_out);
             return Duration::from_secs_f64(ms / 1e3);
         }
         if !matches!(std::mem::replace(this.state, State::Done), State::Off) {

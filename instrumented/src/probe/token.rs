@@ -12,7 +12,7 @@ use tracing::{Level, Span};
 ///
 /// One word so that a guard is two (the lock and this) and a `(guard, Token)` pair travels
 /// in registers: wider values, written field by field and read back whole when they are
-/// moved, stall on store forwarding (5 to 10 ns per acquisition on the reference machine).
+/// moved, stall on store forwarding (docs/performance.md, "Store forwarding").
 ///
 /// Every guard consumes its token with [`Token::release`], [`Token::release_books`] or
 /// [`Token::forget`] (the shell's `Drop` does it, see [`crate::shell`]); a token dropped any

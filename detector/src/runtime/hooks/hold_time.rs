@@ -7,7 +7,8 @@ use crate::state::held::{self, FLAG_SAMPLED, FLAG_SPLIT};
 use crate::state::prim::Prim;
 use crate::state::tls::Local;
 
-use super::{TIME, meta_flags};
+use super::hold::TIME;
+use super::release::meta_flags;
 
 /// Holds (and waits) shorter than this are "short": the published clock cannot time them (it moves at
 /// least every [`clock::PUBLISH_EVERY`], so a hold under that crosses at most one publish),

@@ -1,0 +1,147 @@
+//! The acquire-time checks, made before a grant or a wait while the acquirer holds something:
+//! the same primitive held already (`nested-acquire`), and new lock-order edges (cycles and
+//! declared levels). One check over the holds of the acquirer, read from its thread's inline
+//! entries when they are all there, else from every table; [`quick_nested`] is its question
+//! for the quick path ("is there anything to check at all?").
+
+use crate::analysis::graph;
+use crate::rules;
+use crate::state::actor::ActorId;
+use crate::state::held::{self, FLAG_MOVABLE, FLAG_REENTRY, FLAG_TRY};
+use crate::state::prim::Prim;
+use crate::state::tls::{LOCAL, Local};
+
+use super::Acq;
+
+/// Whether [`acquired_quick`](super::acquired_quick) may record `prim` beside the holds `mask` (not 0) of this thread.
+#[inline(always)]
+pub(super) fn quick_nested(
+    th: *const held::ThreadHeld,
+    mask: u32,
+    prim: &Prim,
+    actor: ActorId,
+    acq: Acq,
+) -> bool {
+    let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
+    // The key of the holds the lock-order graph sees (see `check_held_slow`).
+    let (mut ctx, mut any) = (0u64, false);
+    // SAFETY: `th` and `mask` are this thread's table and mask.
+    let room = unsafe {
+        held::quick_room(th, mask, actor.as_u64(), |held, flags| {
+            if unchecked || flags & FLAG_MOVABLE != 0 {
+                return true;
+            }
+            ctx = ctx.wrapping_add(graph::lockorder::context_part(held));
+            any = true;
+            held != prim.id.0
+        })
+    };
+    room && (!any || graph::lockorder::known(prim, ctx))
+}
+
+/// Whether `actor` already holds `prim` (acquire-time check, current thread's table and the
+/// exclusive holder word); and lock-order edges from everything it holds to `prim`.
+#[inline]
+pub(super) fn check_held(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
+    if LOCAL.try_with(|l| holds_any(l, actor)).unwrap_or(false) {
+        check_held_slow(prim, actor, acq, waiting, timed);
+    }
+}
+
+/// Whether `actor` may hold anything: a task asks the task index (its holds may sit on other
+/// threads' tables), a thread its own table.
+#[inline]
+pub(super) fn holds_any(l: &Local, actor: ActorId) -> bool {
+    if actor.is_task() {
+        held::task_any(actor.as_u64())
+    } else {
+        held::any_in(l)
+    }
+}
+
+/// The check itself, for an actor that may hold something: its holds are read from its
+/// thread's inline entries, or a task's from the task index, when they fit the scan's eight
+/// (no view made unless there is something to report), else in full from every table.
+#[inline(never)]
+pub(super) fn check_held_slow(prim: &Prim, actor: ActorId, acq: &Acq, waiting: bool, timed: bool) {
+    let _ = LOCAL.try_with(|l| {
+        let mut mine = [(0u64, 0u8, std::ptr::null::<held::Entry>()); 8];
+        let n = if actor.is_task() {
+            held::task_mine(actor.as_u64(), &mut mine)
+        } else {
+            let (n, more) = held::mine_inline(l, actor.as_u64(), &mut mine);
+            if more {
+                let mut all = Vec::new();
+                held::for_each_mine(actor.as_u64(), |h| all.push((h.prim, h.flags, h)));
+                return judge(prim, actor, acq, (waiting, timed), &all, |h| Some(*h));
+            }
+            n
+        };
+        judge(prim, actor, acq, (waiting, timed), &mine[..n], |&e| {
+            held::view_entry(e)
+        });
+    });
+}
+
+/// Judges an acquisition of `prim` by `actor` against its holds `mine` (primitive id, hold
+/// flags, and what `view` turns into the hold's full view): a hold of `prim` itself is a
+/// nested acquisition; the others, as one key, give the lock-order graph a sighting, reported
+/// when it closes a cycle or breaks a declared level. A set of holds `prim` was acquired
+/// under before gives nothing new (see `graph::lockorder`). Owned guards are left out: they
+/// may have moved to another task. `(waiting, timed)`: the acquisition must wait, in a timed
+/// form.
+fn judge<T>(
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+    (waiting, timed): (bool, bool),
+    mine: &[(u64, u8, T)],
+    view: impl Fn(&T) -> Option<held::HoldView>,
+) {
+    let counted = || {
+        mine.iter()
+            .filter(|&&(_, flags, _)| flags & FLAG_MOVABLE == 0)
+    };
+    let nested = counted()
+        .filter(|&&(id, _, _)| id == prim.id.0)
+        .find_map(|(_, _, h)| view(h));
+    let others = || counted().filter(|&&(id, _, _)| id != prim.id.0);
+    let ctx = others().fold(0u64, |k, &(id, _, _)| {
+        k.wrapping_add(graph::lockorder::context_part(id))
+    });
+    if others().next().is_some() && !graph::lockorder::known(prim, ctx) {
+        let views: Vec<held::HoldView> = others().filter_map(|(_, _, h)| view(h)).collect();
+        let found = graph::lockorder::observe(&views, prim, actor, acq, ctx);
+        report_order(found, &views, prim, actor, acq);
+    }
+    if let Some(h) = nested {
+        crate::report::finding::report_all(rules::nested_acquire::reacquired(
+            prim, actor, acq, &h, waiting, timed,
+        ));
+    }
+}
+
+/// Reports what a new sighting of `prim` acquired under `held` found: the lock-order cycles
+/// it closed, and the declared levels it breaks, itself or with a learned path. (Once per
+/// set of holds, as the graph sees each: a sighting known before found all this then.)
+#[cold]
+pub(super) fn report_order(
+    found: graph::lockorder::Observed,
+    held: &[held::HoldView],
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+) {
+    use crate::report::finding::report_all;
+    // The declared order first: a cycle of the same two locks is the same finding (one key),
+    // and the declared one tells it at this acquisition.
+    if crate::state::prim::levels_in_use() {
+        report_all(rules::lock_levels::declared(held, prim, actor, acq));
+    }
+    for c in &found.cycles {
+        report_all(rules::lock_order_inversion::cycle(c));
+    }
+    for p in &found.contradictions {
+        report_all(rules::lock_levels::contradicted(p));
+    }
+}
