@@ -1,5 +1,6 @@
 //! Unit tests of the lock-order graph (kept beside it to keep its file short).
 
+use super::search::Serialised;
 use super::*;
 
 fn check_order(g: &Graph) {
