@@ -8,14 +8,14 @@
 use std::time::Instant;
 
 mod histogram_check;
-use histogram_check::{LONG, assert_like_exact, bucket_of, series, spin_for};
+use histogram_check::{Exact, LONG, assert_like_exact, series, spin_for};
 
 #[test]
 fn sampled_hold_histogram_matches_exact_durations() {
     // About 100 samples, whatever the sampling rate.
     const N: usize = 100 * lockscope::detector::clock::SAMPLE_EVERY as usize;
     let m = lockscope::parking_lot::Mutex::named("hold-histogram/synthetic", 0u64);
-    let mut exact = [0u64; 14];
+    let mut exact = Exact::default();
     for i in 0..N {
         let g = m.lock();
         let start = Instant::now();
@@ -24,7 +24,7 @@ fn sampled_hold_histogram_matches_exact_durations() {
         }
         let held = start.elapsed();
         drop(g);
-        exact[bucket_of(held)] += 1;
+        exact.add(held);
     }
     let hold = series("hold-histogram/synthetic").hold;
     assert_like_exact("holds", &exact, &hold, N);
