@@ -489,6 +489,7 @@ fn analysis_finds_exactly_the_hidden_deadlocks() {
 }
 
 /// The CPU time this thread has used (Linux's `CLOCK_THREAD_CPUTIME_ID`).
+#[cfg(test)]
 fn thread_cpu_time() -> std::time::Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
