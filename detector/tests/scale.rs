@@ -442,6 +442,18 @@ fn analysis_finds_exactly_the_hidden_deadlocks() {
     use lockscope_detector::rules::deadlock::{blocked_groups, model};
     use std::time::Duration;
 
+    /// The CPU time this thread has used (Linux's `CLOCK_THREAD_CPUTIME_ID`).
+    fn thread_cpu_time() -> std::time::Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock id and a valid pointer to a timespec.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+        std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
     let scale = scale_state();
     let actors: BTreeSet<u64> = scale
         .state
@@ -486,17 +498,4 @@ fn analysis_finds_exactly_the_hidden_deadlocks() {
         model(&scale.state).len()
     );
     assert!(best < bound, "analysis took {best:?}, bound {bound:?}");
-}
-
-/// The CPU time this thread has used (Linux's `CLOCK_THREAD_CPUTIME_ID`).
-#[cfg(test)]
-fn thread_cpu_time() -> std::time::Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a valid pointer to a timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
