@@ -6,6 +6,11 @@
 //! The check reads the source text: every `crate::` path outside comments and string
 //! literals, including grouped imports (`use crate::{base::clock, state::held}`) and paths
 //! written inline in code.
+//!
+//! Layers hold for responsibilities too: a rule is pure (state in, findings out), so no file
+//! under `src/rules/` declares a `static` or a `thread_local!` (what a rule keeps between
+//! ticks lives in its own struct, which the watchdog owns); and only `runtime` starts
+//! threads, so no file under `src/base/` spawns one. Unit-test code is exempt.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -234,6 +239,144 @@ fn violations(src: &Path) -> Vec<String> {
         }
     }
     bad
+}
+
+/// The code of `text` outside its unit tests: a trailing `#[cfg(test)]` module is cut off.
+fn outside_tests(code: &str) -> &str {
+    match code.find("#[cfg(test)]") {
+        Some(at) if code[at..].contains("mod tests") => &code[..at],
+        _ => code,
+    }
+}
+
+/// Whether a file holds unit tests only (beside the module it tests).
+fn is_test_file(rel: &Path) -> bool {
+    let name = rel
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    name == "tests.rs"
+        || name == "testkit.rs"
+        || name.ends_with("_tests.rs")
+        || name == "loom_models.rs"
+        || rel.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// Whether `code` (stripped by [`code_only`]) declares a `static` item (not a `'static`
+/// lifetime), with the line of the first.
+fn declares_static(code: &str) -> Option<usize> {
+    let b = code.as_bytes();
+    let mut at = 0;
+    while let Some(p) = code[at..].find("static") {
+        let start = at + p;
+        at = start + "static".len();
+        let before = if start == 0 { b' ' } else { b[start - 1] };
+        let after = b.get(at).copied().unwrap_or(b' ');
+        if !is_ident(before) && before != b'\'' && after.is_ascii_whitespace() {
+            return Some(code[..start].matches('\n').count() + 1);
+        }
+    }
+    code.find("thread_local!")
+        .map(|start| code[..start].matches('\n').count() + 1)
+}
+
+/// Every file under `src` that takes on a responsibility outside its layer's (see the module
+/// docs), as `file:line` lines.
+fn misplaced(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src).expect("under src");
+        let layer = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        if is_test_file(rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read source");
+        let stripped = code_only(&text);
+        let code = outside_tests(&stripped);
+        match layer.as_deref() {
+            Some("rules") => {
+                if let Some(line) = declares_static(code) {
+                    bad.push(format!(
+                        "src/{}:{line}: a rule keeps state in a static: state belongs in `state`, or in the rule's struct",
+                        rel.display()
+                    ));
+                }
+            }
+            Some("base") => {
+                for pat in ["thread::spawn", "spawn_scoped", ".spawn("] {
+                    if let Some(start) = code.find(pat) {
+                        let line = code[..start].matches('\n').count() + 1;
+                        bad.push(format!(
+                            "src/{}:{line}: `base` starts a thread: threads start in `runtime`",
+                            rel.display()
+                        ));
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    bad
+}
+
+#[test]
+fn rules_keep_no_static_state_and_base_starts_no_thread() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let bad = misplaced(&src);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn a_rule_with_a_static_and_a_base_thread_are_named() {
+    let dir = std::env::temp_dir().join(format!("lockscope-resp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("rules")).unwrap();
+    std::fs::create_dir_all(dir.join("base")).unwrap();
+    std::fs::write(
+        dir.join("rules/pure.rs"),
+        "fn f(s: &'static str) -> &'static str { s }\nconst N: usize = 1;\n\n#[cfg(test)]\nmod tests {\n    static T: u8 = 0;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("rules/keeps.rs"),
+        "use std::sync::Mutex;\n\n/// static in a comment\npub(crate) static SEEN: Mutex<u8> = Mutex::new(0);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("rules/local.rs"),
+        "thread_local! {\n    static X: u8 = 0;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("base/clock.rs"),
+        "fn start() {\n    let s = \"thread::spawn\";\n    std::thread::Builder::new().spawn(|| ());\n}\n",
+    )
+    .unwrap();
+    let bad = misplaced(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(bad.len(), 3, "{bad:#?}");
+    assert!(
+        bad[0].starts_with("src/base/clock.rs:3: `base` starts a thread"),
+        "{}",
+        bad[0]
+    );
+    assert!(
+        bad[1].starts_with("src/rules/keeps.rs:4: a rule keeps state"),
+        "{}",
+        bad[1]
+    );
+    assert!(
+        bad[2].starts_with("src/rules/local.rs:2: a rule keeps state"),
+        "{}",
+        bad[2]
+    );
 }
 
 #[test]

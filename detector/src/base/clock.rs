@@ -135,42 +135,6 @@ pub(crate) fn published_word() -> u64 {
     TICKED.0.load(Ordering::Relaxed)
 }
 
-/// Starts the `lockscope-clock` thread once, if the configuration asks for it (see the module
-/// docs). It reads its period from the configuration on every tick, and stops setting the
-/// time (so that [`hold_now`] reads the coarse clock) while the detector is off or the
-/// period is unset.
-pub(crate) fn start_ticker() {
-    static START: Once = Once::new();
-    if crate::base::config::current().clock_tick.is_none() {
-        return;
-    }
-    START.call_once(|| {
-        publish();
-        let spawned = std::thread::Builder::new()
-            .name("lockscope-clock".into())
-            .spawn(tick_forever);
-        if let Err(e) = spawned {
-            eprintln!("lockscope: cannot start the clock thread ({e}); holds are timed with the coarse clock");
-        }
-    });
-}
-
-fn tick_forever() {
-    loop {
-        let cfg = crate::base::config::current();
-        match cfg.clock_tick {
-            Some(period) if cfg.mode != crate::base::config::Mode::Off => {
-                publish();
-                std::thread::sleep(period);
-            }
-            _ => {
-                // The watchdog publishes meanwhile.
-                std::thread::sleep(PUBLISH_EVERY);
-            }
-        }
-    }
-}
-
 /// Coarse monotonic time in nanoseconds (cheap; resolution of the kernel tick).
 #[inline]
 pub fn coarse_now() -> u64 {

@@ -20,13 +20,7 @@
 //!   same task starts an async wait, when another task runs lockscope code on that thread
 //!   while the guard is held, or when the guard is released on another thread.
 
-use std::cell::Cell;
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
 
 use crate::analysis::snapshot::State;
 use crate::base::clock;
@@ -38,156 +32,11 @@ use crate::state::actor::ActorId;
 use crate::state::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
 use crate::state::prim::{self, Prim, PrimitiveId, site_string};
 use crate::state::wait::WaiterRec;
-
-struct Flag(AtomicBool);
-
-impl Wake for Flag {
-    // mutants: `wake` -> `()` cannot change an answer a test can see: the probe reads the
-    // flag within its own poll, where tokio wakes by reference (outside a scheduler) or not
-    // yet (on a worker it defers the wake, which comes by value after the probe has read the
-    // flag; such a late wake can only turn a later probe's "yes" into a miss).
-    fn wake(self: Arc<Self>) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-thread_local! {
-    /// This thread's probe waker, made once (no allocation per contended wait).
-    static PROBE: (Arc<Flag>, Waker) = {
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        (flag.clone(), Waker::from(flag))
-    };
-}
-
-/// Whether this thread is an async worker now (see module docs). A wake deferred by an
-/// earlier probe that lands during this one can only make it answer "no": a miss, never a
-/// false report.
-pub fn on_async_worker() -> bool {
-    PROBE
-        .try_with(|(flag, waker)| {
-            flag.0.store(false, Ordering::Relaxed);
-            let mut cx = Context::from_waker(waker);
-            let fut = pin!(tokio::task::yield_now());
-            match fut.poll(&mut cx) {
-                Poll::Ready(()) => false,
-                Poll::Pending => !flag.0.load(Ordering::Relaxed),
-            }
-        })
-        .unwrap_or(false)
-}
-
-/// Where a blocking wait on a worker began, in the OS's books: the run-queue time so far
-/// of the waiting thread and of up to two threads holding the primitive then, by OS thread id
-/// (0: none; -1: a holder on the waiting thread itself). The baseline [`os_share_end`]
-/// measures from.
-#[derive(Clone, Copy, Default)]
-struct OsBaseline([(i32, u64); 3]);
-
-thread_local! {
-    /// The baseline of this thread's blocking wait on a worker: a blocking wait blocks its
-    /// thread, so there is at most one at a time.
-    static OS_BASELINE: Cell<Option<OsBaseline>> = const { Cell::new(None) };
-}
-
-/// The same baselines by lockscope thread number, for the watchdog's look at a stall that
-/// lasts (see [`check_stalls`]).
-static BASELINES: parking_lot::Mutex<Option<HashMap<u64, OsBaseline>>> =
-    parking_lot::Mutex::new(None);
-
-/// A blocking wait on a worker begins on this thread for `prim`: notes the baseline of
-/// [`os_share_end`]. On the slow path of a contended blocking wait on a worker only (it reads
-/// the holders' books and a few small files).
-#[cold]
-pub(crate) fn os_share_begin(prim: &Prim) {
-    let me = crate::base::sched::current_tid();
-    let Some(mine) = crate::base::sched::runqueue_ns(me) else {
-        return;
-    };
-    let mut b = OsBaseline::default();
-    b.0[0] = (me, mine);
-    let mut threads: Vec<u64> = Vec::new();
-    held::for_each_all(|h| {
-        if h.prim == prim.id().0 && !threads.contains(&h.thread) {
-            threads.push(h.thread);
-        }
-    });
-    // A holder on this very thread (a task of this runtime that yielded holding it) cannot
-    // run while this thread waits: noted as seen (-1), with nothing of the OS's to count.
-    let holders = threads
-        .into_iter()
-        .filter_map(actor::thread_tid)
-        .filter_map(|tid| {
-            if tid == me {
-                Some((-1, 0))
-            } else {
-                Some((tid, crate::base::sched::runqueue_ns(tid)?))
-            }
-        });
-    for (slot, h) in b.0[1..].iter_mut().zip(holders) {
-        *slot = h;
-    }
-    let _ = OS_BASELINE.try_with(|c| c.set(Some(b)));
-    BASELINES
-        .lock()
-        .get_or_insert_with(HashMap::new)
-        .insert(actor::thread_seq(), b);
-}
-
-/// This thread's blocking wait on a worker ends: how much of it the OS took, in ns: the time
-/// this thread and the most delayed of the holders noted at its start spent runnable but off
-/// the CPU since. 0 where the OS tells nothing (no baseline); all of it (`u64::MAX`) when it
-/// does but no holder was seen at the start: the lock was free by the books then, and the
-/// stall cannot be laid at a holder's door (seen on a loaded machine: a worker descheduled
-/// right after taking back, again and again, a lock its neighbour was woken for). Such a
-/// stall is only reported by the watchdog, if it lasts. `measure`: whether to read it at all
-/// (the wait was long enough to matter); the baseline is dropped either way.
-#[cold]
-pub(crate) fn os_share_end(measure: bool) -> u64 {
-    let Some(b) = OS_BASELINE.try_with(Cell::take).ok().flatten() else {
-        return 0;
-    };
-    if let Some(all) = BASELINES.lock().as_mut() {
-        all.remove(&actor::thread_seq());
-    }
-    if !measure {
-        return 0;
-    }
-    os_share(b)
-}
-
-/// What the OS has taken so far of the blocking wait on a worker that lockscope thread
-/// `thread` is in, as [`os_share_end`] counts it (0 when nothing is known): the watchdog's.
-fn os_share_of(thread: u64) -> u64 {
-    let b = BASELINES
-        .lock()
-        .as_ref()
-        .and_then(|all| all.get(&thread).copied());
-    b.map_or(0, os_share)
-}
-
-/// The run-queue time grown since baseline `b` (see [`os_share_end`]).
-fn os_share(b: OsBaseline) -> u64 {
-    if b.0[1].0 == 0 {
-        return u64::MAX;
-    }
-    let grown = |(tid, then): (i32, u64)| {
-        crate::base::sched::runqueue_ns(tid).map_or(0, |now| now.saturating_sub(then))
-    };
-    let holder = b.0[1..]
-        .iter()
-        .filter(|(tid, _)| *tid != 0)
-        .map(|&h| grown(h))
-        .max()
-        .unwrap_or(0);
-    grown(b.0[0]) + holder
-}
+use crate::state::worker::{os_share_end, os_share_of};
 
 /// A blocking wait on a worker (`w`, on `prim`) ended after `waited` ns, on the thread that
 /// waited: reported if it stalled the worker past the threshold once the OS's share is taken
-/// off (see [`os_share_end`]).
+/// off (see [`os_share_end`](crate::state::worker::os_share_end)).
 #[cold]
 pub(crate) fn wait_ended(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Finding> {
     let long = stalled(prim, w, waited, 0);
@@ -195,7 +44,7 @@ pub(crate) fn wait_ended(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Find
     check_worker_stall(prim, w, waited, os_ns)
 }
 
-/// Whether a wait of `waited` ns (of which the OS took `os_ns`, see [`os_share_end`]) stalled a
+/// Whether a wait of `waited` ns (of which the OS took `os_ns`, see [`os_share_end`](crate::state::worker::os_share_end)) stalled a
 /// worker past the worker-stall threshold of the test it belongs to (the process-wide one
 /// otherwise).
 fn stalled(prim: &Prim, w: &WaiterRec, waited: u64, os_ns: u64) -> bool {
@@ -204,7 +53,7 @@ fn stalled(prim: &Prim, w: &WaiterRec, waited: u64, os_ns: u64) -> bool {
 }
 
 /// A blocking wait on a worker (`w`, on `prim`) has lasted `waited` ns, of which the OS took
-/// `os_ns` (see [`os_share_end`]): reported once the rest passes the worker-stall threshold
+/// `os_ns` (see [`os_share_end`](crate::state::worker::os_share_end)): reported once the rest passes the worker-stall threshold
 /// (see [`stalled`]). Called when the wait ends, and by the watchdog for one that lasts (see
 /// [`check_stalls`]).
 #[cold]
@@ -246,7 +95,7 @@ pub(crate) fn check_worker_stall(
 /// for stalls that have not ended, such as a worker frozen for good), each confirmed by a
 /// second look: reported once a wait seen stalled (in `seen`, by primitive and queue number,
 /// with its age then) is seen again a threshold later, still stalled, once the OS's share so
-/// far is taken off (as for a wait that ended, see [`os_share_end`]). A worker descheduled by
+/// far is taken off (as for a wait that ended, see [`os_share_end`](crate::state::worker::os_share_end)). A worker descheduled by
 /// the OS for a time slice or two is not; a frozen one is, a tick later. `seen` is left
 /// holding the stalls of this look.
 pub(crate) fn check_stalls(state: &State, seen: &mut HashMap<(u64, u64), u64>) -> Vec<Finding> {
@@ -358,6 +207,10 @@ mod tests {
     use crate::rules::testkit::{MS, Scope, at, hold, state, task, wait};
     use crate::state::held::Mode;
     use crate::state::prim::PrimKind;
+    use crate::state::worker::{
+        BASELINES, OS_BASELINE, OsBaseline, os_share_begin, os_share_end, os_share_of,
+    };
+    use std::cell::Cell;
 
     /// A blocking wait on a worker is reported once it passes the worker-stall threshold, in
     /// these words; one that is not on a worker, or is shorter, is not.
@@ -415,6 +268,48 @@ mod tests {
         // A wait no longer stalled (gone, or too young) is forgotten.
         assert!(looks(5, &mut seen).is_empty() && seen.is_empty());
         assert!(looks(25, &mut seen).is_empty());
+    }
+
+    /// Held across an `.await`, told by each kind of evidence.
+    #[test]
+    fn a_guard_held_across_an_await_is_reported_with_its_evidence() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("bia/held", PrimKind::BlockingMutex, 1);
+        let next = scope.prim("bia/next", PrimKind::Mutex, 1);
+        let mut h = hold(&m, task(9), Mode::Exclusive, 1, 0);
+        h.thread = 3;
+        let site = site_string(h.site);
+        let acq = Acq::new(std::panic::Location::caller(), 1, Mode::Exclusive);
+        let at_site = site_string(acq.site());
+        assert!(check_async_wait(&next, task(9), &acq, None).is_none());
+        let f = check_async_wait(&next, task(9), &acq, Some(h)).expect("held");
+        let start = format!(
+            "task 9 holds blocking_mutex \"bia/held\" (acquired at {site}) across an .await: "
+        );
+        assert_eq!(
+            f.summary,
+            format!("{start}task 9 is about to wait for mutex \"bia/next\" at {at_site}")
+        );
+        assert_eq!(f.actors[0].holds.len(), 1);
+        assert_eq!(f.primitives[0].name, "bia/held");
+        assert!(
+            f.fix
+                .starts_with("drop the blocking guard before the .await")
+        );
+        let f = yielded_holding(&h).expect("held");
+        assert_eq!(
+            f.summary,
+            format!(
+                "{start}its poll returned Pending while it held the guard (seen by lockscope's tokio_unstable task hooks), so it is suspended at an .await with the guard held"
+            )
+        );
+        let f = moved_holding(&m, &h, 4).expect("held");
+        assert_eq!(
+            f.summary,
+            format!(
+                "{start}it was acquired on thread #3 and released on thread #4, so the task was suspended and moved while holding it"
+            )
+        );
     }
 
     /// The OS's share of a wait: the baseline names this thread and the thread holding the
@@ -501,63 +396,5 @@ mod tests {
             (-1, 0)
         );
         assert!(os_share_end(true) < u64::MAX);
-    }
-
-    /// Held across an `.await`, told by each kind of evidence.
-    #[test]
-    fn a_guard_held_across_an_await_is_reported_with_its_evidence() {
-        let scope = Scope::arm(10_000, 10_000, None);
-        let m = scope.prim("bia/held", PrimKind::BlockingMutex, 1);
-        let next = scope.prim("bia/next", PrimKind::Mutex, 1);
-        let mut h = hold(&m, task(9), Mode::Exclusive, 1, 0);
-        h.thread = 3;
-        let site = site_string(h.site);
-        let acq = Acq::new(std::panic::Location::caller(), 1, Mode::Exclusive);
-        let at_site = site_string(acq.site());
-        assert!(check_async_wait(&next, task(9), &acq, None).is_none());
-        let f = check_async_wait(&next, task(9), &acq, Some(h)).expect("held");
-        let start = format!(
-            "task 9 holds blocking_mutex \"bia/held\" (acquired at {site}) across an .await: "
-        );
-        assert_eq!(
-            f.summary,
-            format!("{start}task 9 is about to wait for mutex \"bia/next\" at {at_site}")
-        );
-        assert_eq!(f.actors[0].holds.len(), 1);
-        assert_eq!(f.primitives[0].name, "bia/held");
-        assert!(
-            f.fix
-                .starts_with("drop the blocking guard before the .await")
-        );
-        let f = yielded_holding(&h).expect("held");
-        assert_eq!(
-            f.summary,
-            format!(
-                "{start}its poll returned Pending while it held the guard (seen by lockscope's tokio_unstable task hooks), so it is suspended at an .await with the guard held"
-            )
-        );
-        let f = moved_holding(&m, &h, 4).expect("held");
-        assert_eq!(
-            f.summary,
-            format!(
-                "{start}it was acquired on thread #3 and released on thread #4, so the task was suspended and moved while holding it"
-            )
-        );
-    }
-
-    /// A plain thread is no async worker; a multi-thread runtime's worker is.
-    #[test]
-    fn only_a_runtime_worker_is_an_async_worker() {
-        assert!(!on_async_worker());
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .build()
-            .unwrap();
-        assert!(
-            !rt.block_on(async { on_async_worker() }),
-            "the block_on thread"
-        );
-        let on_worker = rt.block_on(async { tokio::spawn(async { on_async_worker() }).await });
-        assert!(on_worker.unwrap());
     }
 }

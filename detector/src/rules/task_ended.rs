@@ -8,31 +8,13 @@
 //! its task by the leak threshold, or in tests (where the leak threshold is the end of the
 //! test) by the stuck threshold, so that a permit handed on for a moment is not a leak.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-
-use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
 
 use crate::analysis::snapshot::State;
 use crate::model::finding::{Finding, FindingKind};
 use crate::rules::{Rule, Verdict, holder, noun, prim_ref};
-use crate::state::actor::ActorId;
 use crate::state::held::HoldView;
 use crate::state::prim::site_string;
-
-/// Ended tasks remembered at most (the oldest are forgotten first).
-const MEMORY: usize = 65_536;
-
-/// Tasks that ended, with when (coarse clock), oldest first.
-static ENDED: Mutex<VecDeque<(u64, u64)>> = Mutex::new(VecDeque::new());
-
-/// Task `actor` ended at `at` (coarse ns).
-pub(crate) fn ended(actor: ActorId, at: u64) {
-    let mut e = ENDED.lock();
-    if e.len() == MEMORY {
-        e.pop_front();
-    }
-    e.push_back((actor.as_u64(), at));
-}
 
 /// The rule, with the keys of the findings that still hold.
 #[derive(Default)]
@@ -47,20 +29,16 @@ impl Rule for TaskEnded {
 
     fn check(&mut self, state: &State) -> Vec<Verdict> {
         self.active.clear();
-        let ended: HashMap<u64, u64> = {
-            let mut e = ENDED.lock();
-            if e.is_empty() {
-                return Vec::new();
-            }
-            // A task that ended can take nothing more: forget those that hold nothing now.
-            let holding: HashSet<u64> = state
-                .prims
-                .iter()
-                .flat_map(|p| p.holds.iter().map(|h| h.actor.as_u64()))
-                .collect();
-            e.retain(|(a, _)| holding.contains(a));
-            e.iter().copied().collect()
-        };
+        if !crate::state::ended::any() {
+            return Vec::new();
+        }
+        // A task that ended can take nothing more: those that hold nothing now are forgotten.
+        let holding: HashSet<u64> = state
+            .prims
+            .iter()
+            .flat_map(|p| p.holds.iter().map(|h| h.actor.as_u64()))
+            .collect();
+        let ended: HashMap<u64, u64> = crate::state::ended::holding(&holding);
         let mut out = Vec::new();
         for p in &state.prims {
             // An initialiser's hold ends with its future, which its task's end drops.
@@ -122,10 +100,11 @@ impl Rule for TaskEnded {
 
 #[cfg(test)]
 mod tests {
-    use super::{TaskEnded, ended};
+    use super::TaskEnded;
     use crate::model::finding::FindingKind;
     use crate::rules::Rule;
     use crate::rules::testkit::{MS, Scope, at, found, hold, state, task};
+    use crate::state::ended::ended;
     use crate::state::held::Mode;
     use crate::state::prim::{PrimKind, site_string};
 

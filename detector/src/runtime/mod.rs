@@ -7,4 +7,5 @@ pub mod hooks;
 pub mod scope;
 pub(crate) mod test_timeout;
 pub mod testing;
+mod ticker;
 pub(crate) mod watchdog;

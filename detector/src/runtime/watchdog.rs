@@ -54,7 +54,7 @@ pub fn inject_tick_panic() {
 
 /// Starts the watchdog thread once (no-op when already running).
 pub fn ensure_started() {
-    crate::base::clock::start_ticker();
+    super::ticker::start_ticker();
     START.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("lockscope-watchdog".into())

@@ -5,9 +5,11 @@
 pub mod actor;
 pub mod channels;
 pub(crate) mod console;
+pub(crate) mod ended;
 pub mod executor;
 pub mod held;
 pub mod joins;
 pub mod prim;
 pub(crate) mod tls;
 pub mod wait;
+pub(crate) mod worker;

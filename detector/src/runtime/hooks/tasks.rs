@@ -91,6 +91,6 @@ fn task_poll_ended_slow(actor: ActorId) {
 /// [`rules::task_ended`]).
 pub fn task_ended(id: tokio::task::Id) {
     if enabled() {
-        rules::task_ended::ended(ActorId::task(id), clock::coarse_now());
+        crate::state::ended::ended(ActorId::task(id), clock::coarse_now());
     }
 }

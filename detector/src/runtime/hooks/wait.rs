@@ -168,9 +168,9 @@ pub(super) fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool)
     // parking_lot lock is what tokio recommends for data not held across an `.await`.
     let mut on_worker = false;
     if prim.kind.is_blocking() {
-        on_worker = rules::blocking_in_async::on_async_worker();
+        on_worker = crate::state::worker::on_async_worker();
         if on_worker {
-            rules::blocking_in_async::os_share_begin(prim);
+            crate::state::worker::os_share_begin(prim);
         }
     } else if actor.is_task() {
         crate::report::finding::report_all(rules::blocking_in_async::check_async_wait(
