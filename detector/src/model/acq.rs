@@ -2,7 +2,7 @@
 
 use std::panic::Location;
 
-use crate::model::mode::{Mode, pack_meta};
+use crate::model::mode::{Mode, meta_flags, meta_mode, meta_permits, pack_meta};
 
 /// One acquisition as the wrapper describes it: its site, and its permits, mode and flags
 /// packed in one word (as the hold tables keep them).
@@ -43,19 +43,19 @@ impl Acq {
     /// Permits requested (1 for locks; `max_readers` for a tokio write).
     #[inline]
     pub fn permits(&self) -> u32 {
-        self.meta as u32
+        meta_permits(self.meta)
     }
 
     /// Access requested.
     #[inline]
     pub fn mode(&self) -> Mode {
-        Mode::from_u8((self.meta >> 32) as u8)
+        meta_mode(self.meta)
     }
 
     /// The flag bits.
     #[inline]
     pub fn flags(&self) -> u8 {
-        (self.meta >> 40) as u8
+        meta_flags(self.meta)
     }
 }
 

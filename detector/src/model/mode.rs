@@ -84,3 +84,21 @@ pub const FLAG_QUICK: u8 = 128;
 pub fn pack_meta(permits: u32, mode: Mode, flags: u8) -> u64 {
     u64::from(permits) | (u64::from(mode as u8) << 32) | (u64::from(flags) << 40)
 }
+
+/// The permits of a word of [`pack_meta`].
+#[inline(always)]
+pub fn meta_permits(meta: u64) -> u32 {
+    meta as u32
+}
+
+/// The mode of a word of [`pack_meta`].
+#[inline(always)]
+pub fn meta_mode(meta: u64) -> Mode {
+    Mode::from_u8((meta >> 32) as u8)
+}
+
+/// The flags of a word of [`pack_meta`].
+#[inline(always)]
+pub fn meta_flags(meta: u64) -> u8 {
+    (meta >> 40) as u8
+}

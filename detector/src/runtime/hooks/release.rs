@@ -43,12 +43,12 @@ pub fn released(prim: &Prim, hold: Hold) {
 
 #[inline]
 pub(super) fn meta_flags(meta: u64) -> u8 {
-    (meta >> 40) as u8
+    crate::model::mode::meta_flags(meta)
 }
 
 #[inline]
 pub(super) fn meta_mode(meta: u64) -> Mode {
-    Mode::from_u8((meta >> 32) as u8)
+    crate::model::mode::meta_mode(meta)
 }
 
 #[inline]
@@ -211,8 +211,11 @@ fn mutex_released(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
 #[inline(always)]
 fn console_released(prim: &Prim, meta: u64) {
     #[cfg(feature = "console")]
-    prim.resource
-        .released(prim.kind, meta_mode(meta), meta as u32);
+    prim.resource.released(
+        prim.kind,
+        meta_mode(meta),
+        crate::model::mode::meta_permits(meta),
+    );
     #[cfg(not(feature = "console"))]
     let _ = (prim, meta);
 }

@@ -167,9 +167,9 @@ impl Entry {
             // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
             site: unsafe { &*site },
             since,
-            permits: meta as u32,
-            mode: Mode::from_u8((meta >> 32) as u8),
-            flags: (meta >> 40) as u8,
+            permits: meta_permits(meta),
+            mode: meta_mode(meta),
+            flags: meta_flags(meta),
             scope,
             thread,
         })

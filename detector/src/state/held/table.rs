@@ -173,7 +173,7 @@ impl EntryRef {
     pub fn update(&self, permits: u32, mode: Mode) {
         let e = self.entry();
         let old = e.meta.load(Ordering::Relaxed);
-        let meta = (old & !0xff_ffff_ffff) | u64::from(permits) | (u64::from(mode as u8) << 32);
+        let meta = pack_meta(permits, mode, meta_flags(old));
         e.meta.store(meta, Ordering::Relaxed);
     }
 

@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
 use crate::base::loom::{AtomicPtr, AtomicU64};
-use crate::model::mode::Mode;
+use crate::model::mode::{FLAG_MOVABLE, Mode, meta_flags, meta_mode, meta_permits, pack_meta};
 use crate::state::actor::ActorId;
 use crate::state::tls::Local;
 use crate::state::wait::WaiterRec;
@@ -49,7 +49,7 @@ pub(crate) struct WaitSlot {
     site: AtomicPtr<Location<'static>>,
     since: AtomicU64,
     seq: AtomicU64,
-    /// Permits, `mode << 32`, `owned << 40`.
+    /// [`pack_meta`]'s word: permits, mode, and [`FLAG_MOVABLE`] for an owned wait.
     meta: AtomicU64,
 }
 
@@ -75,8 +75,7 @@ impl WaitSlot {
             );
             self.since.store(w.since_ns, Ordering::Relaxed);
             self.seq.store(seq, Ordering::Relaxed);
-            let meta =
-                u64::from(w.permits) | (u64::from(w.mode as u8) << 32) | (u64::from(w.owned) << 40);
+            let meta = pack_meta(w.permits, w.mode, if w.owned { FLAG_MOVABLE } else { 0 });
             self.meta.store(meta, Ordering::Relaxed);
         });
     }
@@ -104,10 +103,10 @@ impl WaitSlot {
             thread,
             site,
             since_ns,
-            permits: meta as u32,
-            mode: Mode::from_u8((meta >> 32) as u8),
+            permits: meta_permits(meta),
+            mode: meta_mode(meta),
             timed: false,
-            owned: (meta >> 40) & 1 != 0,
+            owned: meta_flags(meta) & FLAG_MOVABLE != 0,
             scope,
             on_worker: false,
             retries: 0,
