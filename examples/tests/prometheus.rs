@@ -282,7 +282,9 @@ async fn workload(stop: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()
             let mut i = 0;
             while !*stop.borrow() {
                 for _ in 0..8 {
-                    tx.send(i).await.expect("the consumer outlives the producer");
+                    tx.send(i)
+                        .await
+                        .expect("the consumer outlives the producer");
                     i += 1;
                 }
                 // Longer than the consumer takes to drain a full channel.

@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use lockscope_detector::{
-    BUCKETS_SECONDS, ChannelMetrics, FindingKind, HistogramSnapshot, MetricsSnapshot,
-    SeriesMetrics,
+    BUCKETS_SECONDS, ChannelMetrics, FindingKind, HistogramSnapshot, MetricsSnapshot, SeriesMetrics,
 };
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};

@@ -445,16 +445,25 @@ fn an_unbounded_channel_has_no_capacity_line_and_a_dropped_one_keeps_its_series(
     chan.sent(5);
     let text = lockscope_exporter::render();
     let l = r#"channel="text/unbounded",kind="mpsc""#;
-    assert_eq!(value(&text, &format!("lockscope_channel_depth{{{l}}}")), 5.0);
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_depth{{{l}}}")),
+        5.0
+    );
     assert!(!text.contains(&format!("lockscope_channel_capacity{{{l}}}")));
     drop(chan);
     let bounded = channel("text/dropped", Some(2));
     bounded.sent(1);
     drop(bounded);
     let text = lockscope_exporter::render();
-    assert_eq!(value(&text, &format!("lockscope_channel_depth{{{l}}}")), 0.0);
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_depth{{{l}}}")),
+        0.0
+    );
     let l = r#"channel="text/dropped",kind="mpsc""#;
-    assert_eq!(value(&text, &format!("lockscope_channel_depth{{{l}}}")), 0.0);
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_depth{{{l}}}")),
+        0.0
+    );
     assert_eq!(
         value(&text, &format!("lockscope_channel_capacity{{{l}}}")),
         0.0

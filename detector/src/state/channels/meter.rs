@@ -224,14 +224,17 @@ pub(super) fn observe_wait(chan: &Channel, op: ChanOp, since_ns: u64) {
 
 const SHARDS: usize = 16;
 
+/// Sharded tables: one lock of `SHARDS` per operation.
+type Shards<K, V> = LazyLock<[Mutex<HashMap<K, V>>; SHARDS]>;
+
 /// The live metered channels, by meter id: each creation and drop locks one shard.
-static METERS: LazyLock<[Mutex<HashMap<u64, Arc<Meter>>>; SHARDS]> =
+static METERS: Shards<u64, Arc<Meter>> =
     LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
 static NEXT_METER: AtomicU64 = AtomicU64::new(1);
 
 /// The series by name, sharded by the name's hash (a creation locks one shard); each name
 /// lists its series, one per kind.
-static SERIES: LazyLock<[Mutex<HashMap<Arc<str>, Vec<Arc<ChanSeries>>>>; SHARDS]> =
+static SERIES: Shards<Arc<str>, Vec<Arc<ChanSeries>>> =
     LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
 /// Every series, in creation order (its `index`): appended under a name shard's lock (so
 /// after it in lock order), read at scrape time.
