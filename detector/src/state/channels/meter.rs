@@ -4,9 +4,9 @@
 //! # Where depth comes from
 //!
 //! `lockscope_channel_depth` is the messages a channel's senders have delivered minus those
-//! its receiver has taken, both counted by the wrappers as messages pass: one relaxed add on
-//! each side, each on a cache line of its own (senders never write the receiver's line, nor
-//! the receiver theirs). Reading tokio's own state at scrape time would cost nothing per
+//! its receiver has taken, both counted by the wrappers as messages pass: a relaxed add by
+//! the sender, a relaxed load and store by the receiver (its one writer), each count on a
+//! cache line of its own (senders never write the receiver's line, nor the receiver theirs). Reading tokio's own state at scrape time would cost nothing per
 //! message, but no handle the registry may keep reaches it:
 //!
 //! - `Receiver::len()` needs the receiver, which the user's task owns (and `recv` borrows
