@@ -150,7 +150,7 @@ pub use model::prim::{NameError, PrimKind, PrimitiveId, validate_name};
 pub use report::finding::{
     active_counts, clear_findings, dropped_counts, findings, render_all, totals,
 };
-pub use report::metrics::{MetricsSnapshot, SeriesMetrics, metrics};
+pub use report::metrics::{ChannelMetrics, MetricsSnapshot, SeriesMetrics, metrics};
 pub use runtime::scope::assert_clean;
 pub use runtime::scope::{ScopeOptions, TestScope};
 #[doc(hidden)]

@@ -339,7 +339,7 @@ fn recorder_shows_the_double_release_the_dropped_tap_and_the_serialised_taps() {
 // --- the demo ------------------------------------------------------------------------------
 
 /// The metric families of API.md's table.
-const METRICS: [&str; 19] = [
+const METRICS: [&str; 23] = [
     "lockscope_acquisitions_total",
     "lockscope_contended_acquisitions_total",
     "lockscope_try_failures_total",
@@ -359,6 +359,10 @@ const METRICS: [&str; 19] = [
     "lockscope_live_primitives",
     "lockscope_watchdog_ticks_total",
     "lockscope_build_info",
+    "lockscope_channel_depth",
+    "lockscope_channel_capacity",
+    "lockscope_channel_send_wait_seconds",
+    "lockscope_channel_recv_wait_seconds",
 ];
 
 const KINDS: [&str; 7] = [

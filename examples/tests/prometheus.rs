@@ -3,7 +3,7 @@
 //!
 //! The workload uses `lockscope::tokio`'s named wrappers so that every metric family moves:
 //! holds, contended waits, try failures, timeouts, cancellations, a semaphore with its
-//! permits held and a waiter queued. `lockscope::exporter` serves it on a free port;
+//! permits held and a waiter queued, a bounded channel whose sends and receives wait. `lockscope::exporter` serves it on a free port;
 //! Prometheus (the `prometheus` binary, Debian's package in CI) scrapes it every second
 //! with `dashboards/prometheus/alerts.yml` loaded.
 //!
@@ -27,6 +27,8 @@ const JOB: &str = "lockscope-e2e";
 /// The locks the workload names; `$lock` is substituted with all of them, as Grafana writes
 /// a multi-value selection, and then with `.*` (its "All").
 const LOCKS: [&str; 3] = ["e2e/db", "e2e/pool", "e2e/cache"];
+/// The channel the workload names (the channel panels draw every channel).
+const CHANNEL: &str = "e2e/queue";
 /// Everything (start, scrapes, every query) must be done by then.
 const DEADLINE: Duration = Duration::from_secs(45);
 
@@ -268,6 +270,32 @@ async fn workload(stop: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()
                 drop(g);
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
+        }
+    }));
+    // A bounded channel fed in bursts of twice its capacity: the fifth send of a burst waits
+    // for the consumer, and between bursts the consumer waits for a message, so both wait
+    // histograms move all the time.
+    let (tx, mut rx) = lockscope::tokio::mpsc::channel_named::<u64>(CHANNEL, 4);
+    tasks.push(tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let mut i = 0;
+            while !*stop.borrow() {
+                for _ in 0..8 {
+                    tx.send(i)
+                        .await
+                        .expect("the consumer outlives the producer");
+                    i += 1;
+                }
+                // Longer than the consumer takes to drain a full channel.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }));
+    // Ends when the producer does (its sender dropped).
+    tasks.push(tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }));
     // Contends for it, and gives up on it in every way there is.

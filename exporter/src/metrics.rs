@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use lockscope_detector::{
-    BUCKETS_SECONDS, FindingKind, HistogramSnapshot, MetricsSnapshot, SeriesMetrics,
+    BUCKETS_SECONDS, ChannelMetrics, FindingKind, HistogramSnapshot, MetricsSnapshot, SeriesMetrics,
 };
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
@@ -18,6 +18,7 @@ use prometheus::{Encoder as _, Registry, TextEncoder};
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const LOCK: &str = "lock";
+const CHANNEL: &str = "channel";
 const KIND: &str = "kind";
 const WHAT: &str = "what";
 const VERSION: &str = "version";
@@ -41,6 +42,11 @@ pub(crate) enum Source {
     BuildInfo,
     /// One unlabelled sample.
     Scalar(fn(&MetricsSnapshot) -> f64),
+    /// One sample per `(channel, kind)` series that has a value (`None`: none, as an unbounded
+    /// channel's capacity).
+    Channel(fn(&ChannelMetrics) -> Option<f64>),
+    /// One histogram per `(channel, kind)` series.
+    ChannelHistogram(fn(&ChannelMetrics) -> &HistogramSnapshot),
 }
 
 /// One row of [`METRICS`]: a metric family exactly as API.md names it.
@@ -160,7 +166,7 @@ pub(crate) const METRICS: &[MetricDef] = &[
     },
     MetricDef {
         name: "lockscope_dropped_series_total",
-        help: "Primitives folded into lock=\"other\" by the label cap.",
+        help: "Primitives and channels folded into lock=\"other\" or channel=\"other\" by the label cap.",
         kind: MetricType::COUNTER,
         labels: &[],
         source: Source::Scalar(|m| m.dropped_series as f64),
@@ -192,6 +198,34 @@ pub(crate) const METRICS: &[MetricDef] = &[
         kind: MetricType::GAUGE,
         labels: &[VERSION],
         source: Source::BuildInfo,
+    },
+    MetricDef {
+        name: "lockscope_channel_depth",
+        help: "Messages queued now in the channels of this name (mpsc: sent and not yet received).",
+        kind: MetricType::GAUGE,
+        labels: &[CHANNEL, KIND],
+        source: Source::Channel(|c| Some(c.depth as f64)),
+    },
+    MetricDef {
+        name: "lockscope_channel_capacity",
+        help: "Capacity of the live bounded channels of this name (0 when none is alive).",
+        kind: MetricType::GAUGE,
+        labels: &[CHANNEL, KIND],
+        source: Source::Channel(|c| c.capacity.map(|n| n as f64)),
+    },
+    MetricDef {
+        name: "lockscope_channel_send_wait_seconds",
+        help: "Time sends waited for capacity, in seconds (waits that ended, completed or cancelled).",
+        kind: MetricType::HISTOGRAM,
+        labels: &[CHANNEL, KIND],
+        source: Source::ChannelHistogram(|c| &c.send_wait),
+    },
+    MetricDef {
+        name: "lockscope_channel_recv_wait_seconds",
+        help: "Time receives waited for a message, in seconds (waits that ended, completed or cancelled).",
+        kind: MetricType::HISTOGRAM,
+        labels: &[CHANNEL, KIND],
+        source: Source::ChannelHistogram(|c| &c.recv_wait),
     },
 ];
 
@@ -374,6 +408,23 @@ fn samples(
             1.0,
         )],
         Source::Scalar(value) => vec![scalar(def.kind, Vec::new(), value(snapshot))],
+        Source::Channel(value) => snapshot
+            .channels
+            .iter()
+            .filter_map(|c| {
+                let v = value(c)?;
+                Some(scalar(def.kind, labels(def, &[&c.channel, c.kind]), v))
+            })
+            .collect(),
+        Source::ChannelHistogram(hist) => snapshot
+            .channels
+            .iter()
+            .map(|c| {
+                let mut m = proto::Metric::from_label(labels(def, &[&c.channel, c.kind]));
+                m.set_histogram(histogram(hist(c)));
+                m
+            })
+            .collect(),
     }
 }
 

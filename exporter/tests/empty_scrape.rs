@@ -26,6 +26,14 @@ lockscope_build_info{version=\"",
     "\"} 1\n\
 # HELP lockscope_cancelled_total Acquire futures dropped while waiting.\n\
 # TYPE lockscope_cancelled_total counter\n\
+# HELP lockscope_channel_capacity Capacity of the live bounded channels of this name (0 when none is alive).\n\
+# TYPE lockscope_channel_capacity gauge\n\
+# HELP lockscope_channel_depth Messages queued now in the channels of this name (mpsc: sent and not yet received).\n\
+# TYPE lockscope_channel_depth gauge\n\
+# HELP lockscope_channel_recv_wait_seconds Time receives waited for a message, in seconds (waits that ended, completed or cancelled).\n\
+# TYPE lockscope_channel_recv_wait_seconds histogram\n\
+# HELP lockscope_channel_send_wait_seconds Time sends waited for capacity, in seconds (waits that ended, completed or cancelled).\n\
+# TYPE lockscope_channel_send_wait_seconds histogram\n\
 # HELP lockscope_contended_acquisitions_total Acquisitions that had to wait.\n\
 # TYPE lockscope_contended_acquisitions_total counter\n\
 # HELP lockscope_detector_dropped_total Events, edges or findings the detector dropped to stay within its memory bounds, and watchdog ticks lost to a panicking rule (what=\"tick\").\n\
@@ -34,7 +42,7 @@ lockscope_detector_dropped_total{what=\"edges\"} 0\n\
 lockscope_detector_dropped_total{what=\"events\"} 0\n\
 lockscope_detector_dropped_total{what=\"findings\"} 0\n\
 lockscope_detector_dropped_total{what=\"tick\"} 0\n\
-# HELP lockscope_dropped_series_total Primitives folded into lock=\"other\" by the label cap.\n\
+# HELP lockscope_dropped_series_total Primitives and channels folded into lock=\"other\" or channel=\"other\" by the label cap.\n\
 # TYPE lockscope_dropped_series_total counter\n\
 lockscope_dropped_series_total 0\n\
 # HELP lockscope_findings_total Findings made, per finding kind.\n\

@@ -295,6 +295,7 @@ fn every_family_has_samples_after_a_workload() {
     let s = cell("text/every", PrimKind::Semaphore, 2);
     let h = hooks::acquired(s.get(), acq(1, Mode::Permits));
     hooks::released(s.get(), h);
+    let _chan = channel("text/every_channel", Some(1));
     let text = lockscope_exporter::render();
     for (name, kind) in common::API_MD_FAMILIES {
         assert!(
@@ -370,4 +371,136 @@ fn watchdog_ticks_move() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(lockscope_detector::watchdog_ticks() as f64 > first);
+}
+
+// --- channels ---------------------------------------------------------------------------------
+
+/// A metered channel as the `mpsc` wrappers make it: `sent` and `received` are what they count
+/// as messages pass.
+fn channel(name: &str, capacity: Option<usize>) -> std::sync::Arc<hooks::Channel> {
+    hooks::Channel::metered("mpsc", Some(name), Location::caller(), capacity)
+}
+
+/// The lines of `text` with a `channel="<name>"` label, in output order.
+fn channel_lines(text: &str, name: &str) -> String {
+    let needle = format!("{{channel=\"{name}\"");
+    text.lines()
+        .filter(|l| l.contains(&needle))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn a_channel_shows_its_depth_capacity_and_waits() {
+    let chan = channel("text/chan", Some(4));
+    chan.sent(3);
+    chan.received(1);
+    let l = r#"channel="text/chan",kind="mpsc""#;
+    let expected = format!(
+        "lockscope_channel_capacity{{{l}}} 4\n\
+         lockscope_channel_depth{{{l}}} 2\n\
+         {}{}",
+        zero_histogram("lockscope_channel_recv_wait_seconds", l),
+        zero_histogram("lockscope_channel_send_wait_seconds", l),
+    );
+    assert_eq!(
+        channel_lines(&lockscope_exporter::render(), "text/chan"),
+        expected
+    );
+    // A send that waited (its record ended: completed or dropped) is one observation.
+    drop(hooks::chan_wait_begin(
+        &chan,
+        hooks::ChanOp::Send,
+        Location::caller(),
+        false,
+    ));
+    let text = lockscope_exporter::render();
+    assert_eq!(
+        value(
+            &text,
+            &format!("lockscope_channel_send_wait_seconds_count{{{l}}}")
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("lockscope_channel_send_wait_seconds_bucket{{{l},le=\"+Inf\"}}")
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("lockscope_channel_recv_wait_seconds_count{{{l}}}")
+        ),
+        0.0
+    );
+    common::promtool_check_metrics(&text);
+}
+
+#[test]
+fn an_unbounded_channel_has_no_capacity_line_and_a_dropped_one_keeps_its_series() {
+    let chan = channel("text/unbounded", None);
+    chan.sent(5);
+    let text = lockscope_exporter::render();
+    let l = r#"channel="text/unbounded",kind="mpsc""#;
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_depth{{{l}}}")),
+        5.0
+    );
+    assert!(!text.contains(&format!("lockscope_channel_capacity{{{l}}}")));
+    drop(chan);
+    let bounded = channel("text/dropped", Some(2));
+    bounded.sent(1);
+    drop(bounded);
+    let text = lockscope_exporter::render();
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_depth{{{l}}}")),
+        0.0
+    );
+    let l = r#"channel="text/dropped",kind="mpsc""#;
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_depth{{{l}}}")),
+        0.0
+    );
+    assert_eq!(
+        value(&text, &format!("lockscope_channel_capacity{{{l}}}")),
+        0.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("lockscope_channel_send_wait_seconds_count{{{l}}}")
+        ),
+        0.0
+    );
+}
+
+#[test]
+fn any_channel_name_is_a_valid_label_value() {
+    let names = [
+        ("chan\"quote\\backslash", r#"chan\"quote\\backslash"#),
+        ("chan ❄ {braces} = , spaces", "chan ❄ {braces} = , spaces"),
+        // Control characters are made harmless by the detector: `?`.
+        ("chan\nline\rbreak", "chan?line?break"),
+    ];
+    let chans: Vec<_> = names
+        .iter()
+        .map(|(n, _)| {
+            let c = channel(n, Some(1));
+            c.sent(1);
+            c
+        })
+        .collect();
+    let text = lockscope_exporter::render();
+    for (given, escaped) in names {
+        let line = format!("lockscope_channel_depth{{channel=\"{escaped}\",kind=\"mpsc\"}} 1");
+        assert!(
+            text.lines().any(|l| l == line),
+            "{given:?}: no line {line:?}"
+        );
+    }
+    common::promtool_check_metrics(&text);
+    drop(chans);
 }

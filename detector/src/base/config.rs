@@ -59,7 +59,9 @@ pub struct Config {
     /// worker thread. Tokio asks for well under a millisecond between `.await`s; the
     /// production default leaves room for a loaded machine preempting the holder.
     pub worker_stall: Duration,
-    /// Distinct `lock` label values before primitives fold into `lock="other"`.
+    /// Distinct series before new ones fold into `other`: `lock` label values (primitives
+    /// fold into `lock="other"`) and `channel` label values (channels fold into
+    /// `channel="other"`) count against this one cap together.
     pub max_series: usize,
     /// Findings kept in memory (oldest dropped first, counted).
     pub max_findings: usize,
@@ -263,7 +265,8 @@ impl Builder {
         self
     }
     /// Sets the label cap: how many series (a name with a kind: a `"db"` mutex and a `"db"`
-    /// semaphore are two) before new ones are counted under `lock="other"`.
+    /// semaphore are two; locks and channels alike) before new ones are counted under
+    /// `lock="other"` (or `channel="other"`).
     pub fn max_series(mut self, n: usize) -> Builder {
         self.cfg.max_series = n;
         self

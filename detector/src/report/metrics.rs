@@ -13,6 +13,7 @@ use crate::base::clock;
 use crate::base::stats::{HistogramSnapshot, StatsSnapshot};
 use crate::model::finding::FindingKind;
 use crate::report::finding;
+use crate::state::channels;
 use crate::state::held;
 use crate::state::prim::{self, PrimKind};
 
@@ -49,6 +50,25 @@ pub struct SeriesMetrics {
     pub permits_capacity: Option<u64>,
 }
 
+/// One channel series: the metered channels sharing a `(channel, kind)` label pair (see
+/// `lockscope::tokio::mpsc`).
+#[derive(Clone, Debug)]
+pub struct ChannelMetrics {
+    /// The `channel` label (a name, or `other` past the label cap).
+    pub channel: Arc<str>,
+    /// The `kind` label: `mpsc`, ...
+    pub kind: &'static str,
+    /// `lockscope_channel_depth`: messages queued now in its live channels.
+    pub depth: u64,
+    /// `lockscope_channel_capacity`: capacity of its live bounded channels; `None` for a
+    /// series that only ever counted unbounded ones.
+    pub capacity: Option<u64>,
+    /// `lockscope_channel_send_wait_seconds`.
+    pub send_wait: HistogramSnapshot,
+    /// `lockscope_channel_recv_wait_seconds`.
+    pub recv_wait: HistogramSnapshot,
+}
+
 /// Everything `/metrics` shows.
 #[derive(Clone, Debug)]
 pub struct MetricsSnapshot {
@@ -69,6 +89,8 @@ pub struct MetricsSnapshot {
     pub live_by_kind: Vec<(&'static str, u64)>,
     /// `lockscope_watchdog_ticks_total`: analyses the watchdog thread has run.
     pub watchdog_ticks: u64,
+    /// The `lockscope_channel_*` families: one entry per channel series, in creation order.
+    pub channels: Vec<ChannelMetrics>,
 }
 
 static LAST_ACQ: LazyLock<Mutex<HashMap<u32, u64>>> = LazyLock::new(Mutex::default);
@@ -194,7 +216,24 @@ pub fn metrics() -> MetricsSnapshot {
         live_primitives: live,
         live_by_kind: by_kind.into_iter().collect(),
         watchdog_ticks: crate::base::ticks::watchdog_ticks(),
+        channels: channel_metrics(),
     }
+}
+
+/// The channel series now (histograms read after the gauges: both only ever move forward or
+/// are a sample, so no lock orders them).
+fn channel_metrics() -> Vec<ChannelMetrics> {
+    channels::series_now()
+        .into_iter()
+        .map(|now| ChannelMetrics {
+            channel: now.series.name().clone(),
+            kind: now.series.kind(),
+            depth: now.depth,
+            capacity: now.capacity,
+            send_wait: now.series.send_wait(),
+            recv_wait: now.series.recv_wait(),
+        })
+        .collect()
 }
 
 pub(crate) fn last_lock() -> parking_lot::MutexGuard<'static, impl Sized> {

@@ -9,6 +9,9 @@
 //! is dropped, exactly like a join (see `state::joins`). The deadlock rule reads a send
 //! waiting for capacity as a precise wait-for edge to the receiver's owner; a receive is an
 //! open edge (who could send is not known), shown in the test-timeout dump only.
+//!
+//! A channel made for `/metrics` ([`Channel::metered`]) also carries a [`Meter`], listed in a
+//! sharded registry until the record is dropped: see "Metrics" below.
 
 use std::collections::HashMap;
 use std::panic::Location;
@@ -19,6 +22,10 @@ use parking_lot::Mutex;
 
 use crate::model::prim::{clean_name, site_name, site_string};
 use crate::state::actor::{self, ActorId};
+
+mod meter;
+use meter::observe_wait;
+pub use meter::{Meter, series_now};
 
 /// One channel as the books know it: allocated once, when the channel is made, and shared by
 /// its handles.
@@ -39,6 +46,8 @@ pub struct Channel {
     /// `reserve_owned`): while any are out, capacity may also come back from their holders,
     /// so a waiting send does not wait for the receiver's owner alone.
     permits_out: AtomicU64,
+    /// What `/metrics` keeps of it, if it was made with [`Channel::metered`].
+    meter: Option<Arc<Meter>>,
 }
 
 impl Channel {
@@ -58,6 +67,7 @@ impl Channel {
             owner: AtomicU64::new(0),
             receiver_gone: AtomicBool::new(false),
             permits_out: AtomicU64::new(0),
+            meter: None,
         }
     }
 
@@ -209,9 +219,14 @@ pub fn begin(
     seq
 }
 
-/// The wait numbered `seq` completed, or its future was dropped.
+/// The wait numbered `seq` completed, or its future was dropped: it leaves the books, and
+/// its time is counted in its channel's wait histogram if the channel is metered.
 pub fn end(seq: u64) {
-    WAITS[seq as usize % SHARDS].lock().remove(&seq);
+    let rec = WAITS[seq as usize % SHARDS].lock().remove(&seq);
+    // Outside the shard's lock: the record may hold the channel's last reference.
+    if let Some(rec) = rec {
+        observe_wait(&rec.chan, rec.op, rec.since_ns);
+    }
 }
 
 /// Every channel wait in progress, by number.

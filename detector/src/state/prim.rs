@@ -343,6 +343,21 @@ fn series_for(name: &Arc<str>, kind: PrimKind) -> (u32, Arc<str>) {
     (i, name.clone())
 }
 
+/// Claims one series of the label cap for a label value counted outside this table (a
+/// channel's: see `state::channels`), as [`register`] would for a new name: `true` while the
+/// cap has room; past it `false`, counted as folded (`lockscope_dropped_series_total`), and
+/// the caller counts it in `other`. One cap for both, so that it bounds every series.
+pub(crate) fn claim_series() -> bool {
+    let mut t = SERIES.lock();
+    if t.distinct_names >= config::current().max_series {
+        t.dropped += 1;
+        false
+    } else {
+        t.distinct_names += 1;
+        true
+    }
+}
+
 /// Calls `f` with every series (index order), the number of primitives folded into `other`
 /// so far, and a walk over the live primitives, all under the series lock: a primitive
 /// dropped meanwhile is seen either live or retired, never neither. Used at scrape time.

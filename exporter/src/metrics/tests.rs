@@ -25,6 +25,18 @@ const API_MD: &[(&str, &str, &[&str])] = &[
     ("lockscope_live_primitives", "gauge", &["kind"]),
     ("lockscope_watchdog_ticks_total", "counter", &[]),
     ("lockscope_build_info", "gauge", &["version"]),
+    ("lockscope_channel_depth", "gauge", &["channel", "kind"]),
+    ("lockscope_channel_capacity", "gauge", &["channel", "kind"]),
+    (
+        "lockscope_channel_send_wait_seconds",
+        "histogram",
+        &["channel", "kind"],
+    ),
+    (
+        "lockscope_channel_recv_wait_seconds",
+        "histogram",
+        &["channel", "kind"],
+    ),
 ];
 
 #[test]
@@ -39,7 +51,10 @@ fn table_matches_api_md() {
             "{name}: help must not need escaping"
         );
         let label_count = match def.source {
-            Source::Series(_) | Source::SeriesHistogram(_) => 2,
+            Source::Series(_)
+            | Source::SeriesHistogram(_)
+            | Source::Channel(_)
+            | Source::ChannelHistogram(_) => 2,
             Source::Semaphore(_)
             | Source::FindingKinds(_)
             | Source::DetectorDropped
@@ -49,7 +64,10 @@ fn table_matches_api_md() {
         };
         assert_eq!(def.labels.len(), label_count, "{name}: labels vs source");
         assert_eq!(
-            matches!(def.source, Source::SeriesHistogram(_)),
+            matches!(
+                def.source,
+                Source::SeriesHistogram(_) | Source::ChannelHistogram(_)
+            ),
             def.kind == MetricType::HISTOGRAM,
             "{name}: histogram source"
         );

@@ -171,6 +171,10 @@ pub const API_MD_FAMILIES: &[(&str, &str)] = &[
     ("lockscope_live_primitives", "gauge"),
     ("lockscope_watchdog_ticks_total", "counter"),
     ("lockscope_build_info", "gauge"),
+    ("lockscope_channel_depth", "gauge"),
+    ("lockscope_channel_capacity", "gauge"),
+    ("lockscope_channel_send_wait_seconds", "histogram"),
+    ("lockscope_channel_recv_wait_seconds", "histogram"),
 ];
 
 /// Runs `promtool check metrics` (Prometheus's own parser and linter) on `text`, with no

@@ -13,21 +13,47 @@ use std::task::{Context, Poll};
 use lockscope_detector::hooks::{self, ChanOp, ChanWait, Channel};
 use pin_project_lite::pin_project;
 
+/// How many messages a finished call moved, for the channel's metered counts (see
+/// [`Channel::sent`]): a closure of the call's output, or [`Uncounted`].
+pub(crate) trait Count<O> {
+    /// Messages `out` says were moved.
+    fn count(&self, out: &O) -> usize;
+}
+
+/// A call that moves no message by itself (a `reserve`: the permit counts its send).
+pub(crate) struct Uncounted;
+
+impl<O> Count<O> for Uncounted {
+    #[inline]
+    fn count(&self, _: &O) -> usize {
+        0
+    }
+}
+
+impl<O, G: Fn(&O) -> usize> Count<O> for G {
+    #[inline]
+    fn count(&self, out: &O) -> usize {
+        self(out)
+    }
+}
+
 pin_project! {
     /// tokio's future `fut`, a `op` on `chan` called at `site`, with its wait in the books
-    /// while it is pending.
-    pub(crate) struct Waiting<'c, F> {
+    /// while it is pending, and the messages it moved (`count` of its output) counted when
+    /// it completes.
+    pub(crate) struct Waiting<'c, F, C = Uncounted> {
         #[pin]
         fut: F,
         chan: &'c Arc<Channel>,
         op: ChanOp,
         site: &'static Location<'static>,
         wait: ChanWait,
+        count: C,
     }
 }
 
 impl<'c, F> Waiting<'c, F> {
-    /// Wraps `fut`, a `op` on `chan` called at `site`.
+    /// Wraps `fut`, a `op` on `chan` called at `site`, that moves no message by itself.
     #[inline]
     pub(crate) fn new(
         fut: F,
@@ -35,17 +61,33 @@ impl<'c, F> Waiting<'c, F> {
         op: ChanOp,
         site: &'static Location<'static>,
     ) -> Self {
+        Waiting::counting(fut, chan, op, site, Uncounted)
+    }
+}
+
+impl<'c, F, C> Waiting<'c, F, C> {
+    /// Wraps `fut`, a `op` on `chan` called at `site`, whose output moved `count(output)`
+    /// messages (a send: sent; a receive: received).
+    #[inline]
+    pub(crate) fn counting(
+        fut: F,
+        chan: &'c Arc<Channel>,
+        op: ChanOp,
+        site: &'static Location<'static>,
+        count: C,
+    ) -> Self {
         Waiting {
             fut,
             chan,
             op,
             site,
             wait: ChanWait::none(),
+            count,
         }
     }
 }
 
-impl<F: Future> Future for Waiting<'_, F> {
+impl<F: Future, C: Count<F::Output>> Future for Waiting<'_, F, C> {
     type Output = F::Output;
 
     #[inline]
@@ -55,8 +97,12 @@ impl<F: Future> Future for Waiting<'_, F> {
             this.chan.note_receiver();
         }
         let out = this.fut.poll(cx);
-        if out.is_ready() {
+        if let Poll::Ready(o) = &out {
             this.wait.end();
+            let n = this.count.count(o);
+            if n != 0 {
+                count_moved(this.chan, *this.op, n);
+            }
         } else if !this.wait.is_recorded() {
             *this.wait = hooks::chan_wait_begin(this.chan, *this.op, this.site, false);
         }
@@ -85,4 +131,14 @@ pub(crate) fn block_on<F: Future>(
         }
         out
     }))
+}
+
+/// `n` messages moved by a `op` on `chan`: sent, or received.
+#[inline]
+pub(crate) fn count_moved(chan: &Channel, op: ChanOp, n: usize) {
+    if op == ChanOp::Recv {
+        chan.received(n);
+    } else if op == ChanOp::Send {
+        chan.sent(n);
+    }
 }

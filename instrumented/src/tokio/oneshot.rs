@@ -11,6 +11,9 @@
 //! Cost: nothing is allocated beside tokio's channel for an unnamed one; the record of a wait
 //! is made only when a receive has to wait.
 //!
+//! Not in `/metrics`' channel families: a oneshot's depth is 0 or 1, most are made per
+//! request, and its sender is tokio's own, so there is nothing a gauge per channel would add.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

@@ -4,9 +4,10 @@
 //!
 //! | step | call |
 //! |---|---|
-//! | the channel is made | [`channel`] |
+//! | the channel is made | [`channel`]; [`Channel::metered`] to list it in `/metrics` |
+//! | a message passes (metered channels) | [`Channel::sent`], [`Channel::received`] |
 //! | the receiver is used (a receive, a poll) | [`Channel::note_receiver`] |
-//! | the receiver is closed or dropped | [`Channel::receiver_gone`] |
+//! | the receiver is closed or dropped | [`Channel::receiver_gone`] (dropped: also [`Channel::receiver_dropped`]) |
 //! | a send or receive finds it must wait | [`chan_wait_begin`] |
 //! | it completes, or its future is dropped | drop the [`ChanWait`] |
 

@@ -51,6 +51,12 @@ pub fn channel_named<T>(name: &str, buffer: usize) -> (Sender<T>, Receiver<T>) {
     make(Some(name), buffer, Location::caller())
 }
 
+/// Messages a send delivered: for the channel's metered counts.
+#[inline]
+fn sent<E>(out: &Result<(), E>) -> usize {
+    usize::from(out.is_ok())
+}
+
 #[track_caller]
 fn make<T>(
     name: Option<&str>,
@@ -58,7 +64,7 @@ fn make<T>(
     site: &'static Location<'static>,
 ) -> (Sender<T>, Receiver<T>) {
     let (tx, rx) = raw::channel(buffer);
-    let chan = lockscope_detector::hooks::channel("mpsc", name, site, Some(buffer));
+    let chan = Channel::metered("mpsc", name, site, Some(buffer));
     (
         Sender {
             inner: tx,
@@ -147,13 +153,17 @@ impl<T> Sender<T> {
     #[track_caller]
     pub fn send(&self, value: T) -> impl Future<Output = Result<(), SendError<T>>> + '_ {
         let site = Location::caller();
-        Waiting::new(self.inner.send(value), &self.chan, ChanOp::Send, site)
+        Waiting::counting(self.inner.send(value), &self.chan, ChanOp::Send, site, sent)
     }
 
     /// Wrapper for [`tokio::sync::mpsc::Sender::try_send`].
     #[inline]
     pub fn try_send(&self, message: T) -> Result<(), TrySendError<T>> {
-        self.inner.try_send(message)
+        let out = self.inner.try_send(message);
+        if out.is_ok() {
+            self.chan.sent(1);
+        }
+        out
     }
 
     /// Wrapper for [`tokio::sync::mpsc::Sender::send_timeout`]: a timed wait, which gives up
@@ -164,8 +174,16 @@ impl<T> Sender<T> {
         value: T,
         timeout: std::time::Duration,
     ) -> impl Future<Output = Result<(), SendTimeoutError<T>>> + '_ {
-        // A timed send ends by itself: it is no precise wait, so it is not recorded.
-        self.inner.send_timeout(value, timeout)
+        // A timed send ends by itself: it is no precise wait, so it is not recorded (only
+        // its message is counted).
+        let fut = self.inner.send_timeout(value, timeout);
+        async move {
+            let out = fut.await;
+            if out.is_ok() {
+                self.chan.sent(1);
+            }
+            out
+        }
     }
 
     /// Wrapper for [`tokio::sync::mpsc::Sender::blocking_send`]: a wait that blocks the
@@ -178,7 +196,9 @@ impl<T> Sender<T> {
     pub fn blocking_send(&self, value: T) -> Result<(), SendError<T>> {
         crate::tokio::assert_blocking_allowed();
         let site = Location::caller();
-        chan_wait::block_on(self.inner.send(value), &self.chan, ChanOp::Send, site)
+        let out = chan_wait::block_on(self.inner.send(value), &self.chan, ChanOp::Send, site);
+        self.chan.sent(sent(&out));
+        out
     }
 
     /// Wrapper for [`tokio::sync::mpsc::Sender::reserve`]: waits as [`Self::send`] does.
@@ -263,6 +283,7 @@ impl<'a, T> Permit<'a, T> {
     pub fn send(mut self, value: T) {
         if let Some(p) = self.inner.take() {
             p.send(value);
+            self.chan.sent(1);
         }
     }
 }
@@ -342,10 +363,9 @@ impl<T> OwnedPermit<T> {
     /// Wrapper for [`tokio::sync::mpsc::OwnedPermit::send`].
     pub fn send(mut self, value: T) -> Sender<T> {
         let (p, chan) = self.take();
-        Sender {
-            inner: p.send(value),
-            chan,
-        }
+        let inner = p.send(value);
+        chan.sent(1);
+        Sender { inner, chan }
     }
 
     /// Wrapper for [`tokio::sync::mpsc::OwnedPermit::release`].

@@ -2,6 +2,12 @@
 //! and [`UnboundedReceiver`](super::UnboundedReceiver), on both senders and both weak senders,
 //! as tokio's have, written once.
 
+/// Messages a receive returned: for the channel's metered counts.
+#[inline]
+pub(super) fn received<T>(out: &Option<T>) -> usize {
+    usize::from(out.is_some())
+}
+
 /// Implements the methods tokio's `Receiver` and `UnboundedReceiver` share, `Drop` (the
 /// receiver is gone: no send waits for it any more) and `Debug`, for the wrapper `$ty` of
 /// tokio's `$raw` (a path below `tokio::sync::mpsc`, for the docs' links).
@@ -12,7 +18,13 @@ macro_rules! receiver_common {
             #[track_caller]
             pub fn recv(&mut self) -> impl Future<Output = Option<T>> + '_ {
                 let site = Location::caller();
-                Waiting::new(self.inner.recv(), &self.chan, ChanOp::Recv, site)
+                Waiting::counting(
+                    self.inner.recv(),
+                    &self.chan,
+                    ChanOp::Recv,
+                    site,
+                    super::common::received,
+                )
             }
 
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::recv_many`]. Cancel safe, as tokio's.")]
@@ -23,11 +35,12 @@ macro_rules! receiver_common {
                 limit: usize,
             ) -> impl Future<Output = usize> + 'a {
                 let site = Location::caller();
-                Waiting::new(
+                Waiting::counting(
                     self.inner.recv_many(buffer, limit),
                     &self.chan,
                     ChanOp::Recv,
                     site,
+                    |n: &usize| *n,
                 )
             }
 
@@ -35,7 +48,11 @@ macro_rules! receiver_common {
             #[inline]
             pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
                 self.chan.note_receiver();
-                self.inner.try_recv()
+                let out = self.inner.try_recv();
+                if out.is_ok() {
+                    self.chan.received(1);
+                }
+                out
             }
 
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::blocking_recv`]: a wait that blocks the thread, seen as such.")]
@@ -47,7 +64,9 @@ macro_rules! receiver_common {
             pub fn blocking_recv(&mut self) -> Option<T> {
                 crate::tokio::assert_blocking_allowed();
                 let site = Location::caller();
-                chan_wait::block_on(self.inner.recv(), &self.chan, ChanOp::Recv, site)
+                let out = chan_wait::block_on(self.inner.recv(), &self.chan, ChanOp::Recv, site);
+                self.chan.received(super::common::received(&out));
+                out
             }
 
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::blocking_recv_many`].")]
@@ -59,12 +78,14 @@ macro_rules! receiver_common {
             pub fn blocking_recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
                 crate::tokio::assert_blocking_allowed();
                 let site = Location::caller();
-                chan_wait::block_on(
+                let n = chan_wait::block_on(
                     self.inner.recv_many(buffer, limit),
                     &self.chan,
                     ChanOp::Recv,
                     site,
-                )
+                );
+                self.chan.received(n);
+                n
             }
 
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::close`]: from now on, no send waits for this receiver.")]
@@ -95,7 +116,11 @@ macro_rules! receiver_common {
             #[inline]
             pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
                 self.chan.note_receiver();
-                self.inner.poll_recv(cx)
+                let out = self.inner.poll_recv(cx);
+                if let Poll::Ready(Some(_)) = &out {
+                    self.chan.received(1);
+                }
+                out
             }
 
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::poll_recv_many`] (see [`Self::poll_recv`]).")]
@@ -107,7 +132,11 @@ macro_rules! receiver_common {
                 limit: usize,
             ) -> Poll<usize> {
                 self.chan.note_receiver();
-                self.inner.poll_recv_many(cx, buffer, limit)
+                let out = self.inner.poll_recv_many(cx, buffer, limit);
+                if let Poll::Ready(n) = out {
+                    self.chan.received(n);
+                }
+                out
             }
 
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw, "::sender_strong_count`].")]
@@ -132,6 +161,8 @@ macro_rules! receiver_common {
         impl<T> Drop for $ty<T> {
             fn drop(&mut self) {
                 self.chan.receiver_gone();
+                // tokio drops what was queued with its receiver (the field, dropped next).
+                self.chan.receiver_dropped();
             }
         }
 

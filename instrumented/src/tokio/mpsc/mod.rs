@@ -11,11 +11,17 @@
 //! - a receive waiting for a message is shown in the test-timeout dump (an open wait: who
 //!   could send is not known, so it is never part of a proven deadlock);
 //! - each channel has a name in reports: its creation site, or the one given to
-//!   [`channel_named`] / [`unbounded_channel_named`].
+//!   [`channel_named`] / [`unbounded_channel_named`];
+//! - `/metrics` shows each channel's depth and capacity, and how long sends waited for
+//!   capacity and receives for a message (`lockscope_channel_*`, by name: channels made at one
+//!   line are one series).
 //!
-//! Cost: one record per channel, allocated when it is made; a message that passes without
-//! waiting costs a relaxed load on the receiving side (is the receiver's owner still the
-//! same?), nothing on the sending side.
+//! Cost: one record per channel, allocated when it is made, and an entry in the metrics
+//! registry (one sharded lock when it is made, one when it is dropped). A message that passes
+//! without waiting costs a relaxed add on the sending side and a relaxed load and store on
+//! the receiving side (the metrics' counts, each side on a cache line of its own), and a
+//! relaxed load on the receiving side (is the receiver's owner still the same?). A channel
+//! made while the detector is off counts nothing.
 //!
 //! # What the books cannot see
 //!

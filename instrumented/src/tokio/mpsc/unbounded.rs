@@ -44,7 +44,7 @@ fn make<T>(
     site: &'static Location<'static>,
 ) -> (UnboundedSender<T>, UnboundedReceiver<T>) {
     let (tx, rx) = raw::unbounded_channel();
-    let chan = lockscope_detector::hooks::channel("mpsc", name, site, None);
+    let chan = Channel::metered("mpsc", name, site, None);
     (
         UnboundedSender {
             inner: tx,
@@ -88,6 +88,10 @@ impl<T> UnboundedSender<T> {
     /// Wrapper for [`tokio::sync::mpsc::UnboundedSender::send`] (never waits).
     #[inline]
     pub fn send(&self, message: T) -> Result<(), SendError<T>> {
-        self.inner.send(message)
+        let out = self.inner.send(message);
+        if out.is_ok() {
+            self.chan.sent(1);
+        }
+        out
     }
 }
