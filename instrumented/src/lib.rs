@@ -70,6 +70,7 @@ pub mod runtime;
 mod shell;
 pub mod status;
 pub mod std;
+mod stress;
 mod test_support;
 pub mod tokio;
 #[cfg(feature = "tokio-util")]

@@ -27,6 +27,7 @@ use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 use super::acquire::{forget, take};
 use super::guard::SemOwner;
 use crate::probe::{self, State, Token};
+use crate::stress::PollPause;
 
 /// An owned form's acquisition of `acq` from `owner` (an `Arc` of the wrapper): the fast path
 /// (the permits taken without queueing, and tokio's future never made), else `queue`'s future
@@ -38,6 +39,8 @@ pub(crate) struct Owned<O: SemOwner, Q, F, M> {
     /// `Traced`, dropped when it gives its result.
     inner: MaybeUninit<F>,
     state: State,
+    /// Stress mode's pause before the acquisition starts (`Done` when off).
+    stress: PollPause,
     acq: Acq,
     /// `Some` until the grant hands it on.
     owner: Option<O>,
@@ -58,6 +61,7 @@ where
         Owned {
             inner: MaybeUninit::uninit(),
             state: State::Start { timed: false },
+            stress: PollPause::new(),
             acq,
             owner: Some(owner),
             queue,
@@ -87,6 +91,16 @@ where
         let acq = this.acq;
         if let State::Start { .. } = this.state {
             let n = acq.permits();
+            if this.stress != PollPause::Done {
+                let sem = owner.sem();
+                let wants = u64::from(n);
+                if this
+                    .stress
+                    .yield_now(acq.site(), cx, || (sem.available_permits() as u64) < wants)
+                {
+                    return Poll::Pending;
+                }
+            }
             if let Poll::Ready(true) = probe::poll_fast(cx, || take(owner.sem(), n)) {
                 // The primitive is read after the take (see `probe::acquire!`).
                 let token = probe::granted_in_task(owner.prim(), acq);
