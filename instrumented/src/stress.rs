@@ -10,6 +10,7 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use lockscope_detector::stress::{self, DIRECTED_BOUND, Perturb};
+use parking_lot::Mutex;
 
 pub(crate) use lockscope_detector::stress::on;
 
@@ -60,65 +61,62 @@ pub(crate) fn pause_blocking<P>(site: &'static Location<'static>, try_: impl FnM
 /// How many polls a hand-written future's directed pause lasts at most (it keeps no clock).
 const DIRECTED_POLLS: u16 = 2000;
 
-/// Stress mode inside a hand-written acquire future (the owned forms' [`Owned`]), which has
-/// no `async` block to await [`pause`] in: the pause as a count of polls left.
-///
-/// [`Owned`]: crate::tokio::owned::Owned
+/// The pauses in progress of hand-written acquire futures, by the future's (pinned) address:
+/// kept here, not in the future, so that stress mode adds nothing to a future's size. Empty
+/// unless stress mode is on.
+static PAUSES: Mutex<Vec<(usize, PollPause)>> = Mutex::new(Vec::new());
+
+/// More entries than this are from futures dropped while they paused: forgotten.
+const MAX_PAUSES: usize = 1024;
+
+/// A hand-written future's pause in progress.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum PollPause {
-    /// Stress mode is off, or the pause is over.
-    Done,
-    /// Not decided yet (decided at the first poll).
-    Undecided,
+enum PollPause {
     /// Yields left.
     Yields(u16),
     /// Directed polls left.
     Directed(u16),
 }
 
-impl PollPause {
-    /// `Done` when stress mode is off (the one check), else to be decided.
-    #[inline]
-    pub(crate) fn new() -> PollPause {
-        if on() {
-            PollPause::Undecided
-        } else {
-            PollPause::Done
+/// [`pause`] for a hand-written acquire future (the owned forms' `Owned`), which has no
+/// `async` block to await it in: whether the future, pinned at `key`, must return `Pending`
+/// now (its waker woken) instead of starting its acquisition. A directed pause is bounded by
+/// a number of polls rather than a clock. Call it only when [`on`], before the acquisition
+/// starts.
+#[cold]
+pub(crate) fn poll_pause(
+    key: usize,
+    site: &'static Location<'static>,
+    cx: &mut std::task::Context<'_>,
+    would_wait: impl Fn() -> bool,
+) -> bool {
+    let mut pauses = PAUSES.lock();
+    let at = pauses.iter().position(|(k, _)| *k == key);
+    let mut pause = match at {
+        Some(i) => pauses.swap_remove(i).1,
+        None => match stress::decide(site) {
+            Perturb::Yield(n) => PollPause::Yields(u16::try_from(n).unwrap_or(u16::MAX)),
+            Perturb::Directed => PollPause::Directed(DIRECTED_POLLS),
+            _ => return false,
+        },
+    };
+    let more = match &mut pause {
+        PollPause::Yields(n) if *n > 0 => {
+            *n -= 1;
+            true
         }
+        PollPause::Directed(n) if *n > 0 && !would_wait() => {
+            *n -= 1;
+            true
+        }
+        _ => false,
+    };
+    if more {
+        if pauses.len() >= MAX_PAUSES {
+            pauses.clear();
+        }
+        pauses.push((key, pause));
+        cx.waker().wake_by_ref();
     }
-
-    /// Whether the future must yield now (its waker woken) instead of acquiring. Call it
-    /// only when not `Done`.
-    #[cold]
-    pub(crate) fn yield_now(
-        &mut self,
-        site: &'static Location<'static>,
-        cx: &mut std::task::Context<'_>,
-        would_wait: impl Fn() -> bool,
-    ) -> bool {
-        if *self == PollPause::Undecided {
-            *self = match stress::decide(site) {
-                Perturb::Yield(n) => PollPause::Yields(n as u16),
-                Perturb::Directed => PollPause::Directed(DIRECTED_POLLS),
-                _ => PollPause::Done,
-            };
-        }
-        let pause = match self {
-            PollPause::Yields(n) if *n > 0 => {
-                *n -= 1;
-                true
-            }
-            PollPause::Directed(n) if *n > 0 && !would_wait() => {
-                *n -= 1;
-                true
-            }
-            _ => false,
-        };
-        if pause {
-            cx.waker().wake_by_ref();
-        } else {
-            *self = PollPause::Done;
-        }
-        pause
-    }
+    more
 }

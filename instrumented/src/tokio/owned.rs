@@ -27,7 +27,7 @@ use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 use super::acquire::{forget, take};
 use super::guard::SemOwner;
 use crate::probe::{self, State, Token};
-use crate::stress::PollPause;
+use crate::stress;
 
 /// An owned form's acquisition of `acq` from `owner` (an `Arc` of the wrapper): the fast path
 /// (the permits taken without queueing, and tokio's future never made), else `queue`'s future
@@ -39,8 +39,6 @@ pub(crate) struct Owned<O: SemOwner, Q, F, M> {
     /// `Traced`, dropped when it gives its result.
     inner: MaybeUninit<F>,
     state: State,
-    /// Stress mode's pause before the acquisition starts (`Done` when off).
-    stress: PollPause,
     acq: Acq,
     /// `Some` until the grant hands it on.
     owner: Option<O>,
@@ -61,7 +59,6 @@ where
         Owned {
             inner: MaybeUninit::uninit(),
             state: State::Start { timed: false },
-            stress: PollPause::new(),
             acq,
             owner: Some(owner),
             queue,
@@ -91,13 +88,14 @@ where
         let acq = this.acq;
         if let State::Start { .. } = this.state {
             let n = acq.permits();
-            if this.stress != PollPause::Done {
+            if stress::on() {
                 let sem = owner.sem();
                 let wants = u64::from(n);
-                if this
-                    .stress
-                    .yield_now(acq.site(), cx, || (sem.available_permits() as u64) < wants)
-                {
+                // Pinned: the address names this acquisition until it starts.
+                let key = std::ptr::from_ref(&*this) as usize;
+                if stress::poll_pause(key, acq.site(), cx, || {
+                    (sem.available_permits() as u64) < wants
+                }) {
                     return Poll::Pending;
                 }
             }
