@@ -223,6 +223,30 @@ fn a_consistent_order_under_stress_is_silent() {
     }
 }
 
+/// One task takes `a` then `b`, later `b` then `a`: an inversion (two copies of the task could
+/// deadlock) that no schedule of this program makes real.
+async fn inversion_of_one_task() {
+    let a = Mutex::named("stress_one_a", ());
+    let b = Mutex::named("stress_one_b", ());
+    {
+        let _a = a.lock().await;
+        let _b = b.lock().await;
+    }
+    let _b = b.lock().await;
+    let _a = a.lock().await;
+}
+
+#[test]
+fn an_inversion_directed_runs_cannot_make_real_stays_an_inversion() {
+    let message = stress(4, None, inversion_of_one_task).unwrap_err();
+    assert!(
+        message.contains("lockscope: lock-order-inversion")
+            && message.contains("not confirmed in 3 directed runs")
+            && !message.contains("lockscope: deadlock"),
+        "{message}"
+    );
+}
+
 #[test]
 fn the_seed_of_a_confirmed_deadlock_replays_it() {
     for _ in 0..5 {
