@@ -344,13 +344,11 @@ fn confirmed(
         f.summary.push_str(&format!(
             " ({verdict} in run {k} of {runs} (seed {seed}) by stress mode)"
         ));
-        if f.kind == FindingKind::Deadlock {
-            if let Some(inv) = inversions {
-                f.details.push(format!(
-                    "stress: the lock-order inversion reported in run {} was made real by directed pauses at its sites",
-                    inv.first_run
-                ));
-            }
+        if let (FindingKind::Deadlock, Some(inv)) = (f.kind, inversions) {
+            f.details.push(format!(
+                "stress: the lock-order inversion reported in run {} was made real by directed pauses at its sites",
+                inv.first_run
+            ));
         }
         f.details.push(seed_line(k, runs, seed));
     }

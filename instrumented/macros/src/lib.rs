@@ -390,4 +390,31 @@ mod tests {
             "{out}"
         );
     }
+
+    #[::core::prelude::v1::test]
+    fn stress_is_bare_or_a_number_of_runs_and_needs_an_async_fn() {
+        assert_eq!(parse_args(quote!(stress)).unwrap().stress, Some(0));
+        assert_eq!(parse_args(quote!(stress = 40)).unwrap().stress, Some(40));
+        assert_eq!(parse_args(quote!()).unwrap().stress, None);
+        assert_eq!(err(quote!(stress = 0)), "`stress` must be at least 1");
+        assert!(err(quote!(flavour)).contains("bare `stress`"));
+        let plain = expand(
+            quote!(stress),
+            quote!(
+                fn t() {}
+            ),
+        )
+        .unwrap_err();
+        assert!(plain.to_string().contains("needs an `async fn`"), "{plain}");
+        let out = expand(
+            quote!(stress = 3),
+            quote!(
+                async fn t() {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(out.contains("run_async_test"), "{out}");
+        assert!(out.contains("Option :: Some (3u32)"), "{out}");
+    }
 }
