@@ -104,7 +104,8 @@ pub mod tokio_util;
 /// - The panic message lists every finding, each starting `lockscope: <kind>`.
 /// - `stress` (or `stress = N`; `LOCKSCOPE_STRESS=N` for every async test of a run): the body
 ///   runs N times (default 16) with seeded perturbation before each acquisition and directed
-///   pauses at the sites of a reported inversion, so that a latent deadlock happens: it fails
+///   pauses at the sites of a reported inversion or latent nested acquire, so that a latent
+///   deadlock happens: it fails
 ///   the test as a `deadlock` "confirmed in run k of N (seed S)", and
 ///   `LOCKSCOPE_STRESS_SEED=S` replays that run (see `docs/testing.md`).
 /// - Tests run in parallel never fail on each other's findings: the test's runtime threads,

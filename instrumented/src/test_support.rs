@@ -189,19 +189,19 @@ where
     }
 }
 
-/// What stress runs have seen of one lock-order inversion: its findings and the run that
-/// first reported it.
-struct Inversions {
+/// What stress runs have seen of latent deadlocks (lock-order inversions, latent nested
+/// acquisitions): their findings and the run that first reported one.
+struct Latent {
     findings: Vec<Finding>,
     first_run: u32,
 }
 
 /// Stress mode (see `docs/testing.md`): `runs` runs of `body`, each with its own seed and
-/// perturbation at the acquisition points; once a run reports a `lock-order-inversion`, the
-/// following runs pause at its sites. `replay` (`LOCKSCOPE_STRESS_SEED`) replays one run
-/// instead: the run with that seed, then, if it reports an inversion and no deadlock, the
-/// same run with the directed pauses that inversion asks for (as the run that printed the
-/// seed had).
+/// perturbation at the acquisition points; once a run reports a latent deadlock (a
+/// `lock-order-inversion`, a latent `nested-acquire`), the following runs pause at its sites.
+/// `replay` (`LOCKSCOPE_STRESS_SEED`) replays one run instead: the run with that seed, then,
+/// if it reports a latent deadlock and no live one, the same run with the directed pauses it
+/// asks for (as the run that printed the seed had).
 #[track_caller]
 pub fn run_stressed<F>(
     name: &str,
@@ -219,7 +219,7 @@ where
     let base = replay.unwrap_or_else(fresh_seed);
     let runs = if replay.is_some() { 2 } else { runs };
     let session = stress::Stress::start();
-    let mut inversions: Option<Inversions> = None;
+    let mut latents: Option<Latent> = None;
     let mut k = 0;
     loop {
         k += 1;
@@ -249,13 +249,15 @@ where
                 std::panic::resume_unwind(panic);
             }
         };
-        let inverted = run
-            .findings
-            .iter()
-            .all(|f| f.kind == FindingKind::LockOrderInversion);
+        // Latent deadlocks (latents, latent nested acquisitions) let the runs go on, with
+        // directed pauses at their sites; any other finding ends the test.
+        let latent: Option<Vec<String>> = run.findings.iter().try_fold(Vec::new(), |mut all, f| {
+            all.extend(stress::latent_sites(f)?);
+            Some(all)
+        });
         match run.outcome {
-            None => confirmed(name, run.findings, k, runs, seed, inversions.as_ref()),
-            Some(_) if !inverted => {
+            None => confirmed(name, run.findings, k, runs, seed, latents.as_ref()),
+            Some(_) if latent.is_none() => {
                 let mut findings = run.findings;
                 for f in &mut findings {
                     f.details.push(seed_line(k, runs, seed));
@@ -264,12 +266,8 @@ where
             }
             Some(out) => {
                 if !run.findings.is_empty() {
-                    let sites = run
-                        .findings
-                        .iter()
-                        .flat_map(|f| f.orders.iter().map(|o| o.to_site.clone()));
-                    session.direct(sites.collect::<Vec<_>>());
-                    let seen = inversions.get_or_insert(Inversions {
+                    session.direct(latent.unwrap_or_default());
+                    let seen = latents.get_or_insert(Latent {
                         findings: Vec::new(),
                         first_run: k,
                     });
@@ -281,7 +279,7 @@ where
                 }
                 let last = k >= runs || (replay.is_some() && !session.directed());
                 if last {
-                    match inversions {
+                    match latents {
                         None => return out,
                         Some(inv) => not_confirmed(name, inv, k),
                     }
@@ -318,8 +316,8 @@ fn seed_line(k: u32, runs: u32, seed: u64) -> String {
 }
 
 /// Fails a stress test whose run `k` deadlocked (or hung: a `stuck-queue` ends a run too):
-/// the `deadlock` says it is confirmed, in which run and with which seed; the inversions it
-/// makes real are not repeated.
+/// the `deadlock` says it is confirmed, in which run and with which seed; the latent
+/// deadlocks it makes real (and any other of the run) are not repeated.
 #[track_caller]
 fn confirmed(
     name: &str,
@@ -327,26 +325,28 @@ fn confirmed(
     k: u32,
     runs: u32,
     seed: u64,
-    inversions: Option<&Inversions>,
+    latents: Option<&Latent>,
 ) -> ! {
     let mut out: Vec<Finding> = findings
         .into_iter()
-        .filter(|f| f.kind != FindingKind::LockOrderInversion)
+        .filter(|f| stress::latent_sites(f).is_none())
         .collect();
     for f in &mut out {
         // A stuck queue ends a run too: a hang the detector cannot prove a deadlock (say,
         // behind an owned guard that another task might drop).
-        let verdict = if f.kind == FindingKind::Deadlock {
-            "confirmed"
-        } else {
-            "provoked"
+        let verdict = match f.kind {
+            FindingKind::Deadlock => Some("confirmed"),
+            FindingKind::StuckQueue => Some("provoked"),
+            _ => None,
         };
-        f.summary.push_str(&format!(
-            " ({verdict} in run {k} of {runs} (seed {seed}) by stress mode)"
-        ));
-        if let (FindingKind::Deadlock, Some(inv)) = (f.kind, inversions) {
+        if let Some(verdict) = verdict {
+            f.summary.push_str(&format!(
+                " ({verdict} in run {k} of {runs} (seed {seed}) by stress mode)"
+            ));
+        }
+        if let (FindingKind::Deadlock, Some(inv)) = (f.kind, latents) {
             f.details.push(format!(
-                "stress: the lock-order inversion reported in run {} was made real by directed pauses at its sites",
+                "stress: the latent deadlock reported in run {} was made real by directed pauses at its sites",
                 inv.first_run
             ));
         }
@@ -355,9 +355,10 @@ fn confirmed(
     failed(name, &out)
 }
 
-/// Fails a stress test on the inversions its runs reported and no directed run made real.
+/// Fails a stress test on the latent deadlocks its runs reported and no directed run made
+/// real.
 #[track_caller]
-fn not_confirmed(name: &str, mut inv: Inversions, runs: u32) -> ! {
+fn not_confirmed(name: &str, mut inv: Latent, runs: u32) -> ! {
     let directed = runs - inv.first_run;
     for f in &mut inv.findings {
         f.summary

@@ -50,6 +50,25 @@ async fn latent_cycle_of_three() {
     }
 }
 
+/// Two tasks each take a permit of a two-permit pool and, holding it, a second one. One at a
+/// time (as a current-thread runtime runs them unperturbed) there are spare permits; with both
+/// holding one, neither gets its second.
+async fn latent_nested_semaphore() {
+    let pool = Arc::new(Semaphore::named("stress_pool", 2));
+    let tasks: Vec<_> = (0..2)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let _first = pool.acquire().await.unwrap();
+                let _second = pool.acquire().await.unwrap();
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
 /// Two tasks, both `a` then `b`: contention under stress, never a cycle.
 async fn consistent_order() {
     let a = Arc::new(Mutex::named("stress_ok_a", 0));
@@ -213,6 +232,41 @@ fn stress_confirms_the_latent_abba_as_a_deadlock_every_time() {
 fn stress_confirms_a_latent_cycle_of_three() {
     for _ in 0..5 {
         assert_confirmed(&stress(16, None, latent_cycle_of_three).unwrap_err());
+    }
+}
+
+#[test]
+fn an_ordinary_run_of_the_latent_nested_semaphore_reports_it_latent_only() {
+    let out = std::panic::catch_unwind(|| {
+        lockscope::__private::run_test(
+            "stress_plain_pool",
+            ScopeOptions::default(),
+            {
+                let mut b = tokio::runtime::Builder::new_current_thread();
+                b.enable_all();
+                b
+            },
+            with_timeout(latent_nested_semaphore()),
+        )
+    });
+    let message = *out.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.contains("lockscope: nested-acquire") && message.contains("a latent deadlock"),
+        "{message}"
+    );
+    assert!(!message.contains("lockscope: deadlock"), "{message}");
+}
+
+#[test]
+fn stress_exhausts_a_latent_nested_semaphore_acquire() {
+    for _ in 0..10 {
+        let message = stress(16, None, latent_nested_semaphore).unwrap_err();
+        assert_confirmed(&message);
+        assert!(message.contains("stress_pool"), "{message}");
+        assert!(
+            !message.contains("lockscope: nested-acquire"),
+            "the latent finding made real is not repeated: {message}"
+        );
     }
 }
 

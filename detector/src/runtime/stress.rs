@@ -8,10 +8,10 @@
 //! the threads of the stressed test (and threads with no test, which a test may spawn) are
 //! perturbed; tests running beside it are left alone.
 //!
-//! Directed pauses: once a run reported a `lock-order-inversion`, the sites where its orders
-//! acquired their second primitive become targets. An acquisition at a target site pauses
-//! (up to [`DIRECTED_BOUND`]) until it would have to wait, that is until another actor holds
-//! what it asks for: the schedule that turns the inversion into a deadlock.
+//! Directed pauses: once a run reported a latent deadlock, its sites ([`latent_sites`]) become
+//! targets. An acquisition at a target site pauses (up to [`DIRECTED_BOUND`]) until it would
+//! have to wait, that is until another actor holds what it asks for: the schedule that turns
+//! the latent deadlock into a live one.
 
 use std::cell::Cell;
 use std::panic::Location;
@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::model::finding::{Finding, FindingKind};
+use crate::rules::nested_acquire::LATENT;
 use crate::state::actor;
 
 /// The longest a directed pause holds an acquisition back.
@@ -192,6 +194,26 @@ impl Drop for Stress {
         ON.store(false, Relaxed);
         SCOPE.store(0, Relaxed);
         TARGETS.lock().clear();
+    }
+}
+
+/// The sites where directed pauses can make `finding` real, when it is a latent deadlock: a
+/// `lock-order-inversion` (where each order took its second primitive) or a latent
+/// `nested-acquire` (where the holder asked again: on a semaphore, once every permit is held
+/// by a task waiting for one more, none is released). `None` for any other finding.
+pub fn latent_sites(finding: &Finding) -> Option<Vec<String>> {
+    match finding.kind {
+        FindingKind::LockOrderInversion => {
+            Some(finding.orders.iter().map(|o| o.to_site.clone()).collect())
+        }
+        FindingKind::NestedAcquire if finding.summary.contains(LATENT) => Some(
+            finding
+                .actors
+                .iter()
+                .flat_map(|a| a.waits.iter().map(|w| w.site.clone()))
+                .collect(),
+        ),
+        _ => None,
     }
 }
 
