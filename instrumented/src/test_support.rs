@@ -249,7 +249,7 @@ where
                 std::panic::resume_unwind(panic);
             }
         };
-        // Latent deadlocks (latents, latent nested acquisitions) let the runs go on, with
+        // Latent deadlocks (inversions, latent nested acquisitions) let the runs go on, with
         // directed pauses at their sites; any other finding ends the test.
         let latent: Option<Vec<String>> = run.findings.iter().try_fold(Vec::new(), |mut all, f| {
             all.extend(stress::latent_sites(f)?);
@@ -271,8 +271,13 @@ where
                         findings: Vec::new(),
                         first_run: k,
                     });
+                    // One per bug: a later run's copy names other tasks, at the same sites.
                     for f in run.findings {
-                        if !seen.findings.iter().any(|s| s.summary == f.summary) {
+                        if !seen
+                            .findings
+                            .iter()
+                            .any(|s| s.kind == f.kind && s.sites == f.sites)
+                        {
                             seen.findings.push(f);
                         }
                     }

@@ -299,6 +299,11 @@ fn an_inversion_directed_runs_cannot_make_real_stays_an_inversion() {
             && !message.contains("lockscope: deadlock"),
         "{message}"
     );
+    assert_eq!(
+        message.matches("lockscope: lock-order-inversion").count(),
+        1,
+        "one report per bug, not one per run: {message}"
+    );
 }
 
 #[test]
