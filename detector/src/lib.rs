@@ -117,7 +117,7 @@ pub use report::metrics;
 #[doc(hidden)]
 pub use runtime::cell as prim;
 #[doc(hidden)]
-pub use runtime::{hooks, scope, testing};
+pub use runtime::{hooks, scope, stress, testing};
 #[doc(hidden)]
 pub use state::{actor, held, wait};
 

@@ -43,6 +43,9 @@ pub(crate) fn blocking<'p, P>(
     if !hooks::enabled() {
         return (block(), Token::none());
     }
+    if crate::stress::on() {
+        crate::stress::pause_blocking(acq.site(), &mut fast);
+    }
     let prim = prim();
     // Uncontended, the common case: one `try_` and the probe's quick grant, inline.
     if let Some(p) = fast() {

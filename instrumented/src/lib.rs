@@ -70,6 +70,7 @@ pub mod runtime;
 mod shell;
 pub mod status;
 pub mod std;
+mod stress;
 mod test_support;
 pub mod tokio;
 #[cfg(feature = "tokio-util")]
@@ -101,6 +102,12 @@ pub mod tokio_util;
 ///   `leaked-permit` for permits still held or forgotten when the body returns,
 ///   `stuck-queue`, `starvation`, `blocking-in-async`) fails it at its end.
 /// - The panic message lists every finding, each starting `lockscope: <kind>`.
+/// - `stress` (or `stress = N`; `LOCKSCOPE_STRESS=N` for every async test of a run): the body
+///   runs N times (default 16) with seeded perturbation before each acquisition and directed
+///   pauses at the sites of a reported inversion or latent nested acquire, so that a latent
+///   deadlock happens: it fails
+///   the test as a `deadlock` "confirmed in run k of N (seed S)", and
+///   `LOCKSCOPE_STRESS_SEED=S` replays that run (see `docs/testing.md`).
 /// - Tests run in parallel never fail on each other's findings: the test's runtime threads,
 ///   tasks and the primitives they create are stamped with the test's scope. A finding that
 ///   belongs to no test (say, among plain threads spawned outside any runtime) fails every
@@ -119,6 +126,9 @@ pub mod tokio_util;
 ///
 /// #[lockscope::test(flavor = "multi_thread", worker_threads = 2, stuck_ms = 500)]
 /// async fn busy_pool() { /* ... */ }
+///
+/// #[lockscope::test(stress)]
+/// async fn transfers_both_ways() { /* a latent deadlock fails here as a confirmed one */ }
 ///
 /// #[lockscope::test]
 /// fn plain_threads() {

@@ -74,6 +74,10 @@ fn certain(prim: &Prim, ask: Ask, held: Option<&HoldView>) -> bool {
     }
 }
 
+/// The words that mark a latent nested acquisition in its summary: the start of both latent
+/// wordings in [`build`] (stress mode directs its pauses at such a finding's site).
+pub(crate) const LATENT: &str = "a latent deadlock";
+
 fn build(
     prim: &Prim,
     actor: ActorId,

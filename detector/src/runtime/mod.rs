@@ -5,6 +5,7 @@ pub mod cell;
 pub mod configure;
 pub mod hooks;
 pub mod scope;
+pub mod stress;
 pub(crate) mod test_timeout;
 pub mod testing;
 mod ticker;

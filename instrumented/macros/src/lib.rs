@@ -7,7 +7,7 @@ use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{quote, quote_spanned};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, ItemFn, Lit, MetaNameValue, Token};
+use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 struct Args {
     multi_thread: bool,
@@ -18,6 +18,8 @@ struct Args {
     leak_ms: Option<u64>,
     worker_stall_ms: Option<u64>,
     timeout_ms: Option<u64>,
+    /// `Some(0)`: a bare `stress` (the default number of runs).
+    stress: Option<u32>,
     krate: Option<syn::Path>,
 }
 
@@ -58,7 +60,7 @@ fn lit_bool(e: &Expr, key: &str) -> syn::Result<bool> {
 }
 
 fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
-    let parsed = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(attr)?;
+    let parsed = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
     let mut a = Args {
         multi_thread: false,
         worker_threads: None,
@@ -68,10 +70,24 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
         leak_ms: None,
         worker_stall_ms: None,
         timeout_ms: None,
+        stress: None,
         krate: None,
     };
     let mut flavor_span = None;
-    for nv in parsed {
+    for meta in parsed {
+        let nv = match meta {
+            Meta::Path(p) if p.is_ident("stress") => {
+                a.stress = Some(0);
+                continue;
+            }
+            Meta::NameValue(nv) => nv,
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "expected `key = value` (or a bare `stress`)",
+                ));
+            }
+        };
         let key = nv
             .path
             .get_ident()
@@ -109,6 +125,11 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
                 a.worker_stall_ms = Some(positive(&nv.value, "worker_stall_ms")?);
             }
             "timeout_ms" => a.timeout_ms = Some(timeout(&nv.value)?),
+            "stress" => {
+                a.stress = Some(positive(&nv.value, "stress")?.try_into().map_err(|_| {
+                    syn::Error::new_spanned(&nv.value, "`stress` is a number of runs (too large)")
+                })?)
+            }
             "crate" => {
                 let s = lit_str(&nv.value).ok_or_else(|| {
                     syn::Error::new_spanned(&nv.value, "`crate` expects a string path")
@@ -120,7 +141,7 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
                     &nv.path,
                     "unknown argument; expected one of `flavor`, `worker_threads`, \
                      `start_paused`, `crate`, `stuck_ms`, `starvation_ms`, `leak_ms`, \
-                     `worker_stall_ms`, `timeout_ms`",
+                     `worker_stall_ms`, `timeout_ms`, `stress`",
                 ));
             }
         }
@@ -187,6 +208,12 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         return Err(syn::Error::new_spanned(
             f.sig.fn_token,
             "runtime arguments (`flavor`, `worker_threads`, `start_paused`) need an `async fn`; a plain `fn` runs with no runtime",
+        ));
+    }
+    if !is_async && args.stress.is_some() {
+        return Err(syn::Error::new_spanned(
+            f.sig.fn_token,
+            "`stress` needs an `async fn` (a plain `fn` runs once)",
         ));
     }
     if !f.sig.inputs.is_empty() {
@@ -257,21 +284,40 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             #f
         });
     }
+    let stress = match args.stress {
+        Some(n) => quote!(::core::option::Option::Some(#n)),
+        None => quote!(::core::option::Option::None),
+    };
+    // The test's worker count, within which a stress run draws its own.
+    let worker_count = match (args.multi_thread, args.worker_threads) {
+        (false, _) => quote!(::core::option::Option::None),
+        (true, Some(n)) => quote!(::core::option::Option::Some(#n)),
+        (true, None) => quote!(::core::option::Option::Some(
+            ::std::thread::available_parallelism().map_or(1, |n| n.get())
+        )),
+    };
     let new_body = quote_spanned! {span=>
         {
             #options
-            let mut __builder = #builder;
-            __builder.enable_all();
-            #workers
-            #paused
-            // Raced against the test timeout: a pending body that times out panics with the
-            // dump (see `lockscope::detector::scope::with_timeout`).
-            let __body = #krate::detector::scope::with_timeout(async #body);
-            let __out: #output = #krate::__private::run_test(
+            let __out: #output = #krate::__private::run_async_test(
                 ::core::concat!(::core::module_path!(), "::", #name),
                 __options,
-                __builder,
-                __body,
+                #stress,
+                #worker_count,
+                |__workers: ::core::option::Option<usize>| {
+                    let mut __builder = #builder;
+                    __builder.enable_all();
+                    #workers
+                    if let ::core::option::Option::Some(__n) = __workers {
+                        __builder.worker_threads(__n);
+                    }
+                    #paused
+                    __builder
+                },
+                // Raced against the test timeout: a pending body that times out panics with
+                // the dump (see `lockscope::detector::scope::with_timeout`). A closure, as a
+                // stress test runs the body more than once.
+                || #krate::detector::scope::with_timeout(async #body),
             );
             __out
         }
@@ -343,5 +389,32 @@ mod tests {
             out.contains("timeout_ms = :: core :: option :: Option :: Some (0u64)"),
             "{out}"
         );
+    }
+
+    #[::core::prelude::v1::test]
+    fn stress_is_bare_or_a_number_of_runs_and_needs_an_async_fn() {
+        assert_eq!(parse_args(quote!(stress)).unwrap().stress, Some(0));
+        assert_eq!(parse_args(quote!(stress = 40)).unwrap().stress, Some(40));
+        assert_eq!(parse_args(quote!()).unwrap().stress, None);
+        assert_eq!(err(quote!(stress = 0)), "`stress` must be at least 1");
+        assert!(err(quote!(flavour)).contains("bare `stress`"));
+        let plain = expand(
+            quote!(stress),
+            quote!(
+                fn t() {}
+            ),
+        )
+        .unwrap_err();
+        assert!(plain.to_string().contains("needs an `async fn`"), "{plain}");
+        let out = expand(
+            quote!(stress = 3),
+            quote!(
+                async fn t() {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(out.contains("run_async_test"), "{out}");
+        assert!(out.contains("Option :: Some (3u32)"), "{out}");
     }
 }

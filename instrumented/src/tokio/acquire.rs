@@ -144,6 +144,9 @@ pub(crate) fn blocking(
 
 /// [`blocking`] once the caller has checked that it may block this thread.
 pub(crate) fn block(sem: &Semaphore, prim: &Prim, acq: Acq, n: u32) -> Result<Token, AcquireError> {
+    if crate::stress::on() {
+        crate::stress::pause_blocking(acq.site(), || sem.try_acquire_many(n).ok());
+    }
     let (permit, token) = probe::blocking(
         prim,
         acq,
@@ -217,6 +220,10 @@ macro_rules! lock_forms {
             let site = ::std::panic::Location::caller();
             async move {
                 let $l = self;
+                if $crate::stress::on() {
+                    let n = lock_forms!(@n $n);
+                    $crate::stress::pause(site, || ($l.sem.available_permits() as u64) < u64::from(n)).await;
+                }
                 let $t = lock_forms!(@acquire $l, site, $mode, $n);
                 $guard
             }

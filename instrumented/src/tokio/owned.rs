@@ -27,6 +27,7 @@ use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 use super::acquire::{forget, take};
 use super::guard::SemOwner;
 use crate::probe::{self, State, Token};
+use crate::stress;
 
 /// An owned form's acquisition of `acq` from `owner` (an `Arc` of the wrapper): the fast path
 /// (the permits taken without queueing, and tokio's future never made), else `queue`'s future
@@ -87,6 +88,17 @@ where
         let acq = this.acq;
         if let State::Start { .. } = this.state {
             let n = acq.permits();
+            if stress::on() {
+                let sem = owner.sem();
+                let wants = u64::from(n);
+                // Pinned: the address names this acquisition until it starts.
+                let key = std::ptr::from_ref(&*this) as usize;
+                if stress::poll_pause(key, acq.site(), cx, || {
+                    (sem.available_permits() as u64) < wants
+                }) {
+                    return Poll::Pending;
+                }
+            }
             if let Poll::Ready(true) = probe::poll_fast(cx, || take(owner.sem(), n)) {
                 // The primitive is read after the take (see `probe::acquire!`).
                 let token = probe::granted_in_task(owner.prim(), acq);

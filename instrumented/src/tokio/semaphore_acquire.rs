@@ -64,6 +64,10 @@ impl Semaphore {
     ) -> impl Future<Output = Result<P, AcquireError>> + 'a {
         let n = count.get();
         let tokens = async move {
+            if crate::stress::on() {
+                let wants = u64::from(n);
+                crate::stress::pause(site, || (self.ll.available_permits() as u64) < wants).await;
+            }
             probe::acquire!(
                 self.prim(),
                 acq(site, n),
