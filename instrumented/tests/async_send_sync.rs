@@ -1,5 +1,5 @@
 //! The Send/Sync/Unpin matrix of tokio's `tests/async_send_sync.rs`, for every public type of
-//! `tokio::sync`'s Mutex, RwLock, Semaphore and OnceCell family and for the futures of every async
+//! `tokio::sync`'s Mutex, RwLock, Semaphore, OnceCell, Notify and Barrier family and for the futures of every async
 //! method, checked with the same expectations against `tokio::sync` (module `raw`) and
 //! `lockscope::tokio` (module `wrapped`): swapping the import must not change what may cross
 //! threads or be pinned. The same is done for every wrapper of `parking_lot` (the `arc_lock`
@@ -248,6 +248,16 @@ macro_rules! matrix {
         async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>> + Send>>): Send & !Sync & !Unpin);
         async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>>>>): !Send & !Sync & !Unpin);
         assert_unwind!($s::OnceCell<YY>: !UnwindSafe & !RefUnwindSafe);
+
+        // ----- Notify, Barrier (tokio's own lines) -----
+        assert_value!($s::Notify: Send & Sync & Unpin);
+        assert_value!($s::futures::Notified<'_>: Send & Sync & !Unpin);
+        assert_value!($s::futures::OwnedNotified: Send & Sync & !Unpin);
+        async_assert_fn!($s::Notify::notified(_): Send & Sync & !Unpin);
+        assert_value!($s::Barrier: Send & Sync & Unpin);
+        assert_value!($s::BarrierWaitResult: Send & Sync & Unpin);
+        async_assert_fn!($s::Barrier::wait(_): Send & Sync & !Unpin);
+        assert_unwind!($s::Notify: UnwindSafe & RefUnwindSafe);
 
         // ----- Futures of the async methods -----
         async_assert_fn!($s::Mutex<NN>::lock(_): !Send & !Sync & !Unpin);
