@@ -1,0 +1,117 @@
+//! `Notify` and `Barrier` are drop-ins: one small program, written once against
+//! `tokio::sync`'s paths, compiled against tokio's and against lockscope's, observes the same
+//! things (issue 28: "swap the import, nothing else changes"): stored permits, `enable`,
+//! `notify_one`/`notify_last`/`notify_waiters` and which waiter each wakes, owned futures,
+//! `const_new`/`Default`, timeouts, barrier leaders and generations, the `Debug` output.
+
+macro_rules! app {
+    ($name:ident, $($sync:ident)::+) => {
+        mod $name {
+            use $($sync)::+::{futures::Notified, Barrier, Notify};
+            use std::sync::Arc;
+            use std::time::Duration;
+            use tokio_test::task::spawn;
+
+            static GLOBAL: Notify = Notify::const_new();
+
+            pub fn run() -> Vec<String> {
+                let mut log = Vec::new();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .start_paused(true)
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    let n = Notify::new();
+                    log.push(format!("debug {n:?}"));
+                    n.notify_one();
+                    n.notify_one();
+                    n.notified().await;
+                    let r = tokio::time::timeout(Duration::from_millis(5), n.notified()).await;
+                    log.push(format!("one permit stored: second times out {}", r.is_err()));
+
+                    // notify_one wakes the first waiter, notify_last the last.
+                    let mut a = spawn(n.notified());
+                    let mut b = spawn(n.notified());
+                    let mut c = spawn(n.notified());
+                    log.push(format!("pending {} {} {}", a.poll().is_pending(), b.poll().is_pending(), c.poll().is_pending()));
+                    n.notify_last();
+                    log.push(format!("last woken {} {} {}", a.is_woken(), b.is_woken(), c.is_woken()));
+                    log.push(format!("after last {} {} {}", a.poll().is_ready(), b.poll().is_ready(), c.poll().is_ready()));
+                    n.notify_one();
+                    log.push(format!("after one {} {}", a.poll().is_ready(), b.poll().is_ready()));
+                    n.notify_one();
+                    log.push(format!("after another {}", b.poll().is_ready()));
+
+                    // notify_waiters wakes every future made before it, polled or not, and
+                    // stores no permit.
+                    let made_before = n.notified();
+                    let mut polled = spawn(n.notified());
+                    let _ = polled.poll();
+                    n.notify_waiters();
+                    log.push(format!("waiters {} {}", polled.poll().is_ready(), spawn(made_before).poll().is_ready()));
+                    log.push(format!("no permit {}", spawn(n.notified()).poll().is_pending()));
+
+                    // enable registers for notify_one without polling.
+                    let mut enabled: std::pin::Pin<Box<Notified<'_>>> = Box::pin(n.notified());
+                    log.push(format!("enable {}", enabled.as_mut().enable()));
+                    n.notify_one();
+                    log.push(format!("enabled got it {}", enabled.as_mut().enable()));
+                    enabled.await;
+
+                    let shared = Arc::new(Notify::default());
+                    let owned = shared.clone().notified_owned();
+                    let waiter = tokio::spawn(owned);
+                    tokio::task::yield_now().await;
+                    shared.notify_waiters();
+                    waiter.await.unwrap();
+                    let mut owned = Box::pin(shared.clone().notified_owned());
+                    log.push(format!("owned enable {}", owned.as_mut().enable()));
+                    shared.notify_one();
+                    owned.await;
+                    log.push("owned done".to_owned());
+
+                    GLOBAL.notify_one();
+                    GLOBAL.notified().await;
+                    log.push("static done".to_owned());
+
+                    let b = Barrier::new(0);
+                    log.push(format!("barrier of 0 passes alone, leader {}", b.wait().await.is_leader()));
+                    let b = Arc::new(Barrier::new(3));
+                    for generation in 0..2 {
+                        let tasks: Vec<_> = (0..3)
+                            .map(|_| tokio::spawn({
+                                let b = b.clone();
+                                async move { b.wait().await.is_leader() }
+                            }))
+                            .collect();
+                        let mut leaders = 0;
+                        for t in tasks {
+                            leaders += t.await.unwrap() as usize;
+                        }
+                        log.push(format!("generation {generation}: {leaders} leader"));
+                    }
+                    // A wait given up still counts as arrived (tokio's barrier is not
+                    // cancel safe): two more complete the generation.
+                    let r = tokio::time::timeout(Duration::from_millis(5), b.wait()).await;
+                    log.push(format!("barrier alone times out {}", r.is_err()));
+                    let (x, y) = tokio::join!(b.wait(), b.wait());
+                    log.push(format!("leaders {}", [x.clone(), y].iter().filter(|r| r.is_leader()).count()));
+                    log.push(format!("debug {:?}", x.clone()));
+                    log.push(format!("barrier debug {}", format!("{b:?}").starts_with("Barrier")));
+                });
+                log
+            }
+        }
+    };
+}
+
+app!(with_tokio, tokio::sync);
+app!(with_lockscope, lockscope::tokio);
+
+#[test]
+fn the_same_program_observes_the_same_with_either_import() {
+    let raw = with_tokio::run();
+    assert_eq!(raw, with_lockscope::run());
+    assert!(raw.len() > 15, "{raw:?}");
+}
