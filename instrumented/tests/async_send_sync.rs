@@ -1,5 +1,5 @@
 //! The Send/Sync/Unpin matrix of tokio's `tests/async_send_sync.rs`, for every public type of
-//! `tokio::sync`'s Mutex, RwLock, Semaphore, OnceCell, Notify and Barrier family and for the futures of every async
+//! `tokio::sync`'s Mutex, RwLock, Semaphore, OnceCell, Notify, Barrier and watch family and for the futures of every async
 //! method, checked with the same expectations against `tokio::sync` (module `raw`) and
 //! `lockscope::tokio` (module `wrapped`): swapping the import must not change what may cross
 //! threads or be pinned. The same is done for every wrapper of `parking_lot` (the `arc_lock`
@@ -258,6 +258,23 @@ macro_rules! matrix {
         assert_value!($s::BarrierWaitResult: Send & Sync & Unpin);
         async_assert_fn!($s::Barrier::wait(_): Send & Sync & !Unpin);
         assert_unwind!($s::Notify: UnwindSafe & RefUnwindSafe);
+
+        // ----- watch (tokio's own lines) -----
+        assert_value!($s::watch::Receiver<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Receiver<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Receiver<YY>: Send & Sync & Unpin);
+        assert_value!($s::watch::Ref<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Ref<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Ref<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::watch::Sender<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Sender<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Sender<YY>: Send & Sync & Unpin);
+        async_assert_fn!($s::watch::Receiver<NN>::changed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Receiver<YN>::changed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Receiver<YY>::changed(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::watch::Sender<NN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Sender<YN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Sender<YY>::closed(_): Send & Sync & !Unpin);
 
         // ----- Futures of the async methods -----
         async_assert_fn!($s::Mutex<NN>::lock(_): !Send & !Sync & !Unpin);

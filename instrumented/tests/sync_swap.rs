@@ -1,13 +1,15 @@
-//! `Notify` and `Barrier` are drop-ins: one small program, written once against
+//! `Notify`, `Barrier` and `watch` are drop-ins: one small program, written once against
 //! `tokio::sync`'s paths, compiled against tokio's and against lockscope's, observes the same
 //! things (issue 28: "swap the import, nothing else changes"): stored permits, `enable`,
 //! `notify_one`/`notify_last`/`notify_waiters` and which waiter each wakes, owned futures,
-//! `const_new`/`Default`, timeouts, barrier leaders and generations, the `Debug` output.
+//! `const_new`/`Default`, timeouts, barrier leaders and generations; a watch channel's
+//! versions, borrows, marks, `wait_for`, closing from either side, counts, subscribers; the
+//! `Debug` output.
 
 macro_rules! app {
     ($name:ident, $($sync:ident)::+) => {
         mod $name {
-            use $($sync)::+::{futures::Notified, Barrier, Notify};
+            use $($sync)::+::{futures::Notified, watch, Barrier, Notify};
             use std::sync::Arc;
             use std::time::Duration;
             use tokio_test::task::spawn;
@@ -99,6 +101,59 @@ macro_rules! app {
                     log.push(format!("leaders {}", [x.clone(), y].iter().filter(|r| r.is_leader()).count()));
                     log.push(format!("debug {:?}", x.clone()));
                     log.push(format!("barrier debug {}", format!("{b:?}").starts_with("Barrier")));
+
+                    let (tx, mut rx) = watch::channel(1u32);
+                    log.push(format!("watch {} {:?} {} {}", *rx.borrow(), rx.has_changed(), tx.receiver_count(), tx.sender_count()));
+                    tx.send(2).unwrap();
+                    log.push(format!("changed {:?} {}", rx.has_changed(), *rx.borrow()));
+                    let updated = *rx.borrow_and_update();
+                    log.push(format!("updated {updated} {:?}", rx.has_changed()));
+                    rx.mark_changed();
+                    let marked = rx.has_changed();
+                    let r = rx.changed().await;
+                    log.push(format!("marked {marked:?} {r:?} {:?}", rx.has_changed()));
+                    tx.send_modify(|v| *v += 1);
+                    rx.mark_unchanged();
+                    log.push(format!("unmarked {:?} {}", rx.has_changed(), *rx.borrow()));
+                    log.push(format!("if_modified {} {:?}", tx.send_if_modified(|v| { *v += 0; false }), rx.has_changed()));
+                    log.push(format!("replace {} {}", tx.send_replace(5), *tx.borrow()));
+                    let waiter = tokio::spawn({
+                        let mut rx = rx.clone();
+                        async move { *rx.wait_for(|v| *v >= 7).await.unwrap() }
+                    });
+                    let mut r2 = tx.subscribe();
+                    log.push(format!("subscribed {} {:?} same {} {}", tx.receiver_count(), r2.has_changed(), r2.same_channel(&rx), tx.same_channel(&tx.clone())));
+                    tokio::task::yield_now().await;
+                    tx.send(6).unwrap();
+                    tx.send(7).unwrap();
+                    log.push(format!("wait_for {}", waiter.await.unwrap()));
+                    log.push(format!("r2 changed {:?}", r2.changed().await));
+                    let r = tokio::time::timeout(Duration::from_millis(5), r2.changed()).await;
+                    log.push(format!("changed timeout {:?}", r.map(|_| ())));
+                    let tx2 = tx.clone();
+                    drop(tx);
+                    log.push(format!("one sender left {} {:?}", tx2.sender_count(), rx.has_changed()));
+                    drop(tx2);
+                    let e: Result<(), watch::error::RecvError> = rx.changed().await;
+                    let then = rx.changed().await;
+                    log.push(format!("closed {} {e:?} {then:?} {}", rx.is_closed(), *rx.borrow()));
+                    if let Err(e) = then {
+                        log.push(format!("error {e}"));
+                    }
+                    log.push(format!("wait_for closed {:?}", rx.wait_for(|_| false).await.is_err()));
+                    let tx = watch::Sender::new(0u8);
+                    log.push(format!("new {} {}", tx.receiver_count(), tx.is_closed()));
+                    let rx = tx.subscribe();
+                    drop(rx);
+                    tx.closed().await;
+                    log.push(format!("send to none {:?}", tx.send(1)));
+                    let tx: watch::Sender<u8> = Default::default();
+                    log.push(format!("default {} {:?}", *tx.borrow(), tx));
+                    let (_tx, rx) = watch::channel("x");
+                    let r: watch::Ref<'_, &str> = rx.borrow();
+                    log.push(format!("ref {} {:?}", r.has_changed(), r));
+                    drop(r);
+                    log.push(format!("rx debug {}", format!("{rx:?}").starts_with("Receiver")));
                 });
                 log
             }
