@@ -1,8 +1,9 @@
-//! `Notify` and `Barrier` are waits the detector sees (issue 28): a task waiting for a
-//! notification, or at a barrier for the other parties, is in the books while (and only
-//! while) it waits, as an open wait: named in a `stuck-queue` report of a lock its waiter
-//! holds, never part of a proven deadlock. The ordinary uses (a producer/consumer queue, a
-//! shutdown signal, a barrier of N tasks each holding its own lock) stay silent.
+//! `Notify`, `Barrier` and `watch` are waits the detector sees (issue 28): a task waiting for
+//! a notification, at a barrier for the other parties, or for a change on a watch channel, is
+//! in the books while (and only while) it waits, as an open wait: named in a `stuck-queue`
+//! report of a lock its waiter holds, never part of a proven deadlock. The ordinary uses (a
+//! producer/consumer queue, a shutdown signal, a barrier of N tasks each holding its own lock,
+//! a configuration reloaded through a watch channel) stay silent.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use lockscope::detector::FindingKind;
 use lockscope::detector::snapshot::State;
-use lockscope::tokio::{Barrier, Mutex, Notify, task};
+use lockscope::tokio::{Barrier, Mutex, Notify, task, watch};
 use tokio_test::task::spawn;
 use tokio_test::{assert_pending, assert_ready};
 
@@ -19,7 +20,7 @@ mod common;
 
 use common::{arm, until, until_waited};
 
-/// How many waits on the `Notify` or `Barrier` named `name` are in the books now.
+/// How many waits on the `Notify`, `Barrier` or channel named `name` are in the books now.
 fn waits_on(name: &str) -> usize {
     State::capture()
         .chan_waits
@@ -84,6 +85,28 @@ fn a_barrier_wait_is_in_the_books_only_while_it_waits() {
     assert_pending!(f.poll());
     drop(f);
     assert_eq!(waits_on("nb_books_barrier"), 0, "a dropped wait leaves no ghost");
+}
+
+#[test]
+fn a_watch_receive_is_in_the_books_only_while_it_waits() {
+    let (tx, mut rx) = watch::channel_named("nb_books_watch", 0);
+    let mut f = spawn(rx.changed());
+    assert_pending!(f.poll());
+    assert_eq!(waits_on("nb_books_watch"), 1);
+    tx.send(1).unwrap();
+    assert_ready!(f.poll()).unwrap();
+    drop(f);
+    assert_eq!(waits_on("nb_books_watch"), 0);
+    let mut f = spawn(rx.wait_for(|v| *v == 3));
+    assert_pending!(f.poll());
+    tx.send(2).unwrap();
+    assert_pending!(f.poll());
+    assert_eq!(waits_on("nb_books_watch"), 1);
+    drop(f);
+    assert_eq!(waits_on("nb_books_watch"), 0, "a dropped wait leaves no ghost");
+    tx.send(3).unwrap();
+    assert_eq!(*assert_ready!(spawn(rx.wait_for(|v| *v == 3)).poll()).unwrap(), 3);
+    assert_eq!(waits_on("nb_books_watch"), 0);
 }
 
 /// A task holds a lock while it waits for a notification from a task that needs the lock
@@ -293,4 +316,37 @@ async fn a_barrier_of_n_tasks_holding_their_own_locks_is_silent() {
         leaders += t.await.unwrap();
     }
     assert_eq!(leaders, 50, "one leader per generation");
+}
+
+/// A configuration reloaded through a watch channel: workers wait for a change, then take the
+/// state lock to apply it; the reloader sends each new configuration while holding that lock.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_config_reload_is_silent() {
+    let state = Arc::new(Mutex::named("neg_nb_config_state", 0u64));
+    let (tx, rx) = watch::channel_named("neg_nb_config", 0u64);
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (state, mut rx) = (state.clone(), rx.clone());
+            task::spawn(async move {
+                let mut seen = 0;
+                while rx.changed().await.is_ok() {
+                    let v = *rx.borrow_and_update();
+                    *state.lock().await += v;
+                    seen = v;
+                }
+                seen
+            })
+        })
+        .collect();
+    drop(rx);
+    for v in 1..=50 {
+        let g = state.lock().await;
+        tx.send(v).unwrap();
+        drop(g);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    drop(tx);
+    for w in workers {
+        assert_eq!(w.await.unwrap(), 50, "each worker saw the last configuration");
+    }
 }

@@ -104,6 +104,19 @@ async fn barrier_multi_thread() {
     }
 }
 
+/// The body holds a lock and waits for a change on a watch channel whose sender it keeps.
+#[lockscope::test(timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn watch_changed_current_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_watch", 0);
+        let _held = m.lock().await;
+        let (tx, mut rx) = lockscope::tokio::watch::channel_named("timeout_watch", 0);
+        let _ = rx.changed().await;
+        drop(tx);
+    }
+}
+
 /// A plain `fn`: blocked on a std channel (which lockscope does not see) while it holds a
 /// lockscope parking_lot mutex.
 #[lockscope::test(timeout_ms = 1500)]
@@ -351,6 +364,16 @@ fn a_lock_held_across_a_barrier_fails_after_its_timeout_naming_the_barrier() {
         "timeout_barrier",
         "waits to pass Barrier",
         "(open: the parties yet to arrive end it)",
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_watch_change_fails_after_its_timeout_naming_the_channel() {
+    assert_failed_naming_the_wait(
+        "watch_changed_current_thread",
+        "timeout_watch",
+        "waits to receive from watch channel",
+        "(open: any holder of a sender can end it)",
     );
 }
 
