@@ -47,7 +47,11 @@ fn a_notified_is_in_the_books_only_while_it_waits() {
     assert_pending!(f.poll());
     assert_eq!(waits_on("nb_books"), 1);
     drop(f);
-    assert_eq!(waits_on("nb_books"), 0, "a dropped Notified leaves no ghost");
+    assert_eq!(
+        waits_on("nb_books"),
+        0,
+        "a dropped Notified leaves no ghost"
+    );
 
     // `enable` registers for `notify_one` without waiting: nothing enters the books.
     let mut f = Box::pin(n.notified());
@@ -84,7 +88,11 @@ fn a_barrier_wait_is_in_the_books_only_while_it_waits() {
     let mut f = spawn(b.wait());
     assert_pending!(f.poll());
     drop(f);
-    assert_eq!(waits_on("nb_books_barrier"), 0, "a dropped wait leaves no ghost");
+    assert_eq!(
+        waits_on("nb_books_barrier"),
+        0,
+        "a dropped wait leaves no ghost"
+    );
 }
 
 #[test]
@@ -103,9 +111,16 @@ fn a_watch_receive_is_in_the_books_only_while_it_waits() {
     assert_pending!(f.poll());
     assert_eq!(waits_on("nb_books_watch"), 1);
     drop(f);
-    assert_eq!(waits_on("nb_books_watch"), 0, "a dropped wait leaves no ghost");
+    assert_eq!(
+        waits_on("nb_books_watch"),
+        0,
+        "a dropped wait leaves no ghost"
+    );
     tx.send(3).unwrap();
-    assert_eq!(*assert_ready!(spawn(rx.wait_for(|v| *v == 3)).poll()).unwrap(), 3);
+    assert_eq!(
+        *assert_ready!(spawn(rx.wait_for(|v| *v == 3)).poll()).unwrap(),
+        3
+    );
     assert_eq!(waits_on("nb_books_watch"), 0);
 }
 
@@ -347,6 +362,10 @@ async fn a_watch_config_reload_is_silent() {
     }
     drop(tx);
     for w in workers {
-        assert_eq!(w.await.unwrap(), 50, "each worker saw the last configuration");
+        assert_eq!(
+            w.await.unwrap(),
+            50,
+            "each worker saw the last configuration"
+        );
     }
 }

@@ -41,18 +41,22 @@ pub(crate) fn chan_line(state: &State, c: &ChanWaitView) -> String {
         (ChanOp::Send, Some(o)) => format!("the receiver's owner, {}, can end it", o.describe()),
         (ChanOp::Send, None) => "the receiver has not been used yet".to_owned(),
         (ChanOp::Recv, _) => "open: any holder of a sender can end it".to_owned(),
-        (ChanOp::Notified, _) => "open: any task calling notify_one or notify_waiters can end it"
-            .to_owned(),
+        (ChanOp::Notified, _) => {
+            "open: any task calling notify_one or notify_waiters can end it".to_owned()
+        }
         (ChanOp::Barrier, _) => "open: the parties yet to arrive end it".to_owned(),
     };
     // A `Notify` or a `Barrier` is not a channel: it is named by what it is.
-    let noun = match c.op {
-        ChanOp::Notified | ChanOp::Barrier => format!(
-            "{} {:?} (created at {})",
-            if c.op == ChanOp::Barrier { "Barrier" } else { "Notify" },
+    let named = |what: &str| {
+        format!(
+            "{what} {:?} (created at {})",
             c.chan.name(),
             site_string(c.chan.created_at())
-        ),
+        )
+    };
+    let noun = match c.op {
+        ChanOp::Notified => named("Notify"),
+        ChanOp::Barrier => named("Barrier"),
         ChanOp::Send | ChanOp::Recv => c.chan.noun(),
     };
     format!(

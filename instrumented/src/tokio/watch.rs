@@ -32,10 +32,10 @@ use tokio::sync::watch as raw;
 
 use super::chan_wait::Waiting;
 
-/// tokio's own error types, re-exported unchanged.
-pub use tokio::sync::watch::error;
 /// tokio's own borrow of the value, re-exported unchanged.
 pub use tokio::sync::watch::Ref;
+/// tokio's own error types, re-exported unchanged.
+pub use tokio::sync::watch::error;
 
 use error::{RecvError, SendError};
 
