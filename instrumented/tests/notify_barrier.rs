@@ -1,9 +1,10 @@
-//! `Notify`, `Barrier` and `watch` are waits the detector sees (issue 28): a task waiting for
-//! a notification, at a barrier for the other parties, or for a change on a watch channel, is
-//! in the books while (and only while) it waits, as an open wait: named in a `stuck-queue`
+//! `Notify`, `Barrier`, `watch` and `broadcast` are waits the detector sees (issue 28): a task
+//! waiting for a notification, at a barrier for the other parties, for a change on a watch
+//! channel or a message on a broadcast channel, is in the books while (and only while) it waits, as an open wait: named in a `stuck-queue`
 //! report of a lock its waiter holds, never part of a proven deadlock. The ordinary uses (a
 //! producer/consumer queue, a shutdown signal, a barrier of N tasks each holding its own lock,
-//! a configuration reloaded through a watch channel) stay silent.
+//! a configuration reloaded through a watch channel, events fanned out to subscribers) stay
+//! silent.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use lockscope::detector::FindingKind;
 use lockscope::detector::snapshot::State;
-use lockscope::tokio::{Barrier, Mutex, Notify, task, watch};
+use lockscope::tokio::{Barrier, Mutex, Notify, broadcast, task, watch};
 use tokio_test::task::spawn;
 use tokio_test::{assert_pending, assert_ready};
 
@@ -122,6 +123,28 @@ fn a_watch_receive_is_in_the_books_only_while_it_waits() {
         3
     );
     assert_eq!(waits_on("nb_books_watch"), 0);
+}
+
+#[test]
+fn a_broadcast_receive_is_in_the_books_only_while_it_waits() {
+    let (tx, mut rx) = broadcast::channel_named("nb_books_broadcast", 2);
+    tx.send(1).unwrap();
+    assert_eq!(assert_ready!(spawn(rx.recv()).poll()), Ok(1));
+    let mut f = spawn(rx.recv());
+    assert_pending!(f.poll());
+    assert_eq!(waits_on("nb_books_broadcast"), 1);
+    tx.send(2).unwrap();
+    assert_eq!(assert_ready!(f.poll()), Ok(2));
+    drop(f);
+    assert_eq!(waits_on("nb_books_broadcast"), 0);
+    let mut f = spawn(rx.recv());
+    assert_pending!(f.poll());
+    drop(f);
+    assert_eq!(
+        waits_on("nb_books_broadcast"),
+        0,
+        "a dropped receive leaves no ghost"
+    );
 }
 
 /// A task holds a lock while it waits for a notification from a task that needs the lock
@@ -366,6 +389,48 @@ async fn a_watch_config_reload_is_silent() {
             w.await.unwrap(),
             50,
             "each worker saw the last configuration"
+        );
+    }
+}
+
+/// Events fanned out to subscribers that each take a shared lock per event; the publisher
+/// sends while holding that lock, and a slow subscriber lags rather than blocking anyone.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_fan_out_is_silent() {
+    let state = Arc::new(Mutex::named("neg_nb_events_state", 0u64));
+    let (tx, _) = broadcast::channel_named::<u64>("neg_nb_events", 8);
+    let subscribers: Vec<_> = (0..4)
+        .map(|_| {
+            let (state, mut rx) = (state.clone(), tx.subscribe());
+            task::spawn(async move {
+                let mut got = 0u64;
+                loop {
+                    match rx.recv().await {
+                        Ok(_) => {
+                            *state.lock().await += 1;
+                            got += 1;
+                        }
+                        Err(broadcast::error::RecvError::Lagged(n)) => got += n,
+                        Err(broadcast::error::RecvError::Closed) => return got,
+                    }
+                }
+            })
+        })
+        .collect();
+    for v in 0..200 {
+        let g = state.lock().await;
+        tx.send(v).unwrap();
+        drop(g);
+        if v % 20 == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    drop(tx);
+    for s in subscribers {
+        assert_eq!(
+            s.await.unwrap(),
+            200,
+            "every event received or counted as lagged"
         );
     }
 }

@@ -3,13 +3,14 @@
 //! things (issue 28: "swap the import, nothing else changes"): stored permits, `enable`,
 //! `notify_one`/`notify_last`/`notify_waiters` and which waiter each wakes, owned futures,
 //! `const_new`/`Default`, timeouts, barrier leaders and generations; a watch channel's
-//! versions, borrows, marks, `wait_for`, closing from either side, counts, subscribers; the
+//! versions, borrows, marks, `wait_for`, closing from either side, counts, subscribers; a
+//! broadcast channel's lagging, resubscribing, weak senders, blocking receives, closing; the
 //! `Debug` output.
 
 macro_rules! app {
     ($name:ident, $($sync:ident)::+) => {
         mod $name {
-            use $($sync)::+::{futures::Notified, watch, Barrier, Notify};
+            use $($sync)::+::{broadcast, futures::Notified, watch, Barrier, Notify};
             use std::sync::Arc;
             use std::time::Duration;
             use tokio_test::task::spawn;
@@ -154,6 +155,41 @@ macro_rules! app {
                     log.push(format!("ref {} {:?}", r.has_changed(), r));
                     drop(r);
                     log.push(format!("rx debug {}", format!("{rx:?}").starts_with("Receiver")));
+
+                    let (tx, mut rx) = broadcast::channel::<u32>(2);
+                    let mut rx2 = tx.subscribe();
+                    log.push(format!("bc {} {} {} {} {}", tx.receiver_count(), tx.len(), tx.is_empty(), tx.strong_count(), tx.weak_count()));
+                    for v in 1..=3 {
+                        log.push(format!("sent to {:?}", tx.send(v)));
+                    }
+                    log.push(format!("lens {} {} {}", tx.len(), rx.len(), rx.is_empty()));
+                    log.push(format!("lagged {:?} {:?} {:?}", rx.recv().await, rx.recv().await, rx.try_recv()));
+                    log.push(format!("empty {:?}", rx.try_recv()));
+                    let mut fresh = rx2.resubscribe();
+                    log.push(format!("resubscribed {:?} {:?} same {}", fresh.try_recv(), rx2.try_recv(), fresh.same_channel(&rx2)));
+                    let weak = tx.downgrade();
+                    log.push(format!("weak {} {} {} {}", weak.strong_count(), weak.weak_count(), rx.sender_strong_count(), rx.sender_weak_count()));
+                    let tx2 = weak.clone().upgrade().unwrap();
+                    log.push(format!("upgraded same {} {}", tx2.same_channel(&tx), tx.clone().strong_count()));
+                    drop(tx2);
+                    let r = tokio::time::timeout(Duration::from_millis(5), rx.recv()).await;
+                    log.push(format!("recv timeout {}", r.is_err()));
+                    let h = tokio::task::spawn_blocking(move || {
+                        let r = rx.blocking_recv();
+                        (r, rx)
+                    });
+                    tx.send(9).unwrap();
+                    let (r, mut rx) = h.await.unwrap();
+                    log.push(format!("blocking {r:?}"));
+                    drop(tx);
+                    log.push(format!("closed {} {:?} {:?} {}", rx.is_closed(), rx.recv().await, rx.try_recv(), weak.upgrade().is_none()));
+                    let tx = broadcast::Sender::<u8>::new(4);
+                    log.push(format!("new {} {:?}", tx.receiver_count(), tx.send(1)));
+                    let rx = tx.subscribe();
+                    drop(rx);
+                    tx.closed().await;
+                    log.push(format!("debug {tx:?} {:?} {:?}", tx.downgrade(), tx.subscribe()));
+                    drop((rx2, fresh));
                 });
                 log
             }

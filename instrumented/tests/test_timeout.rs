@@ -117,6 +117,19 @@ async fn watch_changed_current_thread() {
     }
 }
 
+/// The body holds a lock and waits on a broadcast receiver whose sender it keeps.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2, timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn broadcast_recv_multi_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_broadcast", 0);
+        let _held = m.lock().await;
+        let (tx, mut rx) = lockscope::tokio::broadcast::channel_named::<u8>("timeout_broadcast", 4);
+        let _ = rx.recv().await;
+        drop(tx);
+    }
+}
+
 /// A plain `fn`: blocked on a std channel (which lockscope does not see) while it holds a
 /// lockscope parking_lot mutex.
 #[lockscope::test(timeout_ms = 1500)]
@@ -373,6 +386,16 @@ fn a_lock_held_across_a_watch_change_fails_after_its_timeout_naming_the_channel(
         "watch_changed_current_thread",
         "timeout_watch",
         "waits to receive from watch channel",
+        "(open: any holder of a sender can end it)",
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_broadcast_recv_fails_after_its_timeout_naming_the_channel() {
+    assert_failed_naming_the_wait(
+        "broadcast_recv_multi_thread",
+        "timeout_broadcast",
+        "waits to receive from broadcast channel",
         "(open: any holder of a sender can end it)",
     );
 }

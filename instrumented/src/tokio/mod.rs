@@ -1,5 +1,5 @@
 //! Drop-in replacements for `tokio::sync::{Mutex, RwLock, Semaphore, OnceCell, Notify, Barrier}`,
-//! its `mpsc`, `oneshot` and `watch` channels, and `tokio::spawn`.
+//! its `mpsc`, `oneshot`, `watch` and `broadcast` channels, and `tokio::spawn`.
 //!
 //! Swap `use tokio::sync::{Mutex, RwLock, Semaphore};` for
 //! `use lockscope::tokio::{Mutex, RwLock, Semaphore};` and nothing else changes: every public
@@ -13,9 +13,9 @@
 //! running initialiser is then a wait for the initialiser's task (an initialiser that needs a
 //! lock held by a task waiting for the cell is a `deadlock`).
 //!
-//! [`mpsc`], [`oneshot`] and [`watch`] replace tokio's channels: a send waiting for capacity
-//! in a full bounded channel waits for the receiver's owner, a wait the deadlock rule sees; a
-//! receive waiting is shown in the test-timeout dump.
+//! [`mpsc`], [`oneshot`], [`watch`] and [`broadcast`] replace tokio's channels: a send
+//! waiting for capacity in a full bounded channel waits for the receiver's owner, a wait the
+//! deadlock rule sees; a receive waiting is shown in the test-timeout dump.
 //!
 //! [`Notify`] and [`Barrier`] replace tokio's: a task waiting for a notification or at a
 //! barrier is a wait the detector sees (an open one: who will notify or arrive is not known),
@@ -31,6 +31,7 @@
 
 mod acquire;
 mod barrier;
+pub mod broadcast;
 mod chan_wait;
 mod guard;
 mod join_set;
@@ -74,10 +75,10 @@ pub use timeout::TimeoutError;
 /// tokio's own error types, passed through unchanged.
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
 /// The rest of `tokio::sync`, passed through unchanged so that a whole `use tokio::sync::{..}`
-/// line swaps. These are not instrumented: lockscope does not see a wait on a `broadcast`
-/// channel or a [`SetOnce`] ([`mpsc`], [`oneshot`], [`watch`], [`Notify`], [`Barrier`] and
+/// line swaps. These are not instrumented: lockscope does not see a wait on a [`SetOnce`]
+/// ([`mpsc`], [`oneshot`], [`watch`], [`broadcast`], [`Notify`], [`Barrier`] and
 /// [`OnceCell`] are its own; [`SetError`] is [`OnceCell`]'s error).
-pub use tokio::sync::{SetError, SetOnce, SetOnceError, broadcast};
+pub use tokio::sync::{SetError, SetOnce, SetOnceError};
 
 /// Named future types, as in `tokio::sync::futures`: [`Notify`]'s are lockscope's.
 pub mod futures {
