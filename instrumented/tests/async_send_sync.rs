@@ -1,12 +1,12 @@
 //! The Send/Sync/Unpin matrix of tokio's `tests/async_send_sync.rs`, for every public type of
-//! `tokio::sync`'s Mutex, RwLock, Semaphore and OnceCell family and for the futures of every async
-//! method, checked with the same expectations against `tokio::sync` (module `raw`) and
-//! `lockscope::tokio` (module `wrapped`): swapping the import must not change what may cross
-//! threads or be pinned. The same is done for every wrapper of `parking_lot` (the `arc_lock`
-//! guards with that feature), of `std::sync` and, with the `tokio-util` feature, for
-//! `tokio_util::sync::PollSemaphore`: each expectation is checked against the original crate
-//! and against lockscope's. The one deliberate difference is written out beside it
-//! (`ArcMutexGuard`'s `Sync`, where lockscope keeps the stricter bound).
+//! `tokio::sync`'s Mutex, RwLock, Semaphore, OnceCell, Notify, Barrier, watch and broadcast
+//! family and for the futures of every async method, checked with the same expectations against
+//! `tokio::sync` (module `raw`) and `lockscope::tokio` (module `wrapped`): swapping the import
+//! must not change what may cross threads or be pinned. The same is done for every wrapper of
+//! `parking_lot` (the `arc_lock` guards with that feature), of `std::sync` and, with the
+//! `tokio-util` feature, for `tokio_util::sync::PollSemaphore`: each expectation is checked
+//! against the original crate and against lockscope's. The one deliberate difference is written
+//! out beside it (`ArcMutexGuard`'s `Sync`, where lockscope keeps the stricter bound).
 //!
 //! Everything here is checked at compile time. Positive checks call `require_send(&v)`;
 //! negative ones use tokio's trick: `AmbiguousIfSend::some_item(&v)` has two candidate impls
@@ -248,6 +248,47 @@ macro_rules! matrix {
         async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>> + Send>>): Send & !Sync & !Unpin);
         async_assert_fn!($s::OnceCell<YY>::get_or_try_init(_, fn() -> Pin<Box<dyn Future<Output = std::io::Result<YY>>>>): !Send & !Sync & !Unpin);
         assert_unwind!($s::OnceCell<YY>: !UnwindSafe & !RefUnwindSafe);
+
+        // ----- Notify, Barrier (tokio's own lines) -----
+        assert_value!($s::Notify: Send & Sync & Unpin);
+        assert_value!($s::futures::Notified<'_>: Send & Sync & !Unpin);
+        assert_value!($s::futures::OwnedNotified: Send & Sync & !Unpin);
+        async_assert_fn!($s::Notify::notified(_): Send & Sync & !Unpin);
+        assert_value!($s::Barrier: Send & Sync & Unpin);
+        assert_value!($s::BarrierWaitResult: Send & Sync & Unpin);
+        async_assert_fn!($s::Barrier::wait(_): Send & Sync & !Unpin);
+        assert_unwind!($s::Notify: UnwindSafe & RefUnwindSafe);
+
+        // ----- watch (tokio's own lines) -----
+        assert_value!($s::watch::Receiver<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Receiver<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Receiver<YY>: Send & Sync & Unpin);
+        assert_value!($s::watch::Ref<'_, NN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Ref<'_, YN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Ref<'_, YY>: !Send & Sync & Unpin);
+        assert_value!($s::watch::Sender<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Sender<YN>: !Send & !Sync & Unpin);
+        assert_value!($s::watch::Sender<YY>: Send & Sync & Unpin);
+        async_assert_fn!($s::watch::Receiver<NN>::changed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Receiver<YN>::changed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Receiver<YY>::changed(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::watch::Sender<NN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Sender<YN>::closed(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::watch::Sender<YY>::closed(_): Send & Sync & !Unpin);
+
+        // ----- broadcast (tokio's own lines) -----
+        assert_value!($s::broadcast::Receiver<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::broadcast::Receiver<YN>: Send & Sync & Unpin);
+        assert_value!($s::broadcast::Receiver<YY>: Send & Sync & Unpin);
+        assert_value!($s::broadcast::Sender<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::broadcast::Sender<YN>: Send & Sync & Unpin);
+        assert_value!($s::broadcast::Sender<YY>: Send & Sync & Unpin);
+        assert_value!($s::broadcast::WeakSender<NN>: !Send & !Sync & Unpin);
+        assert_value!($s::broadcast::WeakSender<YN>: Send & Sync & Unpin);
+        assert_value!($s::broadcast::WeakSender<YY>: Send & Sync & Unpin);
+        async_assert_fn!($s::broadcast::Receiver<NN>::recv(_): !Send & !Sync & !Unpin);
+        async_assert_fn!($s::broadcast::Receiver<YN>::recv(_): Send & Sync & !Unpin);
+        async_assert_fn!($s::broadcast::Receiver<YY>::recv(_): Send & Sync & !Unpin);
 
         // ----- Futures of the async methods -----
         async_assert_fn!($s::Mutex<NN>::lock(_): !Send & !Sync & !Unpin);

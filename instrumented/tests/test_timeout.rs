@@ -79,6 +79,57 @@ async fn lockscope_join_multi_thread() {
     }
 }
 
+/// The body holds a lock and waits for a notification nobody sends: an open wait, so only
+/// the timeout ends it, and its dump names the `Notify`.
+#[lockscope::test(timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn notified_current_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_notify", 0);
+        let _held = m.lock().await;
+        let never = lockscope::tokio::Notify::named("timeout_notify");
+        never.notified().await;
+    }
+}
+
+/// The body holds a lock and waits at a barrier of two that nobody else reaches.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2, timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn barrier_multi_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_barrier", 0);
+        let _held = m.lock().await;
+        let half = lockscope::tokio::Barrier::named("timeout_barrier", 2);
+        half.wait().await;
+    }
+}
+
+/// The body holds a lock and waits for a change on a watch channel whose sender it keeps.
+#[lockscope::test(timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn watch_changed_current_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_watch", 0);
+        let _held = m.lock().await;
+        let (tx, mut rx) = lockscope::tokio::watch::channel_named("timeout_watch", 0);
+        let _ = rx.changed().await;
+        drop(tx);
+    }
+}
+
+/// The body holds a lock and waits on a broadcast receiver whose sender it keeps.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2, timeout_ms = 1500)]
+#[ignore = "hangs on purpose; run in a child process by the tests below"]
+async fn broadcast_recv_multi_thread() {
+    if child() {
+        let m = lockscope::tokio::Mutex::named("timeout_broadcast", 0);
+        let _held = m.lock().await;
+        let (tx, mut rx) = lockscope::tokio::broadcast::channel_named::<u8>("timeout_broadcast", 4);
+        let _ = rx.recv().await;
+        drop(tx);
+    }
+}
+
 /// A plain `fn`: blocked on a std channel (which lockscope does not see) while it holds a
 /// lockscope parking_lot mutex.
 #[lockscope::test(timeout_ms = 1500)]
@@ -285,6 +336,68 @@ fn a_lock_held_across_a_join_of_a_task_on_a_oneshot_fails_after_its_timeout_curr
 #[test]
 fn a_lock_held_across_a_join_of_a_task_on_a_oneshot_fails_after_its_timeout_multi_thread() {
     assert_failed_naming_the_join_and_the_oneshot("lockscope_join_multi_thread", "timeout_join_mt");
+}
+
+/// Asserts what [`assert_failed_by_the_timeout`] does, and that the dump names the one
+/// other wait of the test: `wait`, with its `(who can end it)`.
+fn assert_failed_naming_the_wait(test: &str, name: &str, wait: &str, who: &str) {
+    let run = assert_failed_by_the_timeout(test, name);
+    let out = &run.stdout;
+    assert!(
+        out.contains("joins and channel waits of this test: 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "{wait} \"{name}\" (created at instrumented/tests/test_timeout.rs:"
+        )),
+        "{out}"
+    );
+    assert!(out.contains(who), "{out}");
+    assert!(
+        !out.contains("lockscope: deadlock"),
+        "nothing is proven:\n{out}"
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_notified_fails_after_its_timeout_naming_the_notify() {
+    assert_failed_naming_the_wait(
+        "notified_current_thread",
+        "timeout_notify",
+        "waits to be notified by Notify",
+        "(open: any task calling notify_one or notify_waiters can end it)",
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_barrier_fails_after_its_timeout_naming_the_barrier() {
+    assert_failed_naming_the_wait(
+        "barrier_multi_thread",
+        "timeout_barrier",
+        "waits to pass Barrier",
+        "(open: the parties yet to arrive end it)",
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_watch_change_fails_after_its_timeout_naming_the_channel() {
+    assert_failed_naming_the_wait(
+        "watch_changed_current_thread",
+        "timeout_watch",
+        "waits to receive from watch channel",
+        "(open: any holder of a sender can end it)",
+    );
+}
+
+#[test]
+fn a_lock_held_across_a_broadcast_recv_fails_after_its_timeout_naming_the_channel() {
+    assert_failed_naming_the_wait(
+        "broadcast_recv_multi_thread",
+        "timeout_broadcast",
+        "waits to receive from broadcast channel",
+        "(open: any holder of a sender can end it)",
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Waits that are not for a primitive, in words: joins (precise: only the joined task or
 //! thread can end them) and channel sends and receives (a send into a full bounded channel
-//! waits for the receiver's owner; a receive is open: any holder of a sender could end it).
+//! waits for the receiver's owner; a receive is open: any holder of a sender could end it),
+//! and waits on a `Notify` or a `Barrier` (open: who will notify or arrive is not known).
 //! The test-timeout dump lists them, and a `stuck-queue` report says what its holders wait
 //! for this way (who could release it).
 
@@ -40,11 +41,27 @@ pub(crate) fn chan_line(state: &State, c: &ChanWaitView) -> String {
         (ChanOp::Send, Some(o)) => format!("the receiver's owner, {}, can end it", o.describe()),
         (ChanOp::Send, None) => "the receiver has not been used yet".to_owned(),
         (ChanOp::Recv, _) => "open: any holder of a sender can end it".to_owned(),
+        (ChanOp::Notified, _) => {
+            "open: any task calling notify_one or notify_waiters can end it".to_owned()
+        }
+        (ChanOp::Barrier, _) => "open: the parties yet to arrive end it".to_owned(),
+    };
+    // A `Notify` or a `Barrier` is not a channel: it is named by what it is.
+    let named = |what: &str| {
+        format!(
+            "{what} {:?} (created at {})",
+            c.chan.name(),
+            site_string(c.chan.created_at())
+        )
+    };
+    let noun = match c.op {
+        ChanOp::Notified => named("Notify"),
+        ChanOp::Barrier => named("Barrier"),
+        ChanOp::Send | ChanOp::Recv => c.chan.noun(),
     };
     format!(
-        "waits to {} {} for {age} ms, at {} ({who})",
+        "waits to {} {noun} for {age} ms, at {} ({who})",
         c.verb(),
-        c.chan.noun(),
         site_string(c.site)
     )
 }

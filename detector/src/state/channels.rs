@@ -136,6 +136,11 @@ pub enum ChanOp {
     Send,
     /// A receive waiting for a message.
     Recv,
+    /// A wait for a notification on a `Notify` (kind `notify`): open, whoever calls
+    /// `notify_one` or `notify_waiters` can end it.
+    Notified,
+    /// A wait at a `Barrier` (kind `barrier`) for the other parties to arrive: open.
+    Barrier,
 }
 
 /// A channel wait as the books keep it.
@@ -186,6 +191,8 @@ impl ChanWaitView {
         match self.op {
             ChanOp::Send => "send to",
             ChanOp::Recv => "receive from",
+            ChanOp::Notified => "be notified by",
+            ChanOp::Barrier => "pass",
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Drop-in replacements for `tokio::sync::{Mutex, RwLock, Semaphore, OnceCell}`.
+//! Drop-in replacements for `tokio::sync::{Mutex, RwLock, Semaphore, OnceCell, Notify, Barrier}`,
+//! its `mpsc`, `oneshot`, `watch` and `broadcast` channels, and `tokio::spawn`.
 //!
 //! Swap `use tokio::sync::{Mutex, RwLock, Semaphore};` for
 //! `use lockscope::tokio::{Mutex, RwLock, Semaphore};` and nothing else changes: every public
@@ -12,9 +13,13 @@
 //! running initialiser is then a wait for the initialiser's task (an initialiser that needs a
 //! lock held by a task waiting for the cell is a `deadlock`).
 //!
-//! [`mpsc`] and [`oneshot`] replace tokio's channels: a send waiting for capacity in a full
-//! bounded channel waits for the receiver's owner, a wait the deadlock rule sees; a receive
-//! waiting is shown in the test-timeout dump.
+//! [`mpsc`], [`oneshot`], [`watch`] and [`broadcast`] replace tokio's channels: a send
+//! waiting for capacity in a full bounded channel waits for the receiver's owner, a wait the
+//! deadlock rule sees; a receive waiting is shown in the test-timeout dump.
+//!
+//! [`Notify`] and [`Barrier`] replace tokio's: a task waiting for a notification or at a
+//! barrier is a wait the detector sees (an open one: who will notify or arrive is not known),
+//! named in the test-timeout dump.
 //!
 //! [`spawn`] and the [`task`] module replace `tokio::spawn` and `tokio::task`: awaiting a
 //! task's `JoinHandle` is then a wait the detector sees (a lock held while awaiting a task
@@ -25,6 +30,8 @@
 //! whose [`TimeoutError`] says who holds the primitive, and `name()`.
 
 mod acquire;
+mod barrier;
+pub mod broadcast;
 mod chan_wait;
 mod guard;
 mod join_set;
@@ -33,6 +40,7 @@ pub mod mpsc;
 mod multilock;
 mod mutex;
 mod mutex_guard;
+mod notify;
 mod once_cell;
 pub mod oneshot;
 mod owned;
@@ -46,11 +54,14 @@ mod semaphore_acquire;
 mod semaphore_permit;
 pub mod task;
 mod timeout;
+pub mod watch;
 
+pub use barrier::{Barrier, BarrierWaitResult};
 pub use keyed::{KeyedMutex, KeyedMutexGuard};
 pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::Mutex;
 pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
+pub use notify::Notify;
 pub use once_cell::OnceCell;
 pub use remutex::{ReentrantMutex, ReentrantMutexGuard};
 pub use rwlock::RwLock;
@@ -64,12 +75,15 @@ pub use timeout::TimeoutError;
 /// tokio's own error types, passed through unchanged.
 pub use tokio::sync::{AcquireError, TryAcquireError, TryLockError};
 /// The rest of `tokio::sync`, passed through unchanged so that a whole `use tokio::sync::{..}`
-/// line swaps. These are not instrumented: lockscope does not see a wait on a [`Notify`], a
-/// `watch` or `broadcast` channel, a [`Barrier`] or a [`SetOnce`] ([`mpsc`], [`oneshot`] and
+/// line swaps. These are not instrumented: lockscope does not see a wait on a [`SetOnce`]
+/// ([`mpsc`], [`oneshot`], [`watch`], [`broadcast`], [`Notify`], [`Barrier`] and
 /// [`OnceCell`] are its own; [`SetError`] is [`OnceCell`]'s error).
-pub use tokio::sync::{
-    Barrier, BarrierWaitResult, Notify, SetError, SetOnce, SetOnceError, broadcast, futures, watch,
-};
+pub use tokio::sync::{SetError, SetOnce, SetOnceError};
+
+/// Named future types, as in `tokio::sync::futures`: [`Notify`]'s are lockscope's.
+pub mod futures {
+    pub use super::notify::{Notified, OwnedNotified};
+}
 
 /// Makes the tokio primitive inside a wrapper. Under `tokio_unstable`, tokio reports its own
 /// primitives to tokio-console; the wrapper already is a console resource, by name, so the

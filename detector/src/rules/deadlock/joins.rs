@@ -37,9 +37,9 @@ pub(super) fn live(state: &State) -> Vec<(&JoinView, bool)> {
 }
 
 /// When each actor last began a hold or a wait (precise clock, ns): raw actor id -> time. An
-/// actor with an open wait in progress (a receive, whose end the model cannot tell) counts as
-/// active at every moment: whatever precise wait it has beside it, it may leave by the open
-/// one (a `select!` of a join or a send and a receive).
+/// actor with an open wait in progress (a receive, a `Notify`, a `Barrier`: whose end the
+/// model cannot tell) counts as active at every moment: whatever precise wait it has beside
+/// it, it may leave by the open one (a `select!` of a join or a send and a receive).
 pub(super) fn latest_activity(state: &State) -> HashMap<u64, u64> {
     let mut latest: HashMap<u64, u64> = HashMap::new();
     let mut note = |actor: ActorId, at: u64| {
@@ -58,7 +58,7 @@ pub(super) fn latest_activity(state: &State) -> HashMap<u64, u64> {
         note(j.waiter, j.since_ns);
     }
     for c in &state.chan_waits {
-        let open = c.op == crate::state::channels::ChanOp::Recv;
+        let open = c.op != crate::state::channels::ChanOp::Send;
         note(c.waiter, if open { u64::MAX } else { c.since_ns });
     }
     latest

@@ -21,7 +21,8 @@ pub use crate::state::channels::{ChanOp, Channel};
 
 use super::enabled;
 
-/// The shared record of a channel of kind `kind` (`mpsc`, `oneshot`) made at `created_at`,
+/// The shared record of a channel of kind `kind` (`mpsc`, `oneshot`, `watch`, `broadcast`; a
+/// `Notify` or a `Barrier` takes one too, of kind `notify` or `barrier`) made at `created_at`,
 /// named `name` (its creation site when `None`), bounded to `capacity` if `Some`. Allocated
 /// once per channel, whether the detector is on or not (a wait is recorded only when it is).
 pub fn channel(
@@ -71,7 +72,8 @@ impl Drop for ChanWait {
     }
 }
 
-/// The current actor starts waiting on `chan` (`op`: to send, or to receive) at `site`;
+/// The current actor starts waiting on `chan` (`op`: to send, to receive, to be notified, to
+/// pass a barrier) at `site`;
 /// `blocking`: the wait blocks this thread (`blocking_send`, `blocking_recv`).
 #[cold]
 #[inline(never)]

@@ -1,0 +1,332 @@
+//! Drop-in replacement for `tokio::sync::broadcast`: the same [`channel`], [`Sender`],
+//! [`WeakSender`] and [`Receiver`] with the same methods and trait impls,
+//! `Send`/`Sync`/`Unpin`, tokio's own [`error`] module. tokio's channel does all the work: the
+//! wrappers only translate.
+//!
+//! Swap `use tokio::sync::broadcast;` for `use lockscope::tokio::broadcast;` and nothing else
+//! changes. What you gain: a receive that has to wait for a message is a wait the detector
+//! sees. It is an open wait (any holder of a sender could send), so it is never part of a
+//! proven deadlock, but a test that hangs on it fails after its test timeout with a dump
+//! naming the channel, its creation site and the waiter. Sending never waits (a slow receiver
+//! lags instead), so nothing is recorded on the sending side.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use lockscope::tokio::broadcast;
+//!
+//! let (tx, mut rx) = broadcast::channel_named("events", 16);
+//! let mut rx2 = tx.subscribe();
+//! tx.send(1).unwrap();
+//! assert_eq!((rx.recv().await, rx2.recv().await), (Ok(1), Ok(1)));
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc;
+
+use lockscope_detector::hooks::{self, ChanOp, Channel};
+use tokio::sync::broadcast as raw;
+
+use super::chan_wait::{self, Waiting};
+
+/// tokio's own error types, re-exported unchanged.
+pub use tokio::sync::broadcast::error;
+
+use error::{RecvError, SendError, TryRecvError};
+
+/// Wrapper for [`tokio::sync::broadcast::channel`], named after the line that calls it.
+///
+/// # Panics
+///
+/// As tokio's: if `capacity` is 0 or larger than `usize::MAX / 2`.
+#[track_caller]
+pub fn channel<T: Clone>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    make(capacity, None)
+}
+
+/// [`channel`], named `name` in reports (lockscope's).
+///
+/// ```
+/// let (tx, _rx) = lockscope::tokio::broadcast::channel_named::<u8>("events", 4);
+/// assert_eq!(tx.name(), "events");
+/// ```
+#[track_caller]
+pub fn channel_named<T: Clone>(name: &str, capacity: usize) -> (Sender<T>, Receiver<T>) {
+    make(capacity, Some(name))
+}
+
+#[track_caller]
+fn make<T: Clone>(capacity: usize, name: Option<&str>) -> (Sender<T>, Receiver<T>) {
+    let (tx, rx) = raw::channel(capacity);
+    let chan = record(name);
+    (
+        Sender {
+            inner: tx,
+            chan: chan.clone(),
+        },
+        Receiver { inner: rx, chan },
+    )
+}
+
+/// The channel's record. Its capacity is left out: a broadcast send never waits for room.
+#[track_caller]
+fn record(name: Option<&str>) -> Arc<Channel> {
+    hooks::channel("broadcast", name, Location::caller(), None)
+}
+
+/// Sending half of a broadcast channel: wrapper for [`tokio::sync::broadcast::Sender`].
+/// Sending never waits.
+pub struct Sender<T> {
+    inner: raw::Sender<T>,
+    chan: Arc<Channel>,
+}
+
+impl<T> Sender<T> {
+    /// Wrapper for [`tokio::sync::broadcast::Sender::new`]: a channel with no receiver yet
+    /// (see [`subscribe`](Sender::subscribe)), named after the line that calls it.
+    ///
+    /// # Panics
+    ///
+    /// As tokio's: if `capacity` is 0 or larger than `usize::MAX / 2`.
+    #[track_caller]
+    pub fn new(capacity: usize) -> Self {
+        Sender {
+            inner: raw::Sender::new(capacity),
+            chan: record(None),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::send`].
+    #[inline]
+    pub fn send(&self, value: T) -> Result<usize, SendError<T>> {
+        self.inner.send(value)
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::subscribe`].
+    pub fn subscribe(&self) -> Receiver<T> {
+        Receiver {
+            inner: self.inner.subscribe(),
+            chan: self.chan.clone(),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::downgrade`].
+    pub fn downgrade(&self) -> WeakSender<T> {
+        WeakSender {
+            inner: self.inner.downgrade(),
+            chan: self.chan.clone(),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::len`].
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::is_empty`].
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::receiver_count`].
+    #[inline]
+    pub fn receiver_count(&self) -> usize {
+        self.inner.receiver_count()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::same_channel`].
+    #[inline]
+    pub fn same_channel(&self, other: &Self) -> bool {
+        self.inner.same_channel(&other.inner)
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::closed`].
+    pub async fn closed(&self) {
+        self.inner.closed().await;
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::strong_count`].
+    #[inline]
+    pub fn strong_count(&self) -> usize {
+        self.inner.strong_count()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Sender::weak_count`].
+    #[inline]
+    pub fn weak_count(&self) -> usize {
+        self.inner.weak_count()
+    }
+
+    /// The channel's name in reports (lockscope's): the one given to [`channel_named`], or
+    /// the creation site's `file:line`.
+    pub fn name(&self) -> &str {
+        self.chan.name()
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        Sender {
+            inner: self.inner.clone(),
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+/// A sender that does not keep the channel open: wrapper for
+/// [`tokio::sync::broadcast::WeakSender`].
+pub struct WeakSender<T> {
+    inner: raw::WeakSender<T>,
+    chan: Arc<Channel>,
+}
+
+impl<T> WeakSender<T> {
+    /// Wrapper for [`tokio::sync::broadcast::WeakSender::upgrade`].
+    pub fn upgrade(&self) -> Option<Sender<T>> {
+        self.inner.upgrade().map(|inner| Sender {
+            inner,
+            chan: self.chan.clone(),
+        })
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::WeakSender::strong_count`].
+    #[inline]
+    pub fn strong_count(&self) -> usize {
+        self.inner.strong_count()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::WeakSender::weak_count`].
+    #[inline]
+    pub fn weak_count(&self) -> usize {
+        self.inner.weak_count()
+    }
+}
+
+impl<T> Clone for WeakSender<T> {
+    fn clone(&self) -> Self {
+        WeakSender {
+            inner: self.inner.clone(),
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for WeakSender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+/// Receiving half of a broadcast channel: wrapper for
+/// [`tokio::sync::broadcast::Receiver`]. A receive that has to wait is a wait the detector
+/// sees (an open one).
+pub struct Receiver<T> {
+    inner: raw::Receiver<T>,
+    chan: Arc<Channel>,
+}
+
+impl<T> Receiver<T> {
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::len`].
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::is_empty`].
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::same_channel`].
+    #[inline]
+    pub fn same_channel(&self, other: &Self) -> bool {
+        self.inner.same_channel(&other.inner)
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::sender_strong_count`].
+    #[inline]
+    pub fn sender_strong_count(&self) -> usize {
+        self.inner.sender_strong_count()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::sender_weak_count`].
+    #[inline]
+    pub fn sender_weak_count(&self) -> usize {
+        self.inner.sender_weak_count()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::is_closed`].
+    #[inline]
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// The channel's name in reports (lockscope's): the one given to [`channel_named`], or
+    /// the creation site's `file:line`.
+    pub fn name(&self) -> &str {
+        self.chan.name()
+    }
+}
+
+impl<T: Clone> Receiver<T> {
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::resubscribe`].
+    pub fn resubscribe(&self) -> Self {
+        Receiver {
+            inner: self.inner.resubscribe(),
+            chan: self.chan.clone(),
+        }
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::recv`]: a receive that has to wait is
+    /// a wait the detector sees (an open one).
+    #[track_caller]
+    pub fn recv(&mut self) -> impl Future<Output = Result<T, RecvError>> + '_ {
+        Waiting::new(
+            self.inner.recv(),
+            &self.chan,
+            ChanOp::Recv,
+            Location::caller(),
+        )
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::try_recv`].
+    #[inline]
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        self.inner.try_recv()
+    }
+
+    /// Wrapper for [`tokio::sync::broadcast::Receiver::blocking_recv`]: a wait that blocks
+    /// the thread, seen as such.
+    ///
+    /// # Panics
+    ///
+    /// As tokio's: inside an asynchronous execution context.
+    #[track_caller]
+    pub fn blocking_recv(&mut self) -> Result<T, RecvError> {
+        crate::tokio::assert_blocking_allowed();
+        chan_wait::block_on(
+            self.inner.recv(),
+            &self.chan,
+            ChanOp::Recv,
+            Location::caller(),
+        )
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
