@@ -5,8 +5,10 @@
 //! draws from a xorshift generator of the calling thread, seeded from the run's seed and the
 //! order in which threads first drew in this run: on a single-thread runtime, every decision
 //! of a run comes from one generator, so a seed replays the same sequence of decisions. Only
-//! the threads of the stressed test (and threads with no test, which a test may spawn) are
-//! perturbed; tests running beside it are left alone.
+//! the threads of the stressed test (its runtime's, and those it spawns through lockscope,
+//! which carry its scope) are perturbed; everything else in the process, a plain
+//! `#[tokio::test]` running beside it included, is left alone: perturbed or paused at a
+//! shared site, a plain test's latent deadlock would become real, with nothing to end it.
 //!
 //! Directed pauses: once a run reported a latent deadlock, its sites ([`latent_sites`]) become
 //! targets. An acquisition at a target site pauses (up to [`DIRECTED_BOUND`]) until it would
@@ -101,7 +103,7 @@ pub enum Perturb {
 #[cold]
 pub fn decide(site: &'static Location<'static>) -> Perturb {
     let scope = actor::current_scope();
-    if scope != 0 && scope != SCOPE.load(Relaxed) {
+    if scope != SCOPE.load(Relaxed) {
         return Perturb::Go;
     }
     if TARGETS.lock().iter().any(|t| t.is(site)) {
