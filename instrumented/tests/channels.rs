@@ -369,3 +369,81 @@ async fn a_lock_held_across_a_oneshot_reply_is_a_stuck_queue_naming_the_reply() 
     );
     caller.abort();
 }
+
+/// The wait-for graph (`/debug/graph`, the live view) shows the waits that are not for a
+/// primitive: a send waiting on a full channel, which its receiver's owner drains, and a
+/// join.
+#[tokio::test(flavor = "current_thread")]
+async fn the_graph_shows_channel_waits_and_joins() {
+    let _scope = arm("chan_graph", 60_000, 60_000);
+    let (tx, mut rx) = mpsc::channel_named::<u64>("graph_chan", 1);
+    tx.send(0).await.unwrap();
+    // This thread uses the receiver: it is the owner a waiting send waits for.
+    assert_eq!(rx.try_recv().unwrap(), 0);
+    tx.send(1).await.unwrap();
+    let sender = task::spawn(async move { tx.send(2).await.unwrap() });
+    let sleeper = task::spawn(std::future::pending::<()>());
+    let sleeper_id = sleeper.id();
+    let joiner = task::spawn(async move {
+        let _ = sleeper.await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let g = loop {
+        tokio::task::yield_now().await;
+        let g = lockscope::detector::graph();
+        let joins = g.wait_for_edges.iter().any(|e| e.relation == "joins");
+        let drained = g.wait_for_edges.iter().any(|e| e.relation == "drained_by");
+        if joins && drained {
+            break g;
+        }
+        assert!(Instant::now() < deadline, "{g:#?}");
+    };
+    let chan = g
+        .wait_for_nodes
+        .iter()
+        .find(|n| n.kind == "channel" && n.label.contains("\"graph_chan\""))
+        .unwrap_or_else(|| panic!("{g:#?}"));
+    assert!(
+        chan.label
+            .starts_with("mpsc channel \"graph_chan\" (created at instrumented/tests/channels.rs:"),
+        "{}",
+        chan.label
+    );
+    assert_eq!(chan.waiters_total, Some(1));
+    let waits: Vec<_> = g
+        .wait_for_edges
+        .iter()
+        .filter(|e| e.to == chan.id)
+        .collect();
+    assert_eq!(waits.len(), 1, "{g:#?}");
+    assert_eq!(waits[0].relation, "waits");
+    let drained = g
+        .wait_for_edges
+        .iter()
+        .find(|e| e.from == chan.id && e.relation == "drained_by")
+        .unwrap();
+    let owner = g
+        .wait_for_nodes
+        .iter()
+        .find(|n| n.id == drained.to)
+        .unwrap();
+    assert!(owner.label.starts_with("thread "), "{}", owner.label);
+    let join = g
+        .wait_for_edges
+        .iter()
+        .find(|e| e.relation == "joins")
+        .unwrap();
+    let target = g.wait_for_nodes.iter().find(|n| n.id == join.to).unwrap();
+    assert!(target.label.starts_with("task "), "{}", target.label);
+    assert!(
+        target.label.ends_with(&sleeper_id.to_string()),
+        "{}",
+        target.label
+    );
+    let dot = g.to_dot();
+    assert!(dot.contains("shape=parallelogram"), "{dot}");
+    for t in [sender, joiner] {
+        t.abort();
+    }
+    drop(rx);
+}

@@ -1,41 +1,47 @@
 //! `/debug/graph`: the current wait-for graph and the lock-order graph, as JSON or DOT.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::analysis::graph::lockorder::{self, OrderEdgeSnapshot};
 use crate::analysis::snapshot::{Listing, oldest_first};
+use crate::state::actor::ActorId;
+use crate::state::channels::{self, ChanOp};
+use crate::state::joins;
 use crate::state::prim::site_string;
 
 /// A node of the wait-for graph: a task/thread or a primitive.
 #[derive(Clone, Debug, Serialize)]
 pub struct WaitNode {
-    /// `actor:<raw id>` or `lock:<id>`.
+    /// `actor:<raw id>`, `lock:<id>` or `channel:<key>` (a channel, `Notify` or `Barrier`
+    /// someone waits on).
     pub id: String,
     /// Display label.
     pub label: String,
-    /// `actor` or `lock`.
+    /// `actor`, `lock` or `channel`.
     pub kind: &'static str,
     /// A lock's holders in all, drawn or not (`None` for an actor).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holders_total: Option<usize>,
-    /// A lock's waiters in all, drawn or not (`None` for an actor).
+    /// A lock's waiters in all, drawn or not, or a channel's waits now (`None` for an actor).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiters_total: Option<usize>,
 }
 
-/// An edge of the wait-for graph: actor waits for lock, or lock is held by actor.
+/// An edge of the wait-for graph: an actor waits for a lock or a channel, a lock is held by an
+/// actor, a full channel is drained by its receiver's owner, an actor joins another.
 #[derive(Clone, Debug, Serialize)]
 pub struct WaitEdge {
     /// Source node id.
     pub from: String,
     /// Target node id.
     pub to: String,
-    /// `waits` or `held_by`.
+    /// `waits`, `held_by`, `drained_by` or `joins`.
     pub relation: &'static str,
-    /// Call site of the acquisition.
+    /// Call site of the acquisition or wait (a `drained_by` edge: the channel's creation).
     pub site: String,
     /// Permits.
     pub permits: u32,
@@ -65,7 +71,7 @@ pub fn graph() -> GraphSnapshot {
 ///
 /// ```
 /// let g = lockscope_detector::graph_limited(0);
-/// assert!(g.wait_for_nodes.iter().all(|n| (n.kind == "lock") == n.waiters_total.is_some()));
+/// assert!(g.wait_for_nodes.iter().all(|n| (n.kind != "actor") == n.waiters_total.is_some()));
 /// ```
 pub fn graph_limited(limit: usize) -> GraphSnapshot {
     let state = Listing::capture(limit, true);
@@ -77,7 +83,7 @@ pub fn graph_limited(limit: usize) -> GraphSnapshot {
         .collect();
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
-    let mut actors = std::collections::BTreeMap::new();
+    let mut actors = BTreeMap::new();
     for p in &state.prims {
         if p.holds.is_empty() && p.waiters_total == 0 {
             continue;
@@ -125,6 +131,7 @@ pub fn graph_limited(limit: usize) -> GraphSnapshot {
             });
         }
     }
+    other_waits(&mut nodes, &mut edges, &mut actors);
     for (id, label) in actors {
         nodes.push(WaitNode {
             id: format!("actor:{id}"),
@@ -141,6 +148,69 @@ pub fn graph_limited(limit: usize) -> GraphSnapshot {
     }
 }
 
+/// The waits that are not for a primitive: a join (`joins`, from the joiner to each task or
+/// thread that can end it) and a wait on a channel, `Notify` or `Barrier` (a `channel:` node,
+/// which the waiter `waits` for; a send into a full bounded channel is `drained_by` the
+/// receiver's owner, the one actor that can make room). Few at a time (only waits that
+/// happen are recorded), so all are drawn.
+fn other_waits(
+    nodes: &mut Vec<WaitNode>,
+    edges: &mut Vec<WaitEdge>,
+    actors: &mut BTreeMap<u64, String>,
+) {
+    let actor = |a: ActorId| format!("actor:{}", a.as_u64());
+    for j in joins::snapshot() {
+        actors.insert(j.waiter.as_u64(), j.waiter.describe());
+        for &(target, _) in &j.targets {
+            actors.insert(target.as_u64(), target.describe());
+            edges.push(WaitEdge {
+                from: actor(j.waiter),
+                to: actor(target),
+                relation: "joins",
+                site: site_string(j.site),
+                permits: 0,
+            });
+        }
+    }
+    let mut chans: BTreeMap<usize, (String, usize)> = BTreeMap::new();
+    for w in channels::snapshot() {
+        // The record's address names the channel while it lives (every handle shares it).
+        let key = Arc::as_ptr(&w.chan) as usize;
+        let cid = format!("channel:{key}");
+        chans.entry(key).or_insert_with(|| (w.chan.noun(), 0)).1 += 1;
+        actors.insert(w.waiter.as_u64(), w.waiter.describe());
+        edges.push(WaitEdge {
+            from: actor(w.waiter),
+            to: cid.clone(),
+            relation: "waits",
+            site: site_string(w.site),
+            permits: 1,
+        });
+        if let (ChanOp::Send, Some(owner), false) = (w.op, w.owner, w.receiver_gone)
+            && w.chan.capacity().is_some()
+            && owner != w.waiter
+        {
+            actors.insert(owner.as_u64(), owner.describe());
+            edges.push(WaitEdge {
+                from: cid,
+                to: actor(owner),
+                relation: "drained_by",
+                site: site_string(w.chan.created_at()),
+                permits: 0,
+            });
+        }
+    }
+    for (key, (label, waiters)) in chans {
+        nodes.push(WaitNode {
+            id: format!("channel:{key}"),
+            label,
+            kind: "channel",
+            holders_total: None,
+            waiters_total: Some(waiters),
+        });
+    }
+}
+
 impl GraphSnapshot {
     /// Graphviz DOT: the wait-for graph and the lock-order graph as two clusters.
     pub fn to_dot(&self) -> String {
@@ -148,7 +218,11 @@ impl GraphSnapshot {
         let mut out = String::from("digraph lockscope {\n  rankdir=LR;\n");
         out.push_str("  subgraph cluster_wait_for {\n    label=\"wait-for\";\n");
         for n in &self.wait_for_nodes {
-            let shape = if n.kind == "lock" { "box" } else { "ellipse" };
+            let shape = match n.kind {
+                "lock" => "box",
+                "channel" => "parallelogram",
+                _ => "ellipse",
+            };
             let _ = writeln!(
                 out,
                 "    {} [label={}, shape={shape}];",
@@ -157,7 +231,7 @@ impl GraphSnapshot {
             );
         }
         for e in &self.wait_for_edges {
-            let style = if e.relation == "waits" {
+            let style = if matches!(e.relation, "waits" | "joins") {
                 "dashed"
             } else {
                 "solid"

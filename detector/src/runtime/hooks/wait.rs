@@ -182,18 +182,9 @@ pub(super) fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool)
     }
     let (since_ns, precise) = wait_start(prim, precise || timed || prim.kind.is_blocking());
     let rec = WaiterRec {
-        seq: 0,
-        actor,
-        thread,
-        site: acq.site(),
-        since_ns,
-        permits: acq.permits(),
-        mode: acq.mode(),
         timed,
-        owned: acq.flags() & FLAG_MOVABLE != 0,
-        scope: actor::current_scope(),
         on_worker,
-        retries: 0,
+        ..new_wait(prim, actor, &acq, since_ns, actor::current_scope()).record(thread)
     };
     let seq = {
         let mut q = prim.waiters.lock();
@@ -254,7 +245,15 @@ pub(super) fn wait_begin_quick(
         return None;
     }
     let (since_ns, precise) = wait_start(prim, precise);
-    let w = held::NewWait {
+    let w = new_wait(prim, actor, &acq, since_ns, l.scope.get());
+    let (slot, _) = held::wait_push(l, &w)?;
+    Some(Waiting::in_slot(slot, since_ns, precise))
+}
+
+/// `actor`'s wait for `prim` as `acq` asks, from `since_ns`, in test scope `scope`: what a wait
+/// slot records, and what the primitive's queue records with a few more fields.
+fn new_wait(prim: &Prim, actor: ActorId, acq: &Acq, since_ns: u64, scope: u32) -> held::NewWait {
+    held::NewWait {
         prim: prim.id.0,
         actor,
         site: acq.site(),
@@ -262,10 +261,8 @@ pub(super) fn wait_begin_quick(
         permits: acq.permits(),
         mode: acq.mode(),
         owned: acq.flags() & FLAG_MOVABLE != 0,
-        scope: l.scope.get(),
-    };
-    let (slot, _) = held::wait_push(l, &w)?;
-    Some(Waiting::in_slot(slot, since_ns, precise))
+        scope,
+    }
 }
 
 /// Takes the waiter off the books; `gave_up`: it ends without a grant (a timeout, a cancelled

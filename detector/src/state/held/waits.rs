@@ -97,21 +97,23 @@ impl WaitSlot {
         }
         // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
         let site = unsafe { &*site };
-        let rec = WaiterRec {
-            seq,
+        let wait = NewWait {
+            prim,
             actor: ActorId::from_u64(actor)?,
-            thread,
             site,
             since_ns,
             permits: meta_permits(meta),
             mode: meta_mode(meta),
-            timed: false,
             owned: meta_flags(meta) & FLAG_MOVABLE != 0,
             scope,
-            on_worker: false,
-            retries: 0,
         };
-        Some((prim, rec))
+        Some((
+            prim,
+            WaiterRec {
+                seq,
+                ..wait.record(thread)
+            },
+        ))
     }
 }
 
@@ -125,6 +127,27 @@ pub(crate) struct NewWait {
     pub(crate) mode: Mode,
     pub(crate) owned: bool,
     pub(crate) scope: u32,
+}
+
+impl NewWait {
+    /// The queue's record of this wait, begun on lockscope thread `thread`: not numbered yet
+    /// (the queue numbers it), untimed, not on an async worker, no retry seen.
+    pub(crate) fn record(&self, thread: u64) -> WaiterRec {
+        WaiterRec {
+            seq: 0,
+            actor: self.actor,
+            thread,
+            site: self.site,
+            since_ns: self.since_ns,
+            permits: self.permits,
+            mode: self.mode,
+            timed: false,
+            owned: self.owned,
+            scope: self.scope,
+            on_worker: false,
+            retries: 0,
+        }
+    }
 }
 
 /// Where a wait lives, so that whichever thread ends it can clear it: one pointer (tables are

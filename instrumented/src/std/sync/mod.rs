@@ -1,4 +1,4 @@
-//! Drop-in replacements for `std::sync::{Mutex, RwLock, Condvar}`.
+//! Drop-in replacements for `std::sync::{Mutex, RwLock, Condvar}` and `std::sync::mpsc`.
 //!
 //! Swap `use std::sync::{Mutex, RwLock, Condvar};` for
 //! `use lockscope::std::sync::{Mutex, RwLock, Condvar};` and nothing else changes: the same
@@ -113,6 +113,8 @@ mod condvar;
 mod guard;
 mod mutex;
 mod rwlock;
+
+pub mod mpsc;
 
 pub use condvar::Condvar;
 pub use guard::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
