@@ -210,10 +210,12 @@ impl<T> Receiver<T> {
         self.inner.has_changed()
     }
 
-    /// Wrapper for [`tokio::sync::watch::Receiver::is_closed`].
+    /// Wrapper for `tokio::sync::watch::Receiver::is_closed` (tokio 1.54 and later): whether
+    /// every sender is gone. Answered through `has_changed`, which fails exactly then, so that
+    /// it exists with every tokio lockscope accepts (from 1.47).
     #[inline]
     pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
+        self.inner.has_changed().is_err()
     }
 
     /// Wrapper for [`tokio::sync::watch::Receiver::mark_changed`].
