@@ -207,7 +207,7 @@ async fn backpressure_with_no_lock_held_across_send_is_silent() {
 async fn a_select_of_send_and_a_timer_while_holding_a_lock_is_silent() {
     let m = Arc::new(Mutex::named("neg_chan_select", 0));
     let (tx, rx) = mpsc::channel_named("neg_chan_select", 1);
-    let _consumer = consumer(m.clone(), rx);
+    let consumer = consumer(m.clone(), rx);
     for _ in 0..100 {
         let g = m.lock().await;
         let mut sent = 0;
@@ -223,6 +223,10 @@ async fn a_select_of_send_and_a_timer_while_holding_a_lock_is_silent() {
         );
         drop(g);
     }
+    // The consumer drains and ends, its guard dropped before the test ends (a guard still
+    // held by a task at the end of an armed test is a leak).
+    drop(tx);
+    consumer.await.unwrap();
 }
 
 /// A send raced against a lockscope lock wait (which the detector sees) for longer than its
@@ -232,7 +236,7 @@ async fn a_select_of_send_and_a_lock_while_holding_a_lock_is_silent() {
     let m = Arc::new(Mutex::named("neg_chan_select_lock", 0));
     let other = Arc::new(Mutex::named("neg_chan_select_other", 0));
     let (tx, rx) = mpsc::channel_named("neg_chan_select_lock", 1);
-    let _consumer = consumer(m.clone(), rx);
+    let consumer = consumer(m.clone(), rx);
     let g = m.lock().await;
     tx.send(1).await.unwrap();
     tx.send(1).await.unwrap();
@@ -247,6 +251,8 @@ async fn a_select_of_send_and_a_lock_while_holding_a_lock_is_silent() {
     }
     drop(g);
     release.await.unwrap();
+    drop(tx);
+    consumer.await.unwrap();
 }
 
 /// The receiver, last used by one task that then waits for the held lock, is handed to a new
