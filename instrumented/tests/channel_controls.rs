@@ -1,10 +1,7 @@
 //! The negative controls of `channels.rs`, each an armed `#[lockscope::test]` that must stay
 //! silent: backpressure, a `select!` with a timer or a lock, a receiver handed on, many cloned
-//! senders, a closed or dropped receiver. In a binary of their own: the tests of
-//! `channels.rs` that wait for a finding call the analysis every 20 ms, and two analyses that
-//! close together both saw one short send wait (a `select!`'s, about to lose to its timer),
-//! which the deadlock rule took for a confirmed deadlock (see the closing note of
-//! 2026-12-03: the confirmation should ask for time between its two looks).
+//! senders, a closed or dropped receiver. In a binary of their own, so that no other test's
+//! analyses run beside them but those they start themselves.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -71,10 +68,9 @@ async fn backpressure_with_no_lock_held_across_send_is_silent() {
 /// wins, the lock is released, the consumer drains. 100 rounds, each sending until the timer
 /// wins; it must within three sends, since the consumer can take at most one value before it
 /// waits for the held lock and the channel holds one more.
-#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_select_of_send_and_a_timer_while_holding_a_lock_is_silent() {
-    let m = Arc::new(Mutex::named("neg_chan_select", 0));
-    let (tx, rx) = mpsc::channel_named("neg_chan_select", 1);
+async fn select_send_against_a_timer(name: &str) {
+    let m = Arc::new(Mutex::named(name, 0));
+    let (tx, rx) = mpsc::channel_named(name, 1);
     let consumer = consumer(m.clone(), rx);
     for _ in 0..100 {
         let g = m.lock().await;
@@ -95,6 +91,33 @@ async fn a_select_of_send_and_a_timer_while_holding_a_lock_is_silent() {
     // held by a task at the end of an armed test is a leak).
     drop(tx);
     consumer.await.unwrap();
+}
+
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_of_send_and_a_timer_while_holding_a_lock_is_silent() {
+    select_send_against_a_timer("neg_chan_select").await;
+}
+
+/// The same, with the analysis run back to back on a thread beside it (as a test waiting for
+/// a finding does): two looks a moment apart both see one send wait about to lose to its
+/// timer, and the deadlock rule must not take them for two ticks.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_of_send_and_a_timer_is_silent_however_often_the_analysis_runs() {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let analyses = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                lockscope::detector::check_now();
+                n += 1;
+            }
+            n
+        }
+    });
+    select_send_against_a_timer("neg_chan_select_hammered").await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(analyses.join().unwrap() > 100, "the analyses did not run");
 }
 
 /// A send raced against a lockscope lock wait (which the detector sees) for longer than its

@@ -2,8 +2,11 @@
 //!
 //! Builds the wait-for model from a [`State`], reduces it (see [`crate::analysis::graph::waitfor`]),
 //! splits what stays blocked into connected groups, and reports a group once it has been seen
-//! blocked, with the same waits and no progress on its primitives, on two consecutive ticks:
-//! a snapshot is not atomic, and a torn one could show a cycle that never existed.
+//! blocked, with the same waits and no progress on its primitives, on two consecutive looks,
+//! the second when its youngest wait is at least a tick old: a snapshot is not atomic, and a
+//! torn one could show a cycle that never existed; and two looks close together (a test may
+//! run the analysis as often as it likes) could both see a wait that was about to end (a
+//! `select!`'s send, raced against a short timer the detector cannot see).
 //!
 //! A report names the group's knot (the actors whose waits close it, see
 //! [`waitfor::Reduction::knot`]) and counts the rest as waiting behind it.
@@ -308,6 +311,38 @@ pub(crate) struct Deadlock {
     pub(crate) confirmed_prims: HashSet<u64>,
     /// Keys of findings that still hold.
     pub(crate) active: HashSet<String>,
+    /// How old (precise ns) a group's youngest wait must be to confirm it: the watchdog's
+    /// tick, so that a wait is confirmed only once it has outlasted a tick however often the
+    /// analysis runs. Zero in unit tests that build their own states.
+    pub(crate) min_age_ns: u64,
+}
+
+/// The age (precise ns) of the youngest of `g`'s waits in `state`: its prim waits, joins and
+/// channel sends. `u64::MAX` for a group with none (kept blocked by the executor alone).
+fn youngest_wait(state: &State, g: &Group) -> u64 {
+    let prim_waits = state.prims.iter().flat_map(|p| {
+        let id = p.prim.id().0;
+        p.waiters
+            .iter()
+            .filter(move |w| g.waits.contains(&(id, w.seq)))
+            .map(|w| w.since_ns)
+    });
+    let joins = state
+        .joins
+        .iter()
+        .filter(|j| g.joins.contains(&j.seq))
+        .map(|j| j.since_ns);
+    let chans = state
+        .chan_waits
+        .iter()
+        .filter(|c| g.chans.contains(&c.seq))
+        .map(|c| c.since_ns);
+    prim_waits
+        .chain(joins)
+        .chain(chans)
+        .map(|since| state.now_precise.saturating_sub(since))
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 impl Rule for Deadlock {
@@ -329,7 +364,8 @@ impl Rule for Deadlock {
                 .filter_map(|id| state.get(*id).map(|p| (*id, p.progress)))
                 .collect();
             let id = (g.waits.clone(), g.joins.clone(), g.chans.clone());
-            let confirmed = self.pending.get(&id) == Some(&progress);
+            let confirmed = self.pending.get(&id) == Some(&progress)
+                && youngest_wait(state, &g) >= self.min_age_ns;
             next.insert(id, progress);
             if confirmed {
                 self.confirmed_waits.extend(g.waits.iter().copied());

@@ -117,7 +117,8 @@ fn write_stderr(text: &str) {
 }
 
 /// Runs one analysis now, on the calling thread: deadlocks (confirmed over two calls, as over
-/// two ticks), stuck queues, starvation and leaks. Returns how many new findings it made.
+/// two ticks, once the waits are a tick old: two calls in a row confirm only waits that began
+/// a tick or more before), stuck queues, starvation and leaks. Returns how many new findings it made.
 ///
 /// The watchdog thread does this every tick; tests and tools may call it to be deterministic.
 pub fn check_now() -> usize {
@@ -139,6 +140,7 @@ fn tick_once() -> usize {
     ));
     let mut new = 0;
     let mut deadlocks = Vec::new();
+    rules.deadlock.min_age_ns = tick.as_nanos() as u64;
     for v in rules.deadlock.check(&state) {
         if let Verdict::Found(f) = v {
             deadlocks.push((*f).clone());

@@ -92,6 +92,50 @@ fn an_abba_is_confirmed_on_the_second_look_and_reported() {
     assert!(rule.active.contains(&format!("deadlock:{}", f.key())));
 }
 
+/// Two looks in a row (a test may run the analysis as often as it likes) do not confirm a
+/// cycle whose youngest wait is younger than a tick: it may be a `select!`'s send about to
+/// lose to a timer. The same waits, once a tick old, are confirmed on the next look; a group
+/// made of an old wait and a young one waits for the young one.
+#[test]
+fn a_cycle_younger_than_a_tick_is_not_confirmed_however_often_it_is_looked_at() {
+    let scope = Scope::arm(10_000, 10_000, None);
+    let a = scope.prim("dl/young_a", PrimKind::Mutex, 1);
+    let b = scope.prim("dl/young_b", PrimKind::Mutex, 1);
+    let prims = |since_a, since_b| {
+        vec![
+            at(
+                &a,
+                vec![hold(&a, task(1), Mode::Exclusive, 1, 0)],
+                vec![wait(task(2), 1, Mode::Exclusive, 1, since_a)],
+            ),
+            at(
+                &b,
+                vec![hold(&b, task(2), Mode::Exclusive, 1, 0)],
+                vec![wait(task(1), 1, Mode::Exclusive, 1, since_b)],
+            ),
+        ]
+    };
+    let mut rule = Deadlock {
+        min_age_ns: 100 * MS,
+        ..Deadlock::default()
+    };
+    // Both waits began 10 ms before the first look; three looks 1 ms apart confirm nothing.
+    for now in [1_000, 1_001, 1_002] {
+        let s = state(prims(990 * MS, 990 * MS), &scope, now * MS);
+        assert!(
+            matches!(rule.check(&s)[..], [Verdict::Recheck]),
+            "at {now} ms"
+        );
+        assert!(rule.active.is_empty());
+    }
+    // One wait is a tick old, the other is not: still a candidate.
+    let s = state(prims(890 * MS, 990 * MS), &scope, 1_080 * MS);
+    assert!(matches!(rule.check(&s)[..], [Verdict::Recheck]));
+    // Both are: confirmed.
+    let s = state(prims(890 * MS, 990 * MS), &scope, 1_090 * MS);
+    assert_eq!(crate::rules::testkit::found(rule.check(&s)).len(), 1);
+}
+
 /// A two-task cycle with six untimed waiters queued on its locks (three of them ahead of
 /// the cycle's own wait): the report names the two that close it and counts the six as
 /// waiting behind it, in the summary, the text and the JSON (a field of its own, left out
