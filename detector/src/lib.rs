@@ -144,7 +144,9 @@ pub use analysis::snapshot::{HolderSnapshot, LockSnapshot, WaiterSnapshot, locks
 pub use base::stats::{BUCKETS_SECONDS, HistogramSnapshot, StatsSnapshot};
 pub use base::ticks::watchdog_ticks;
 pub use config::{Config, ConfigError, Mode, enabled, set_enabled};
-pub use model::finding::{Access, ActorReport, Finding, FindingKind, OrderEdge, PrimRef};
+pub use model::finding::{
+    Access, ActorReport, AwaitTrace, Finding, FindingKind, OrderEdge, PrimRef,
+};
 pub use model::level::{Level, LockLevel};
 pub use model::prim::{NameError, PrimKind, PrimitiveId, validate_name};
 pub use report::finding::{

@@ -68,6 +68,7 @@ pub(crate) fn run_armed<F: Future>(
     // This thread drives the body: the model learns that the body can only run here, and,
     // on a multi-thread runtime, that once parked it needs a worker to wake it.
     let block_on = executor::enter_block_on(key, rt.handle());
+    let _traced = crate::runtime::traced(rt.handle());
     let deadlock = scope.deadlock();
     let outcome = rt.block_on(async {
         let mut body = pin!(body);

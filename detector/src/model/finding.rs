@@ -175,6 +175,11 @@ pub struct Finding {
     /// Further explanation, one line each (e.g. the locking scenario table).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// For a `deadlock` among tasks: where each task of the knot is suspended, as tokio's
+    /// task dump tells it (builds with `--cfg tokio_unstable` and lockscope's `taskdump`
+    /// feature, in `#[lockscope::test]`). Left out of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<AwaitTrace>,
     /// Every call site named, in order of appearance.
     pub sites: Vec<String>,
     /// A one-line suggested fix.
@@ -189,6 +194,20 @@ pub struct Finding {
     pub(crate) scopes: Vec<u32>,
     #[serde(skip)]
     pub(crate) prim_ids: Vec<PrimitiveId>,
+    /// Its actors' await traces may be taken: a deadlock among tasks, not one through the
+    /// executor (whose blocked workers a task dump would wait for).
+    #[serde(skip)]
+    pub(crate) traceable: bool,
+}
+
+/// Where a task named in a finding is suspended: its await trace, from tokio's task dump.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct AwaitTrace {
+    /// The task, as named in the finding's actors (`task 12`).
+    pub actor: String,
+    /// The trace as tokio prints it: one line per future on the path to the `.await` it is
+    /// suspended at, innermost last.
+    pub trace: String,
 }
 
 impl Finding {
@@ -202,6 +221,7 @@ impl Finding {
             behind: Vec::new(),
             orders: Vec::new(),
             details: Vec::new(),
+            traces: Vec::new(),
             sites: Vec::new(),
             fix: String::new(),
             first_seen_unix_ms: clock::unix_ms(),
@@ -209,6 +229,7 @@ impl Finding {
             key,
             scopes: Vec::new(),
             prim_ids: Vec::new(),
+            traceable: false,
         }
     }
 
@@ -274,6 +295,12 @@ impl std::fmt::Display for Finding {
         }
         for d in &self.details {
             let _ = writeln!(out, "  {d}");
+        }
+        for t in &self.traces {
+            let _ = writeln!(out, "  await trace of {}:", t.actor);
+            for line in t.trace.lines().filter(|l| !l.trim().is_empty()) {
+                let _ = writeln!(out, "    {line}");
+            }
         }
         if !self.primitives.is_empty() {
             let _ = writeln!(out, "  primitives:");

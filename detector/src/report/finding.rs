@@ -93,6 +93,14 @@ pub(crate) fn report(mut f: Finding) -> bool {
     true
 }
 
+/// Whether a finding with `f`'s kind and key was reported before (and is still kept).
+pub(crate) fn known(f: &Finding) -> bool {
+    STORE
+        .lock()
+        .by_key
+        .contains_key(&format!("{}:{}", f.kind, f.key))
+}
+
 /// Reports each of `found` (see [`report`]): how the runtime hands a rule's verdicts on.
 pub(crate) fn report_all(found: impl IntoIterator<Item = Finding>) {
     for f in found {

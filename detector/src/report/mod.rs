@@ -6,3 +6,4 @@ pub(crate) mod dump;
 pub mod finding;
 pub mod metrics;
 pub mod scopes;
+pub(crate) mod traces;

@@ -567,6 +567,7 @@ pub fn report(state: &State, g: &Group) -> Finding {
         );
     }
     f.details.extend(stuck_on_executor.iter().skip(1).cloned());
+    f.traceable = stuck_on_executor.is_empty();
     f.fix = if !stuck_on_executor.is_empty() && joined_names.is_empty() && chan_names.is_empty() {
         "do not hold a blocking guard across an .await: drop it before awaiting, or use lockscope::tokio::Mutex (an async lock) for data shared across .await; run long blocking waits in tokio::task::spawn_blocking".into()
     } else if !chan_names.is_empty() {

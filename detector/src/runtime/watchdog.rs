@@ -142,7 +142,11 @@ fn tick_once() -> usize {
     let mut deadlocks = Vec::new();
     rules.deadlock.min_age_ns = tick.as_nanos() as u64;
     for v in rules.deadlock.check(&state) {
-        if let Verdict::Found(f) = v {
+        if let Verdict::Found(mut f) = v {
+            // A new deadlock only: the rule finds a standing one again on every tick.
+            if !finding::known(&f) {
+                crate::report::traces::attach(&mut f);
+            }
             deadlocks.push((*f).clone());
             if finding::report(*f) {
                 new += 1;

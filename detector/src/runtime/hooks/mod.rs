@@ -51,6 +51,7 @@ pub use wait::{
 };
 
 pub use crate::model::acq::Acq;
+pub use crate::report::traces::{Tracer, set_task_tracer};
 
 pub use crate::base::config::enabled;
 pub use crate::runtime::cell::PrimCell;
