@@ -13,15 +13,13 @@
 //! A channel made for `/metrics` ([`Channel::metered`]) also carries a [`Meter`], listed in a
 //! sharded registry until the record is dropped: see "Metrics" below.
 
-use std::collections::HashMap;
 use std::panic::Location;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
-
-use parking_lot::Mutex;
 
 use crate::model::prim::{clean_name, site_name, site_string};
 use crate::state::actor::{self, ActorId};
+use crate::state::wait_table::WaitTable;
 
 mod meter;
 use meter::observe_wait;
@@ -197,11 +195,7 @@ impl ChanWaitView {
     }
 }
 
-const SHARDS: usize = 16;
-
-static WAITS: LazyLock<[Mutex<HashMap<u64, ChanWaitRec>>; SHARDS]> =
-    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
-static NEXT: AtomicU64 = AtomicU64::new(1);
+static WAITS: WaitTable<ChanWaitRec> = WaitTable::new();
 
 /// Records a channel wait of the current actor; returns its number, for [`end`].
 pub fn begin(
@@ -211,8 +205,7 @@ pub fn begin(
     blocking: bool,
     since_ns: u64,
 ) -> u64 {
-    let seq = NEXT.fetch_add(1, Ordering::Relaxed);
-    let rec = ChanWaitRec {
+    WAITS.insert(ChanWaitRec {
         chan,
         op,
         waiter: actor::current(),
@@ -221,15 +214,13 @@ pub fn begin(
         site,
         since_ns,
         scope: actor::current_scope(),
-    };
-    WAITS[seq as usize % SHARDS].lock().insert(seq, rec);
-    seq
+    })
 }
 
 /// The wait numbered `seq` completed, or its future was dropped: it leaves the books, and
 /// its time is counted in its channel's wait histogram if the channel is metered.
 pub fn end(seq: u64) {
-    let rec = WAITS[seq as usize % SHARDS].lock().remove(&seq);
+    let rec = WAITS.remove(seq);
     // Outside the shard's lock: the record may hold the channel's last reference.
     if let Some(rec) = rec {
         observe_wait(&rec.chan, rec.op, rec.since_ns);
@@ -239,10 +230,8 @@ pub fn end(seq: u64) {
 /// Every channel wait in progress, by number.
 pub fn snapshot() -> Vec<ChanWaitView> {
     let mut out = Vec::new();
-    for shard in WAITS.iter() {
-        let recs: Vec<(u64, ChanWaitRec)> =
-            shard.lock().iter().map(|(s, r)| (*s, r.clone())).collect();
-        for (seq, r) in recs {
+    for (seq, r) in WAITS.snapshot() {
+        {
             out.push(ChanWaitView {
                 seq,
                 owner: ActorId::from_u64(r.chan.owner.load(Ordering::Relaxed)),
@@ -259,7 +248,6 @@ pub fn snapshot() -> Vec<ChanWaitView> {
             });
         }
     }
-    out.sort_by_key(|w| w.seq);
     out
 }
 

@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::panic::Location;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
 use crate::state::actor::ActorId;
+use crate::state::wait_table::WaitTable;
 
 /// A spawned thread's actor, published by the thread itself when it starts (it gets its
 /// lockscope number then); 0 until it has started.
@@ -150,11 +151,7 @@ pub struct JoinView {
     pub scope: u32,
 }
 
-const SHARDS: usize = 16;
-
-static JOINS: LazyLock<[Mutex<HashMap<u64, JoinRec>>; SHARDS]> =
-    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
-static NEXT: AtomicU64 = AtomicU64::new(1);
+static JOINS: WaitTable<JoinRec> = WaitTable::new();
 
 /// What a join was: whom it waited for and where it was spawned, kept for
 /// [`begin`]'s caller.
@@ -179,8 +176,7 @@ pub struct NewJoin {
 
 /// Records a join that has to wait; returns its number, for [`end`].
 pub fn begin(j: NewJoin) -> u64 {
-    let seq = NEXT.fetch_add(1, Ordering::Relaxed);
-    let rec = JoinRec {
+    JOINS.insert(JoinRec {
         waiter: j.waiter,
         thread: j.thread,
         blocking: j.blocking,
@@ -189,22 +185,19 @@ pub fn begin(j: NewJoin) -> u64 {
         site: j.site,
         since_ns: j.since_ns,
         scope: j.scope,
-    };
-    JOINS[seq as usize % SHARDS].lock().insert(seq, rec);
-    seq
+    })
 }
 
 /// The join numbered `seq` returned, or its future was dropped.
 pub fn end(seq: u64) {
-    JOINS[seq as usize % SHARDS].lock().remove(&seq);
+    JOINS.remove(seq);
 }
 
 /// Every join in progress, by number.
 pub fn snapshot() -> Vec<JoinView> {
     let mut out = Vec::new();
-    for shard in JOINS.iter() {
-        let recs: Vec<(u64, JoinRec)> = shard.lock().iter().map(|(s, r)| (*s, r.clone())).collect();
-        for (seq, r) in recs {
+    for (seq, r) in JOINS.snapshot() {
+        {
             let (targets, set) = match &r.target {
                 JoinTarget::Task(a) => (vec![(*a, r.spawned_at)], None),
                 JoinTarget::Thread(s) => (
@@ -226,7 +219,6 @@ pub fn snapshot() -> Vec<JoinView> {
             });
         }
     }
-    out.sort_by_key(|j| j.seq);
     out
 }
 

@@ -12,4 +12,5 @@ pub mod joins;
 pub mod prim;
 pub(crate) mod tls;
 pub mod wait;
+pub(crate) mod wait_table;
 pub(crate) mod worker;
