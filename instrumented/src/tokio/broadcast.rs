@@ -27,7 +27,6 @@
 //! # }
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
@@ -37,6 +36,7 @@ use lockscope_detector::hooks::{ChanOp, Channel};
 use tokio::sync::broadcast as raw;
 
 use super::chan_wait::{self, Waiting};
+use crate::chan_handle::handle_impls;
 
 /// tokio's own error types, re-exported unchanged.
 pub use tokio::sync::broadcast::error;
@@ -178,21 +178,6 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Self {
-        Sender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
-
 /// A sender that does not keep the channel open: wrapper for
 /// [`tokio::sync::broadcast::WeakSender`].
 pub struct WeakSender<T> {
@@ -219,21 +204,6 @@ impl<T> WeakSender<T> {
     #[inline]
     pub fn weak_count(&self) -> usize {
         self.inner.weak_count()
-    }
-}
-
-impl<T> Clone for WeakSender<T> {
-    fn clone(&self) -> Self {
-        WeakSender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for WeakSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
     }
 }
 
@@ -359,8 +329,5 @@ impl<T: Clone> Receiver<T> {
     }
 }
 
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
+handle_impls!(Clone, Debug for Sender, WeakSender);
+handle_impls!(Debug for Receiver);

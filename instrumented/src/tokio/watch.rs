@@ -26,7 +26,6 @@
 //! # }
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
@@ -35,6 +34,7 @@ use lockscope_detector::hooks::{ChanOp, Channel};
 use tokio::sync::watch as raw;
 
 use super::chan_wait::Waiting;
+use crate::chan_handle::handle_impls;
 
 /// tokio's own borrow of the value, re-exported unchanged.
 pub use tokio::sync::watch::Ref;
@@ -165,25 +165,10 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Self {
-        Sender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
 impl<T: Default> Default for Sender<T> {
     #[track_caller]
     fn default() -> Self {
         Sender::new(T::default())
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
     }
 }
 
@@ -274,17 +259,4 @@ impl<T> Receiver<T> {
     }
 }
 
-impl<T> Clone for Receiver<T> {
-    fn clone(&self) -> Self {
-        Receiver {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
+handle_impls!(Clone, Debug(T: Debug) for Sender, Receiver);
