@@ -40,9 +40,10 @@
 //! starts at the channel's sent count when it subscribes, and moves by what each receive
 //! returns (a value: one; `Lagged(n)`: the `n` values it skipped). The sent count is added
 //! before tokio's send (and taken back if it fails), so a send racing a subscription can only
-//! make that receiver's count too high, never too low: the depth may read low by such a race,
-//! never show a backlog that is not there. tokio keeps up to the capacity rounded up to a power
-//! of two, and so may the depth; the capacity gauge is the capacity given.
+//! make that receiver's count too high, never too low: such a race can make the depth read low
+//! while that receiver lives, never high (a send in progress during a scrape may be counted
+//! one scrape early, as for `mpsc`). tokio keeps up to the capacity rounded up to a power of
+//! two, and so may the depth; the capacity gauge is the capacity given.
 //!
 //! A `watch` channel holds one value, replaced by each send: nothing queues, no send waits, so
 //! its depth is always 0 and its capacity 1; what it shows is its receive waits (`changed`,
