@@ -74,8 +74,6 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use std::sync::Weak;
-
 use super::{ChanOp, Channel};
 use crate::base::stats::{Histogram, HistogramSnapshot};
 use crate::base::{clock, config, names};
@@ -87,6 +85,10 @@ use crate::state::prim;
 #[derive(Default)]
 struct Line<T>(T);
 
+mod readers;
+pub use readers::ChannelReader;
+use readers::Readers;
+
 /// How a channel's depth is read from its counts.
 enum DepthOf {
     /// One receiver (`mpsc`): delivered minus taken, at most the capacity.
@@ -94,13 +96,7 @@ enum DepthOf {
     /// Many receivers, each with its own count (`broadcast`): delivered minus what the slowest
     /// live one took, at most `held` (what tokio keeps: the capacity rounded up to a power of
     /// two).
-    Slowest {
-        /// std's lock, not parking_lot's: a channel's handles are `RefUnwindSafe` (as
-        /// tokio's are), and so must be the record they share. Nothing here can panic while
-        /// it is held, so a poisoned lock is taken as it is.
-        readers: std::sync::Mutex<Vec<Weak<ReaderLine>>>,
-        held: u64,
-    },
+    Slowest { readers: Readers, held: u64 },
     /// Nothing queues (`watch`): always 0.
     Nothing,
 }
@@ -137,76 +133,13 @@ impl Meter {
             }
             DepthOf::Slowest { readers, held } => {
                 let sent = self.sent.0.load(Relaxed);
-                let slowest = lock(readers)
-                    .iter()
-                    .filter_map(Weak::upgrade)
-                    .map(|r| r.taken.0.load(Relaxed))
-                    .min();
                 // No live receiver: tokio keeps nothing for anyone.
-                slowest.map_or(0, |taken| sent.saturating_sub(taken).min(*held))
+                readers
+                    .fewest_taken()
+                    .map_or(0, |taken| sent.saturating_sub(taken).min(*held))
             }
             DepthOf::Nothing => 0,
         }
-    }
-}
-
-/// `readers`, locked (see [`DepthOf::Slowest`]).
-fn lock<T>(readers: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    readers
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One receiver's count of the values it took (or skipped), alone on its cache line: the
-/// receiver writes it, the scrape reads it.
-struct ReaderLine {
-    taken: Line<AtomicU64>,
-}
-
-/// One receiver of a metered `broadcast` channel, for the channel's depth: what it took, on
-/// a cache line only it writes. Made by [`Channel::reader`] when the receiver is (a
-/// subscription, a resubscription), dropped with it; does nothing for a channel that is not
-/// metered.
-///
-/// ```
-/// # use std::panic::Location;
-/// use lockscope_detector::hooks::Channel;
-///
-/// let chan = Channel::metered_broadcast(Some("doc/ticks"), Location::caller(), 8);
-/// let (fast, slow) = (chan.reader(), chan.reader());
-/// chan.sent(3);
-/// fast.received(3);
-/// slow.received(1);
-/// let m = lockscope_detector::metrics();
-/// let series = m.channels.iter().find(|c| &*c.channel == "doc/ticks").unwrap();
-/// assert_eq!((series.depth, series.capacity), (2, Some(8)));
-/// ```
-#[derive(Default)]
-pub struct ChannelReader {
-    line: Option<Arc<ReaderLine>>,
-}
-
-impl ChannelReader {
-    /// The receiver took `n` values (a value received: 1; `Lagged(n)`: the `n` it skipped).
-    /// Only its receiver calls this (`recv` takes it by `&mut`): a load and a store on its own
-    /// line.
-    #[inline]
-    pub fn received(&self, n: u64) {
-        if let Some(l) = &self.line {
-            let t = &l.taken.0;
-            t.store(t.load(Relaxed).wrapping_add(n), Relaxed);
-        }
-    }
-}
-
-impl std::fmt::Debug for ChannelReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChannelReader")
-            .field(
-                "taken",
-                &self.line.as_ref().map(|l| l.taken.0.load(Relaxed)),
-            )
-            .finish()
     }
 }
 
@@ -304,7 +237,7 @@ impl Channel {
     ) -> Arc<Channel> {
         let mut chan = Channel::new("broadcast", name, created_at, None);
         chan.many_receivers = true;
-        let readers = std::sync::Mutex::new(Vec::new());
+        let readers = Readers::default();
         let held = capacity.checked_next_power_of_two().unwrap_or(capacity) as u64;
         Channel::metering(chan, Some(capacity), DepthOf::Slowest { readers, held })
     }
@@ -348,17 +281,7 @@ impl Channel {
         let DepthOf::Slowest { readers, .. } = &m.depth_of else {
             return ChannelReader::default();
         };
-        let line = Arc::new(ReaderLine {
-            taken: Line(AtomicU64::new(m.sent.0.load(Relaxed))),
-        });
-        let mut readers = lock(readers);
-        // Dropped receivers leave dead entries: swept when the list would grow, so that it
-        // stays within twice the live receivers.
-        if readers.len() == readers.capacity() {
-            readers.retain(|r| r.strong_count() > 0);
-        }
-        readers.push(Arc::downgrade(&line));
-        ChannelReader { line: Some(line) }
+        readers.add(m.sent.0.load(Relaxed))
     }
 
     /// `n` messages were delivered into the channel (a send, `try_send`, a permit used):
@@ -619,15 +542,6 @@ mod tests {
         assert_eq!(now("meter/broadcast").map(|s| s.depth), Some(1));
         drop(a);
         assert_eq!(now("meter/broadcast").map(|s| s.depth), Some(0));
-        // Readers come and go: the list keeps about the live ones, not every one made.
-        for _ in 0..100 {
-            drop(chan.reader());
-        }
-        let Some(DepthOf::Slowest { readers, .. }) = chan.meter.as_ref().map(|m| &m.depth_of)
-        else {
-            panic!("a broadcast meter");
-        };
-        assert!(lock(readers).len() <= 4, "{}", lock(readers).len());
         drop(b);
         // A watch channel: capacity 1, nothing queues; other channels' readers count nothing.
         let watch = Channel::metered_watch(Some("meter/watch"), Location::caller());
@@ -637,7 +551,7 @@ mod tests {
             now("meter/watch").map(|s| (s.depth, s.capacity)),
             Some((0, Some(1)))
         );
-        assert!(watch.reader().line.is_none());
+        assert!(!watch.reader().is_counted());
     }
 
     #[test]
