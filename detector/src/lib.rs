@@ -159,4 +159,5 @@ pub use runtime::scope::{ScopeOptions, TestScope};
 pub use runtime::watchdog::inject_tick_panic;
 pub use runtime::watchdog::{WatchdogGuard, check_now, watchdog};
 pub use state::actor::ActorId;
+pub use state::channels::ChannelReader;
 pub use state::prim::Prim;

@@ -201,7 +201,7 @@ pub(crate) const METRICS: &[MetricDef] = &[
     },
     MetricDef {
         name: "lockscope_channel_depth",
-        help: "Messages queued now in the channels of this name (mpsc: sent and not yet received).",
+        help: "Messages queued now in the channels of this name (mpsc: sent and not yet received; broadcast: not yet taken by the slowest receiver; watch: always 0).",
         kind: MetricType::GAUGE,
         labels: &[CHANNEL, KIND],
         source: Source::Channel(|c| Some(c.depth as f64)),

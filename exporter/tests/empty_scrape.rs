@@ -28,7 +28,7 @@ lockscope_build_info{version=\"",
 # TYPE lockscope_cancelled_total counter\n\
 # HELP lockscope_channel_capacity Capacity of the live bounded channels of this name (0 when none is alive).\n\
 # TYPE lockscope_channel_capacity gauge\n\
-# HELP lockscope_channel_depth Messages queued now in the channels of this name (mpsc: sent and not yet received).\n\
+# HELP lockscope_channel_depth Messages queued now in the channels of this name (mpsc: sent and not yet received; broadcast: not yet taken by the slowest receiver; watch: always 0).\n\
 # TYPE lockscope_channel_depth gauge\n\
 # HELP lockscope_channel_recv_wait_seconds Time receives waited for a message, in seconds (waits that ended, completed or cancelled).\n\
 # TYPE lockscope_channel_recv_wait_seconds histogram\n\

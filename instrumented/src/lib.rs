@@ -60,6 +60,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blocking_shell;
+mod chan_handle;
 mod level;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;

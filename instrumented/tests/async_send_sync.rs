@@ -289,6 +289,11 @@ macro_rules! matrix {
         async_assert_fn!($s::broadcast::Receiver<NN>::recv(_): !Send & !Sync & !Unpin);
         async_assert_fn!($s::broadcast::Receiver<YN>::recv(_): Send & Sync & !Unpin);
         async_assert_fn!($s::broadcast::Receiver<YY>::recv(_): Send & Sync & !Unpin);
+        // Every channel handle shares lockscope's channel record: it must not take their
+        // unwind safety away (a parking_lot lock in it once did). tokio's mpsc handles are
+        // unwind safe whatever tokio's features (its broadcast and watch depend on them).
+        assert_unwind!($s::mpsc::Sender<YY>: UnwindSafe & RefUnwindSafe);
+        assert_unwind!($s::mpsc::Receiver<YY>: UnwindSafe & RefUnwindSafe);
 
         // ----- Futures of the async methods -----
         async_assert_fn!($s::Mutex<NN>::lock(_): !Send & !Sync & !Unpin);

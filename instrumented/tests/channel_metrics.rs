@@ -168,3 +168,116 @@ fn oneshot_channels_are_not_listed() {
     );
     drop(rx);
 }
+
+/// A broadcast channel's depth, beside tokio's own count of the same thing
+/// (`Sender::len`: values not yet seen by every receiver alive when they were sent).
+fn broadcast_depth<T>(name: &str, tx: &lockscope::tokio::broadcast::Sender<T>) -> u64 {
+    let depth = series(name).depth;
+    assert_eq!(depth, tx.len() as u64, "{name}: the depth is tokio's len");
+    depth
+}
+
+#[tokio::test]
+async fn a_broadcast_channels_depth_is_what_its_slowest_receiver_has_not_taken() {
+    use lockscope::tokio::broadcast::{self, error::RecvError, error::TryRecvError};
+    let name = "metrics/broadcast";
+    let (tx, mut fast) = broadcast::channel_named::<u32>(name, 4);
+    assert_eq!(depth_and_capacity(name), (0, Some(4)));
+    for i in 0..3 {
+        tx.send(i).unwrap();
+    }
+    // A receiver that subscribes now will never see those three: it is not behind.
+    let mut slow = tx.subscribe();
+    assert_eq!(broadcast_depth(name, &tx), 3);
+    assert_eq!(fast.recv().await, Ok(0));
+    assert_eq!(fast.try_recv(), Ok(1));
+    assert_eq!(broadcast_depth(name, &tx), 1);
+    assert_eq!(fast.recv().await, Ok(2));
+    assert_eq!(fast.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(broadcast_depth(name, &tx), 0);
+
+    // Now `slow` falls behind: it is the one the depth follows.
+    tx.send(3).unwrap();
+    assert_eq!(fast.recv().await, Ok(3));
+    assert_eq!(broadcast_depth(name, &tx), 1);
+    for i in 4..9 {
+        tx.send(i).unwrap();
+        assert_eq!(fast.recv().await, Ok(i));
+    }
+    // Six sent past `slow`, four kept by tokio: the depth is what is kept.
+    assert_eq!(broadcast_depth(name, &tx), 4);
+    assert_eq!(slow.recv().await, Err(RecvError::Lagged(2)));
+    assert_eq!(broadcast_depth(name, &tx), 4);
+    assert_eq!(slow.recv().await, Ok(5));
+    assert_eq!(broadcast_depth(name, &tx), 3);
+    // A resubscribed receiver starts where the channel is, and a dropped one counts no more.
+    let again = slow.resubscribe();
+    drop(slow);
+    assert_eq!(broadcast_depth(name, &tx), 0);
+    drop((fast, again));
+    // With no receiver a send fails and nothing is queued; a new receiver is not behind.
+    assert!(tx.send(9).is_err());
+    let mut late = tx.subscribe();
+    assert_eq!(broadcast_depth(name, &tx), 0);
+    tx.send(10).unwrap();
+    assert_eq!(broadcast_depth(name, &tx), 1);
+    assert_eq!(late.recv().await, Ok(10));
+    assert_eq!(broadcast_depth(name, &tx), 0);
+    drop((tx, late));
+    assert_eq!(depth_and_capacity(name), (0, Some(0)));
+}
+
+#[test]
+fn a_broadcast_channel_keeps_its_given_capacity_and_tokios_rounded_depth() {
+    let name = "metrics/broadcast-rounded";
+    let (tx, mut rx) = lockscope::tokio::broadcast::channel_named::<u32>(name, 3);
+    for i in 0..6 {
+        tx.send(i).unwrap();
+    }
+    // tokio keeps the capacity rounded up to a power of two: four values, for a capacity 3.
+    assert_eq!(broadcast_depth(name, &tx), 4);
+    assert_eq!(series(name).capacity, Some(3));
+    assert!(rx.blocking_recv().is_err(), "lagged");
+    assert_eq!(rx.blocking_recv(), Ok(2));
+    assert_eq!(broadcast_depth(name, &tx), 3);
+}
+
+#[tokio::test]
+async fn broadcast_and_watch_receives_that_waited_are_timed_and_no_send_waits() {
+    let (btx, mut brx) = lockscope::tokio::broadcast::channel_named::<u32>("metrics/b-wait", 2);
+    let mut recv = task::spawn(brx.recv());
+    assert_pending!(recv.poll());
+    assert_eq!(series("metrics/b-wait").recv_wait.count(), 0);
+    btx.send(1).unwrap();
+    assert_eq!(assert_ready!(recv.poll()), Ok(1));
+    drop(recv);
+    // A receive that found a value waiting did not wait.
+    btx.send(2).unwrap();
+    assert_eq!(brx.recv().await, Ok(2));
+    let s = series("metrics/b-wait");
+    assert_eq!((s.recv_wait.count(), s.send_wait.count()), (1, 0));
+    assert_eq!((s.depth, s.kind), (0, "broadcast"));
+
+    let (wtx, mut wrx) = lockscope::tokio::watch::channel_named("metrics/w-wait", 0u32);
+    assert_eq!(depth_and_capacity("metrics/w-wait"), (0, Some(1)));
+    let mut changed = task::spawn(wrx.changed());
+    assert_pending!(changed.poll());
+    wtx.send(1).unwrap();
+    assert_ready!(changed.poll()).unwrap();
+    drop(changed);
+    let mut three = task::spawn(wrx.wait_for(|v| *v == 3));
+    assert_pending!(three.poll());
+    // A value the predicate refuses ends no wait.
+    wtx.send(2).unwrap();
+    assert_pending!(three.poll());
+    wtx.send(3).unwrap();
+    assert_eq!(*assert_ready!(three.poll()).unwrap(), 3);
+    drop(three);
+    // Sent and not seen by the receiver: a watch channel still queues nothing.
+    wtx.send(4).unwrap();
+    let s = series("metrics/w-wait");
+    assert_eq!((s.recv_wait.count(), s.send_wait.count()), (2, 0));
+    assert_eq!((s.depth, s.capacity, s.kind), (0, Some(1), "watch"));
+    drop((wtx, wrx));
+    assert_eq!(depth_and_capacity("metrics/w-wait"), (0, Some(0)));
+}

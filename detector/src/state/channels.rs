@@ -23,7 +23,7 @@ use crate::state::wait_table::WaitTable;
 
 mod meter;
 use meter::observe_wait;
-pub use meter::{Meter, series_now};
+pub use meter::{ChannelReader, Meter, series_now};
 
 /// One channel as the books know it: allocated once, when the channel is made, and shared by
 /// its handles.
@@ -38,6 +38,10 @@ pub struct Channel {
     capacity: Option<usize>,
     /// Raw id of the actor that last used the receiver; 0: nobody yet.
     owner: AtomicU64,
+    /// Its receivers are many and equal (`broadcast`, `watch`): no one owns the receiving
+    /// side, and only a send waiting for capacity reads the owner, which these never do; so
+    /// none is kept (tasks receiving from one such channel would all write one line).
+    many_receivers: bool,
     /// The receiver was closed or dropped: a waiting send fails at once, it waits for nobody.
     receiver_gone: AtomicBool,
     /// Permits reserved and not yet used or given back (`reserve`, `reserve_many`,
@@ -63,6 +67,7 @@ impl Channel {
             created_at,
             capacity,
             owner: AtomicU64::new(0),
+            many_receivers: false,
             receiver_gone: AtomicBool::new(false),
             permits_out: AtomicU64::new(0),
             meter: None,
@@ -70,9 +75,13 @@ impl Channel {
     }
 
     /// The current actor uses the receiver: it becomes the receiver's owner. One relaxed load
-    /// when it already is (the common case); a store only when the owner changes.
+    /// when it already is (the common case); a store only when the owner changes. Nothing for
+    /// a channel of many receivers (`broadcast`, `watch`), which has no owner.
     #[inline]
     pub fn note_receiver(&self) {
+        if self.many_receivers {
+            return;
+        }
         let me = actor::current().as_u64();
         if self.owner.load(Ordering::Relaxed) != me {
             self.owner.store(me, Ordering::Relaxed);

@@ -10,6 +10,11 @@
 //! naming the channel, its creation site and the waiter. Sending never waits (a slow receiver
 //! lags instead), so nothing is recorded on the sending side.
 //!
+//! In `/metrics` (kind `broadcast`), a channel's depth is the values its slowest live
+//! receiver has not taken yet, its capacity the one given, and its receivers' waits are
+//! timed: each message costs its sender a relaxed add on the channel's sent count and its
+//! receiver a store on a line of its own (see `docs/api.md`, "Channel metrics").
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -22,15 +27,16 @@
 //! # }
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::{self, ChanOp, Channel};
+use lockscope_detector::ChannelReader;
+use lockscope_detector::hooks::{ChanOp, Channel};
 use tokio::sync::broadcast as raw;
 
 use super::chan_wait::{self, Waiting};
+use crate::chan_handle::handle_impls;
 
 /// tokio's own error types, re-exported unchanged.
 pub use tokio::sync::broadcast::error;
@@ -61,20 +67,19 @@ pub fn channel_named<T: Clone>(name: &str, capacity: usize) -> (Sender<T>, Recei
 #[track_caller]
 fn make<T: Clone>(capacity: usize, name: Option<&str>) -> (Sender<T>, Receiver<T>) {
     let (tx, rx) = raw::channel(capacity);
-    let chan = record(name);
-    (
-        Sender {
-            inner: tx,
-            chan: chan.clone(),
-        },
-        Receiver { inner: rx, chan },
-    )
+    let chan = Channel::metered_broadcast(name, Location::caller(), capacity);
+    let rx = Receiver::new(rx, chan.clone());
+    (Sender { inner: tx, chan }, rx)
 }
 
-/// The channel's record. Its capacity is left out: a broadcast send never waits for room.
-#[track_caller]
-fn record(name: Option<&str>) -> Arc<Channel> {
-    hooks::channel("broadcast", name, Location::caller(), None)
+/// The values a receive's output says its receiver took: one, or those a lagging receiver
+/// skipped.
+fn taken<T>(out: &Result<T, RecvError>) -> u64 {
+    match out {
+        Ok(_) => 1,
+        Err(RecvError::Lagged(n)) => *n,
+        Err(RecvError::Closed) => 0,
+    }
 }
 
 /// Sending half of a broadcast channel: wrapper for [`tokio::sync::broadcast::Sender`].
@@ -95,22 +100,26 @@ impl<T> Sender<T> {
     pub fn new(capacity: usize) -> Self {
         Sender {
             inner: raw::Sender::new(capacity),
-            chan: record(None),
+            chan: Channel::metered_broadcast(None, Location::caller(), capacity),
         }
     }
 
     /// Wrapper for [`tokio::sync::broadcast::Sender::send`].
     #[inline]
     pub fn send(&self, value: T) -> Result<usize, SendError<T>> {
-        self.inner.send(value)
+        // Counted before tokio's send, so that a receiver subscribing meanwhile starts at a
+        // count that includes it if it will not see it (see `Channel::metered_broadcast`).
+        self.chan.sent(1);
+        let out = self.inner.send(value);
+        if out.is_err() {
+            self.chan.unsent(1);
+        }
+        out
     }
 
     /// Wrapper for [`tokio::sync::broadcast::Sender::subscribe`].
     pub fn subscribe(&self) -> Receiver<T> {
-        Receiver {
-            inner: self.inner.subscribe(),
-            chan: self.chan.clone(),
-        }
+        Receiver::new(self.inner.subscribe(), self.chan.clone())
     }
 
     /// Wrapper for [`tokio::sync::broadcast::Sender::downgrade`].
@@ -169,21 +178,6 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Self {
-        Sender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
-
 /// A sender that does not keep the channel open: wrapper for
 /// [`tokio::sync::broadcast::WeakSender`].
 pub struct WeakSender<T> {
@@ -213,30 +207,27 @@ impl<T> WeakSender<T> {
     }
 }
 
-impl<T> Clone for WeakSender<T> {
-    fn clone(&self) -> Self {
-        WeakSender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for WeakSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
-
 /// Receiving half of a broadcast channel: wrapper for
 /// [`tokio::sync::broadcast::Receiver`]. A receive that has to wait is a wait the detector
 /// sees (an open one).
 pub struct Receiver<T> {
     inner: raw::Receiver<T>,
     chan: Arc<Channel>,
+    /// What this receiver took, for the channel's depth (made after tokio's receiver, so it
+    /// starts past what that one will never see).
+    reader: ChannelReader,
 }
 
 impl<T> Receiver<T> {
+    fn new(inner: raw::Receiver<T>, chan: Arc<Channel>) -> Self {
+        let reader = chan.reader();
+        Receiver {
+            inner,
+            chan,
+            reader,
+        }
+    }
+
     /// Wrapper for [`tokio::sync::broadcast::Receiver::len`].
     #[inline]
     pub fn len(&self) -> usize {
@@ -283,28 +274,39 @@ impl<T> Receiver<T> {
 impl<T: Clone> Receiver<T> {
     /// Wrapper for [`tokio::sync::broadcast::Receiver::resubscribe`].
     pub fn resubscribe(&self) -> Self {
-        Receiver {
-            inner: self.inner.resubscribe(),
-            chan: self.chan.clone(),
-        }
+        Receiver::new(self.inner.resubscribe(), self.chan.clone())
     }
 
     /// Wrapper for [`tokio::sync::broadcast::Receiver::recv`]: a receive that has to wait is
     /// a wait the detector sees (an open one).
     #[track_caller]
     pub fn recv(&mut self) -> impl Future<Output = Result<T, RecvError>> + '_ {
-        Waiting::new(
+        let reader = &self.reader;
+        // Counted on this receiver's own line, not the channel's shared received count
+        // (which is an `mpsc` receiver's alone): nothing for `Waiting` to count there.
+        let count = move |out: &Result<T, RecvError>| {
+            reader.received(taken(out));
+            0
+        };
+        Waiting::counting(
             self.inner.recv(),
             &self.chan,
             ChanOp::Recv,
             Location::caller(),
+            count,
         )
     }
 
     /// Wrapper for [`tokio::sync::broadcast::Receiver::try_recv`].
     #[inline]
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        self.inner.try_recv()
+        let out = self.inner.try_recv();
+        match &out {
+            Ok(_) => self.reader.received(1),
+            Err(TryRecvError::Lagged(n)) => self.reader.received(*n),
+            Err(_) => {}
+        }
+        out
     }
 
     /// Wrapper for [`tokio::sync::broadcast::Receiver::blocking_recv`]: a wait that blocks
@@ -316,17 +318,16 @@ impl<T: Clone> Receiver<T> {
     #[track_caller]
     pub fn blocking_recv(&mut self) -> Result<T, RecvError> {
         crate::tokio::assert_blocking_allowed();
-        chan_wait::block_on(
+        let out = chan_wait::block_on(
             self.inner.recv(),
             &self.chan,
             ChanOp::Recv,
             Location::caller(),
-        )
+        );
+        self.reader.received(taken(&out));
+        out
     }
 }
 
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
+handle_impls!(Clone, Debug for Sender, WeakSender);
+handle_impls!(Debug for Receiver);

@@ -10,6 +10,10 @@
 //! hangs on it fails after its test timeout with a dump naming the channel, its creation site
 //! and the waiter. A change already there records nothing.
 //!
+//! In `/metrics` (kind `watch`), a channel shows its receivers' waits for a change; its depth
+//! is always 0 and its capacity 1 (one value, replaced by each send: nothing queues), and
+//! sending or receiving costs nothing more than tokio's.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -22,15 +26,15 @@
 //! # }
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::{self, ChanOp, Channel};
+use lockscope_detector::hooks::{ChanOp, Channel};
 use tokio::sync::watch as raw;
 
 use super::chan_wait::Waiting;
+use crate::chan_handle::handle_impls;
 
 /// tokio's own borrow of the value, re-exported unchanged.
 pub use tokio::sync::watch::Ref;
@@ -59,7 +63,7 @@ pub fn channel_named<T>(name: &str, init: T) -> (Sender<T>, Receiver<T>) {
 #[track_caller]
 fn make<T>(init: T, name: Option<&str>) -> (Sender<T>, Receiver<T>) {
     let (tx, rx) = raw::channel(init);
-    let chan = hooks::channel("watch", name, Location::caller(), None);
+    let chan = Channel::metered_watch(name, Location::caller());
     (
         Sender {
             inner: tx,
@@ -83,7 +87,7 @@ impl<T> Sender<T> {
     pub fn new(init: T) -> Self {
         Sender {
             inner: raw::Sender::new(init),
-            chan: hooks::channel("watch", None, Location::caller(), None),
+            chan: Channel::metered_watch(None, Location::caller()),
         }
     }
 
@@ -161,25 +165,10 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Self {
-        Sender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
 impl<T: Default> Default for Sender<T> {
     #[track_caller]
     fn default() -> Self {
         Sender::new(T::default())
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
     }
 }
 
@@ -270,17 +259,4 @@ impl<T> Receiver<T> {
     }
 }
 
-impl<T> Clone for Receiver<T> {
-    fn clone(&self) -> Self {
-        Receiver {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.fmt(f)
-    }
-}
+handle_impls!(Clone, Debug(T: Debug) for Sender, Receiver);

@@ -25,10 +25,29 @@
 //!
 //! # What is registered
 //!
-//! `mpsc` channels, bounded and unbounded: a record and a registry entry per channel, made
-//! when the channel is, whether or not anything scrapes. `oneshot` channels are not: their
-//! depth is 0 or 1, most are made per request (a registry entry each, for a gauge that says
-//! nothing a trace would not), and their sender is tokio's own, so a send is never seen.
+//! `mpsc` channels (tokio's, bounded and unbounded, and std's), `broadcast` and `watch`
+//! channels: a record and a registry entry per channel, made when the channel is, whether or
+//! not anything scrapes. `oneshot` channels are not: their depth is 0 or 1, most are made per
+//! request (a registry entry each, for a gauge that says nothing a trace would not), and their
+//! sender is tokio's own, so a send is never seen.
+//!
+//! # Depth of a broadcast or watch channel
+//!
+//! A `broadcast` channel has many receivers, each at its own place: its depth is the values
+//! the slowest live receiver has not taken yet (tokio's `Sender::len`), counted as an `mpsc`
+//! depth is but with one received count per receiver ([`ChannelReader`], its own cache line,
+//! written by that receiver alone) and the minimum taken at scrape time. A receiver's count
+//! starts at the channel's sent count when it subscribes, and moves by what each receive
+//! returns (a value: one; `Lagged(n)`: the `n` values it skipped). The sent count is added
+//! before tokio's send (and taken back if it fails), so a send racing a subscription can only
+//! make that receiver's count too high, never too low: such a race can make the depth read low
+//! while that receiver lives, never high (a send in progress during a scrape may be counted
+//! one scrape early, as for `mpsc`). tokio keeps up to the capacity rounded up to a power of
+//! two, and so may the depth; the capacity gauge is the capacity given.
+//!
+//! A `watch` channel holds one value, replaced by each send: nothing queues, no send waits, so
+//! its depth is always 0 and its capacity 1; what it shows is its receive waits (`changed`,
+//! `wait_for`). Sends of either kind never wait: their send-wait histograms stay empty.
 //!
 //! # Series and the label cap
 //!
@@ -66,6 +85,22 @@ use crate::state::prim;
 #[derive(Default)]
 struct Line<T>(T);
 
+mod readers;
+pub use readers::ChannelReader;
+use readers::Readers;
+
+/// How a channel's depth is read from its counts.
+enum DepthOf {
+    /// One receiver (`mpsc`): delivered minus taken, at most the capacity.
+    Queue,
+    /// Many receivers, each with its own count (`broadcast`): delivered minus what the slowest
+    /// live one took, at most `held` (what tokio keeps: the capacity rounded up to a power of
+    /// two).
+    Slowest { readers: Readers, held: u64 },
+    /// Nothing queues (`watch`): always 0.
+    Nothing,
+}
+
 /// What `/metrics` keeps of one channel: its series, its capacity, and the messages counted
 /// through it. Shared by the channel's record and the registry, which drops its entry when
 /// the record is dropped.
@@ -74,6 +109,7 @@ pub struct Meter {
     id: u64,
     series: Arc<ChanSeries>,
     capacity: Option<usize>,
+    depth_of: DepthOf,
     /// The receiver was dropped: whatever was queued is gone.
     receiver_dropped: AtomicBool,
     /// Messages delivered by senders (any of them: an atomic add).
@@ -86,12 +122,24 @@ impl Meter {
     /// Messages queued now, as far as the two counts tell (see the module docs), at most the
     /// capacity of a bounded channel.
     fn depth(&self) -> u64 {
-        if self.receiver_dropped.load(Relaxed) {
-            return 0;
+        match &self.depth_of {
+            DepthOf::Queue => {
+                if self.receiver_dropped.load(Relaxed) {
+                    return 0;
+                }
+                let received = self.received.0.load(Relaxed);
+                let queued = self.sent.0.load(Relaxed).saturating_sub(received);
+                self.capacity.map_or(queued, |c| queued.min(c as u64))
+            }
+            DepthOf::Slowest { readers, held } => {
+                let sent = self.sent.0.load(Relaxed);
+                // No live receiver: tokio keeps nothing for anyone.
+                readers
+                    .fewest_taken()
+                    .map_or(0, |taken| sent.saturating_sub(taken).min(*held))
+            }
+            DepthOf::Nothing => 0,
         }
-        let received = self.received.0.load(Relaxed);
-        let queued = self.sent.0.load(Relaxed).saturating_sub(received);
-        self.capacity.map_or(queued, |c| queued.min(c as u64))
     }
 }
 
@@ -165,11 +213,75 @@ impl Channel {
         created_at: &'static Location<'static>,
         capacity: Option<usize>,
     ) -> Arc<Channel> {
-        let mut chan = Channel::new(kind, name, created_at, capacity);
+        let chan = Channel::new(kind, name, created_at, capacity);
+        Channel::metering(chan, capacity, DepthOf::Queue)
+    }
+
+    /// A `broadcast` channel of `capacity`, counted in `/metrics` as [`Channel::metered`]
+    /// counts one: its depth is what its slowest live receiver has not taken (each receiver
+    /// keeps a [`ChannelReader`]), its capacity the one given. Its record has no capacity (a
+    /// broadcast send never waits for room) and keeps no receiver owner (its receivers are
+    /// many: see [`Channel::note_receiver`]).
+    ///
+    /// ```
+    /// # use std::panic::Location;
+    /// use lockscope_detector::hooks::Channel;
+    ///
+    /// let chan = Channel::metered_broadcast(Some("doc/events"), Location::caller(), 4);
+    /// assert_eq!((chan.kind(), chan.capacity()), ("broadcast", None));
+    /// ```
+    pub fn metered_broadcast(
+        name: Option<&str>,
+        created_at: &'static Location<'static>,
+        capacity: usize,
+    ) -> Arc<Channel> {
+        let mut chan = Channel::new("broadcast", name, created_at, None);
+        chan.many_receivers = true;
+        let readers = Readers::default();
+        let held = capacity.checked_next_power_of_two().unwrap_or(capacity) as u64;
+        Channel::metering(chan, Some(capacity), DepthOf::Slowest { readers, held })
+    }
+
+    /// A `watch` channel, counted in `/metrics` with a depth of 0 and a capacity of 1 (it
+    /// holds one value, replaced by each send) and its receive waits. Its record keeps no
+    /// receiver owner (its receivers are many: see [`Channel::note_receiver`]).
+    ///
+    /// ```
+    /// # use std::panic::Location;
+    /// use lockscope_detector::hooks::Channel;
+    ///
+    /// let chan = Channel::metered_watch(Some("doc/config"), Location::caller());
+    /// assert_eq!(chan.kind(), "watch");
+    /// ```
+    pub fn metered_watch(
+        name: Option<&str>,
+        created_at: &'static Location<'static>,
+    ) -> Arc<Channel> {
+        let mut chan = Channel::new("watch", name, created_at, None);
+        chan.many_receivers = true;
+        Channel::metering(chan, Some(1), DepthOf::Nothing)
+    }
+
+    /// `chan`, with a meter of `capacity` whose depth is read as `depth_of` if the detector
+    /// is on.
+    fn metering(mut chan: Channel, capacity: Option<usize>, depth_of: DepthOf) -> Arc<Channel> {
         if config::enabled() {
-            chan.meter = Some(register(&chan.name, kind, capacity));
+            chan.meter = Some(register(&chan.name, chan.kind, capacity, depth_of));
         }
         Arc::new(chan)
+    }
+
+    /// A new receiver of this channel, for a `broadcast` channel's depth: it starts having
+    /// taken everything sent so far (a new receiver sees only what is sent after it). Nothing
+    /// (no allocation) for any other channel, or one not metered.
+    pub fn reader(&self) -> ChannelReader {
+        let Some(m) = &self.meter else {
+            return ChannelReader::default();
+        };
+        let DepthOf::Slowest { readers, .. } = &m.depth_of else {
+            return ChannelReader::default();
+        };
+        readers.add(m.sent.0.load(Relaxed))
     }
 
     /// `n` messages were delivered into the channel (a send, `try_send`, a permit used):
@@ -178,6 +290,14 @@ impl Channel {
     pub fn sent(&self, n: usize) {
         if let Some(m) = &self.meter {
             m.sent.0.fetch_add(n as u64, Relaxed);
+        }
+    }
+
+    /// A send counted with [`sent`](Channel::sent) before it was tried failed: taken back.
+    #[inline]
+    pub fn unsent(&self, n: usize) {
+        if let Some(m) = &self.meter {
+            m.sent.0.fetch_sub(n as u64, Relaxed);
         }
     }
 
@@ -275,7 +395,12 @@ fn series(label: &str, kind: &'static str, claim: bool) -> Option<Arc<ChanSeries
 }
 
 /// Registers a channel named `name` (already cleaned) of `kind`.
-fn register(name: &str, kind: &'static str, capacity: Option<usize>) -> Arc<Meter> {
+fn register(
+    name: &str,
+    kind: &'static str,
+    capacity: Option<usize>,
+    depth_of: DepthOf,
+) -> Arc<Meter> {
     let series = series(name, kind, true)
         .or_else(|| series(names::OTHER_SERIES, kind, false))
         // UNWRAP: `claim` false always makes the series.
@@ -288,6 +413,7 @@ fn register(name: &str, kind: &'static str, capacity: Option<usize>) -> Arc<Mete
         id,
         series,
         capacity,
+        depth_of,
         receiver_dropped: AtomicBool::new(false),
         sent: Line::default(),
         received: Line::default(),
@@ -395,6 +521,51 @@ mod tests {
         let plain = Channel::new("mpsc", Some("meter/plain"), Location::caller(), Some(1));
         plain.sent(1);
         assert!(now("meter/plain").is_none());
+    }
+
+    #[test]
+    fn a_broadcast_depth_follows_its_slowest_live_reader_and_dead_readers_are_swept() {
+        let chan = Channel::metered_broadcast(Some("meter/broadcast"), Location::caller(), 3);
+        assert_eq!(
+            now("meter/broadcast").map(|s| (s.depth, s.capacity)),
+            Some((0, Some(3)))
+        );
+        let a = chan.reader();
+        chan.sent(5);
+        let b = chan.reader();
+        // `b` came after the five: `a` is the slowest, held to the rounded capacity.
+        assert_eq!(now("meter/broadcast").map(|s| s.depth), Some(4));
+        a.received(4);
+        chan.sent(1);
+        assert_eq!(now("meter/broadcast").map(|s| s.depth), Some(2));
+        chan.unsent(1);
+        assert_eq!(now("meter/broadcast").map(|s| s.depth), Some(1));
+        drop(a);
+        assert_eq!(now("meter/broadcast").map(|s| s.depth), Some(0));
+        drop(b);
+        // A watch channel: capacity 1, nothing queues; other channels' readers count nothing.
+        let watch = Channel::metered_watch(Some("meter/watch"), Location::caller());
+        watch.sent(3);
+        watch.reader().received(1);
+        assert_eq!(
+            now("meter/watch").map(|s| (s.depth, s.capacity)),
+            Some((0, Some(1)))
+        );
+        assert!(!watch.reader().is_counted());
+    }
+
+    #[test]
+    fn channels_of_many_receivers_keep_no_owner() {
+        for chan in [
+            Channel::metered_broadcast(None, Location::caller(), 1),
+            Channel::metered_watch(None, Location::caller()),
+        ] {
+            chan.note_receiver();
+            assert_eq!(chan.owner.load(Relaxed), 0, "{}", chan.kind());
+        }
+        let mpsc = Channel::new("mpsc", None, Location::caller(), Some(1));
+        mpsc.note_receiver();
+        assert_ne!(mpsc.owner.load(Relaxed), 0);
     }
 
     #[test]

@@ -34,13 +34,14 @@
 //! t.join().unwrap();
 //! ```
 
-use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 use std::sync::mpsc as raw;
 use std::time::Duration;
 
 use lockscope_detector::hooks::{self, ChanOp, ChanWait, Channel};
+
+use crate::chan_handle::handle_impls;
 
 /// std's own error types, re-exported unchanged.
 pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
@@ -129,21 +130,6 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Sender<T> {
-        Sender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
-
 /// The sending half of a [`sync_channel`]: wrapper for [`std::sync::mpsc::SyncSender`]. A
 /// send into a full channel blocks, and that wait is seen.
 pub struct SyncSender<T> {
@@ -186,21 +172,6 @@ impl<T> SyncSender<T> {
     /// The channel's name in reports (lockscope's); see [`Sender::name`].
     pub fn name(&self) -> &str {
         self.chan.name()
-    }
-}
-
-impl<T> Clone for SyncSender<T> {
-    fn clone(&self) -> SyncSender<T> {
-        SyncSender {
-            inner: self.inner.clone(),
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for SyncSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
     }
 }
 
@@ -302,11 +273,8 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
-    }
-}
+handle_impls!(Clone, Debug for Sender, SyncSender);
+handle_impls!(Debug for Receiver);
 
 /// Wrapper for [`std::sync::mpsc::Iter`]: the messages of a [`Receiver`], waiting for each.
 #[derive(Debug)]

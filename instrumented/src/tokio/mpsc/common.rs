@@ -166,11 +166,7 @@ macro_rules! receiver_common {
             }
         }
 
-        impl<T> fmt::Debug for $ty<T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.inner.fmt(f)
-            }
-        }
+        $crate::chan_handle::handle_impls!(Debug for $ty);
     };
 }
 
@@ -224,21 +220,6 @@ macro_rules! sender_common {
             }
         }
 
-        impl<T> Clone for $ty<T> {
-            fn clone(&self) -> Self {
-                $ty {
-                    inner: self.inner.clone(),
-                    chan: self.chan.clone(),
-                }
-            }
-        }
-
-        impl<T> fmt::Debug for $ty<T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.inner.fmt(f)
-            }
-        }
-
         impl<T> $weak<T> {
             #[doc = concat!("Wrapper for [`tokio::sync::mpsc::", $raw_weak, "::upgrade`].")]
             pub fn upgrade(&self) -> Option<$ty<T>> {
@@ -259,19 +240,6 @@ macro_rules! sender_common {
             }
         }
 
-        impl<T> Clone for $weak<T> {
-            fn clone(&self) -> Self {
-                $weak {
-                    inner: self.inner.clone(),
-                    chan: self.chan.clone(),
-                }
-            }
-        }
-
-        impl<T> fmt::Debug for $weak<T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.inner.fmt(f)
-            }
-        }
+        $crate::chan_handle::handle_impls!(Clone, Debug for $ty, $weak);
     };
 }

@@ -1,7 +1,6 @@
 //! The unbounded channel: [`UnboundedSender`], [`UnboundedReceiver`], [`WeakUnboundedSender`].
 //! A send never waits; a receive waiting for a message is an open wait the detector shows.
 
-use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
