@@ -60,6 +60,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blocking_shell;
+#[cfg(any(unix, windows))]
+mod global;
 mod level;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;

@@ -233,8 +233,8 @@ impl Rule for StuckQueue {
             if let Some(site) = &forgot_site {
                 f.add_site(site);
             }
-            f.fix = if let Some(who) = &elsewhere {
-                format!("another process holds it ({who}): find why that process keeps it so long (a hung or very long job), or end it; a killed holder releases it at once")
+            f.fix = if elsewhere.is_some() {
+                "another process holds it (named above): find why that process keeps it so long (a hung or very long job), or end it; a killed holder releases it at once".into()
             } else if p.holds.is_empty() && checked_out {
                 "the permits are checked out (forgotten at checkout, added back at return): find who keeps the checked-out objects without returning them (a task that never ends, a struct that lives on), or make the pool larger if the load needs more".into()
             } else if p.holds.is_empty() {

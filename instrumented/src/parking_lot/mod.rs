@@ -55,6 +55,8 @@ mod arc_guard;
 #[cfg(feature = "arc_lock")]
 mod arc_lock;
 mod condvar;
+#[cfg(any(unix, windows))]
+mod global;
 mod multilock;
 mod mutex;
 mod mutex_guard;
@@ -71,6 +73,8 @@ pub use arc_guard::{
     Excl, Read, Upgradable, Write,
 };
 pub use condvar::Condvar;
+#[cfg(any(unix, windows))]
+pub use global::{GlobalLock, GlobalLockGuard, global_lock_dir};
 pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};
