@@ -130,7 +130,16 @@ fn two_processes_exclude_each_other() {
         written.starts_with(&format!("{pid}\n")) && written.contains("child_process"),
         "the holder did not write its pid and command line: {written:?}"
     );
+    // A timed wait in this process gets it when the holder releases.
+    let timed = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let lock = GlobalLock::at("exclude", path);
+            lock.try_lock_for(PATIENCE).unwrap().is_some()
+        })
+    };
     holder.finish();
+    assert!(timed.join().unwrap(), "the timed wait gave up");
     // Released: taken at once, and now the other way round.
     let g = lock.try_lock().unwrap().expect("free after the holder released");
     assert_eq!(ask("try", &path), "busy");
@@ -281,4 +290,45 @@ fn hostile_names_stay_in_the_directory() {
         assert_eq!(lock.path().parent(), Some(dir.as_path()), "{name:?}");
         drop(lock.lock().unwrap());
     }
+}
+
+/// A global lock is a primitive like any other in this process: its acquisitions are in the
+/// lock-order graph (taken in both orders with a mutex, it is a `lock-order-inversion`) and
+/// in the metrics under its name.
+#[test]
+fn acquisitions_are_ordered_and_counted_like_any_lock() {
+    let path = lock_path("ordered");
+    let scope = TestScope::arm(
+        "acquisitions_are_ordered_and_counted_like_any_lock",
+        ScopeOptions::default(),
+    );
+    let global = GlobalLock::at("ordered-global", &path);
+    let mutex = lockscope::parking_lot::Mutex::named("ordered-mutex", ());
+    {
+        let _m = mutex.lock();
+        let _g = global.lock().unwrap();
+    }
+    assert!(global.try_lock().unwrap().is_some());
+    {
+        let _g = global.lock().unwrap();
+        assert!(global.held_by_current() && global.holders().len() == 1);
+        let _m = mutex.lock();
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while !scope.findings().iter().any(|f| {
+        f.kind == lockscope::detector::FindingKind::LockOrderInversion
+            && f.primitives.iter().any(|p| p.name == "ordered-global")
+            && f.primitives.iter().any(|p| p.name == "ordered-mutex")
+    }) {
+        assert!(Instant::now() < deadline, "no lock-order-inversion: {:#?}", scope.findings());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let series = lockscope::detector::metrics()
+        .series
+        .into_iter()
+        .find(|s| &*s.lock == "ordered-global")
+        .expect("no metrics series");
+    assert_eq!(series.acquisitions, 3);
+    drop(scope);
+    let _ = std::fs::remove_file(&path);
 }
