@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use lockscope::detector::FindingKind;
 use lockscope::tokio::GlobalLock;
-use lockscope_examples::{PATIENCE, detector_for_examples, exit, expect_finding, print_finding, step};
+use lockscope_examples::{
+    PATIENCE, detector_for_examples, exit, expect_finding, print_finding, step,
+};
 
 const NAME: &str = "lockscope-example-emulator";
 

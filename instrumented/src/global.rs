@@ -353,11 +353,24 @@ mod tests {
     #[test]
     fn names_become_file_names_without_paths() {
         assert_eq!(file_name("emulator"), "emulator.lock");
-        for hostile in ["../etc/passwd", "..", ".", "", "a/b", "a\\b", "C:x", "é", "a\0b"] {
+        for hostile in [
+            "../etc/passwd",
+            "..",
+            ".",
+            "",
+            "a/b",
+            "a\\b",
+            "C:x",
+            "é",
+            "a\0b",
+        ] {
             let f = file_name(hostile);
             assert!(!f.contains(['/', '\\', ':', '\0']), "{hostile:?} -> {f}");
             assert!(!f.starts_with('.'), "{hostile:?} -> {f}");
-            assert!(f.ends_with(".lock") && f.len() > ".lock".len(), "{hostile:?} -> {f}");
+            assert!(
+                f.ends_with(".lock") && f.len() > ".lock".len(),
+                "{hostile:?} -> {f}"
+            );
         }
         assert_ne!(file_name("a/b"), file_name("a_b"));
         assert!(file_name(&"x".repeat(1000)).len() < 100);

@@ -58,7 +58,12 @@ struct Peer {
 impl Peer {
     fn spawn(part: &str, path: &PathBuf) -> Peer {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["child_process", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                "child_process",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("GLOBAL_CHILD", part)
             .env("GLOBAL_PATH", path)
             .stdin(Stdio::piped())
@@ -123,7 +128,11 @@ fn two_processes_exclude_each_other() {
     let holder = Peer::spawn("hold", &path);
     assert_eq!(holder.next(), "locked");
     assert!(lock.try_lock().unwrap().is_none());
-    assert!(lock.try_lock_for(Duration::from_millis(50)).unwrap().is_none());
+    assert!(
+        lock.try_lock_for(Duration::from_millis(50))
+            .unwrap()
+            .is_none()
+    );
     let pid = holder.child.id();
     let written = std::fs::read_to_string(&path).unwrap();
     assert!(
@@ -141,11 +150,18 @@ fn two_processes_exclude_each_other() {
     holder.finish();
     assert!(timed.join().unwrap(), "the timed wait gave up");
     // Released: taken at once, and now the other way round.
-    let g = lock.try_lock().unwrap().expect("free after the holder released");
+    let g = lock
+        .try_lock()
+        .unwrap()
+        .expect("free after the holder released");
     assert_eq!(ask("try", &path), "busy");
     drop(g);
     assert_eq!(ask("try", &path), "free");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "a released lock names nobody");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "",
+        "a released lock names nobody"
+    );
     let _ = std::fs::remove_file(&path);
 }
 
@@ -233,12 +249,14 @@ fn the_stuck_report_names_the_holding_process() {
         if let Some(f) = found {
             break f;
         }
-        assert!(Instant::now() < deadline, "no stuck-queue within {PATIENCE:?}");
+        assert!(
+            Instant::now() < deadline,
+            "no stuck-queue within {PATIENCE:?}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     assert!(
-        report.contains(&format!("held by process {pid} (`"))
-            && report.contains("child_process"),
+        report.contains(&format!("held by process {pid} (`")) && report.contains("child_process"),
         "{report}"
     );
     let listed = lockscope::detector::locks()
@@ -271,13 +289,19 @@ async fn a_dropped_lock_future_leaves_no_ghost() {
             .map_or(0, |l| l.waiters_total)
     };
     let held = blocking.lock().unwrap();
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    send_sync(&lock.lock()); // a task may wait for it in `tokio::spawn`
+    send_sync(&held);
     let mut wait = tokio_test::task::spawn(lock.lock());
     assert!(wait.poll().is_pending());
     assert_eq!(waiters(), 1);
     drop(wait);
     assert_eq!(waiters(), 0, "a ghost waiter");
     drop(held);
-    assert!(blocking.try_lock().unwrap().is_some(), "the dropped future held the lock");
+    assert!(
+        blocking.try_lock().unwrap().is_some(),
+        "the dropped future held the lock"
+    );
     let _ = std::fs::remove_file(&path);
 }
 
@@ -320,7 +344,11 @@ fn acquisitions_are_ordered_and_counted_like_any_lock() {
             && f.primitives.iter().any(|p| p.name == "ordered-global")
             && f.primitives.iter().any(|p| p.name == "ordered-mutex")
     }) {
-        assert!(Instant::now() < deadline, "no lock-order-inversion: {:#?}", scope.findings());
+        assert!(
+            Instant::now() < deadline,
+            "no lock-order-inversion: {:#?}",
+            scope.findings()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let series = lockscope::detector::metrics()

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use lockscope_detector::HolderSnapshot;
 use lockscope_detector::hooks::{Acq, Mode, PrimKind};
 
-pub use crate::global::{GlobalLockGuard, global_lock_dir};
 use crate::global::{Backoff, Core};
+pub use crate::global::{GlobalLockGuard, global_lock_dir};
 use crate::probe;
 
 /// A named lock across the processes of the machine, blocking form (lockscope addition):
@@ -173,7 +173,9 @@ impl GlobalLock {
         let acq = Acq::new(site, 1, Mode::Exclusive);
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
-            return Ok(Some(self.core.guard(file, probe::granted(self.core.prim(), acq))));
+            return Ok(Some(
+                self.core.guard(file, probe::granted(self.core.prim(), acq)),
+            ));
         }
         let mut failed = None;
         let poll = || {

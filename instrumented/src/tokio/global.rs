@@ -73,7 +73,12 @@ impl GlobalLock {
     /// locked. Its directory must exist.
     #[track_caller]
     pub fn at(name: impl AsRef<str>, path: impl Into<PathBuf>) -> Self {
-        let core = Core::at(name.as_ref(), path.into(), PrimKind::Mutex, Location::caller());
+        let core = Core::at(
+            name.as_ref(),
+            path.into(),
+            PrimKind::Mutex,
+            Location::caller(),
+        );
         GlobalLock { core }
     }
 
@@ -182,7 +187,10 @@ impl GlobalLock {
         };
         let mut backoff = Backoff::new();
         loop {
-            let taken = self.core.try_file(&file).inspect_err(|_| w.state.failed(prim))?;
+            let taken = self
+                .core
+                .try_file(&file)
+                .inspect_err(|_| w.state.failed(prim))?;
             if taken {
                 let token = if w.state.is_off() {
                     Token::none()

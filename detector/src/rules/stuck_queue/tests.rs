@@ -410,7 +410,11 @@ fn a_queue_held_by_another_process_names_it() {
         f[0].summary,
         "blocking_mutex \"stuck/global\" has 1 waiter queued for up to 1100 ms and granted nothing for 100 ms: it is held by process 4121 (`cargo test`)"
     );
-    assert!(f[0].fix.starts_with("another process holds it"), "{}", f[0].fix);
+    assert!(
+        f[0].fix.starts_with("another process holds it"),
+        "{}",
+        f[0].fix
+    );
     // Negative control: a holder in this process is the one named, not the description.
     let held_here = || {
         vec![at(

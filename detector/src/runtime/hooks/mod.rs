@@ -55,8 +55,8 @@ pub use crate::model::acq::Acq;
 
 pub use crate::base::config::enabled;
 pub use crate::runtime::cell::PrimCell;
+pub use crate::state::elsewhere::set as held_elsewhere;
 pub use crate::state::held::{
     FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode,
 };
-pub use crate::state::elsewhere::set as held_elsewhere;
 pub use crate::state::prim::PrimKind;
