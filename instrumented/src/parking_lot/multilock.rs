@@ -1,13 +1,35 @@
-//! [`MultiLock`]: a set of parking_lot mutexes taken together, in one global order.
+//! [`MultiLock`]: a set of parking_lot mutexes and rwlock halves taken together, in one
+//! global order.
 
 use std::time::{Duration, Instant};
 
-use super::{Mutex, MutexGuard};
-use crate::multilock::global_order;
+use lockscope_detector::prim::Prim;
+
+use super::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::multilock::{Held, global_order};
 
 pub use crate::multilock::MultiLockError;
 
-/// A set of [`Mutex`]es taken together, blocking (lockscope addition; the async form is
+/// One member of a [`MultiLock`] made by [`MultiLock::with_members`]: a mutex
+/// (`Member::Lock(&m)`), or an rwlock's read half (`Member::Read(&rw)`) or write half
+/// (`Member::Write(&rw)`).
+pub type Member<'a, T> = crate::multilock::Member<&'a Mutex<T>, &'a RwLock<T>>;
+
+/// The guard of one member of a [`MultiLock`]: derefs to its value (mutably, all but a read
+/// half).
+pub type MemberGuard<'a, T> =
+    Held<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>>;
+
+/// The detector's record of a member's lock.
+fn prim_of<'a, T: ?Sized>(m: &Member<'a, T>) -> &'a Prim {
+    match *m {
+        Member::Lock(l) => l.prim(),
+        Member::Read(l) | Member::Write(l) => l.prim(),
+    }
+}
+
+/// A set of [`Mutex`]es (or, through [`MultiLock::with_members`], mutexes and [`RwLock`] read
+/// and write halves) taken together, blocking (lockscope addition; the async form is
 /// [`lockscope::tokio::MultiLock`](crate::tokio::MultiLock)): whatever order they are listed
 /// in, every `MultiLock` of the process takes them in one global order, so two multi-locks
 /// over the same locks cannot deadlock each other; the timed forms bound the whole set; the
@@ -26,14 +48,14 @@ pub use crate::multilock::MultiLockError;
 /// assert_eq!(*b.lock(), 5);
 /// ```
 pub struct MultiLock<'a, T: ?Sized> {
-    locks: Vec<&'a Mutex<T>>,
+    locks: Vec<Member<'a, T>>,
     /// Positions in `locks`, in the global order.
     order: Vec<usize>,
 }
 
 /// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
 /// Dropped, it releases the members in the reverse of the order they were taken.
-pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MutexGuard<'a, T>>;
+pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MemberGuard<'a, T>>;
 
 impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// A lock set over `locks`, listed in any order.
@@ -47,8 +69,34 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// assert!(lockscope::parking_lot::MultiLock::new([&m, &m]).is_err());
     /// ```
     pub fn new(locks: impl IntoIterator<Item = &'a Mutex<T>>) -> Result<Self, MultiLockError> {
-        let locks: Vec<&'a Mutex<T>> = locks.into_iter().collect();
-        let prims: Vec<_> = locks.iter().map(|m| m.prim()).collect();
+        Self::with_members(locks.into_iter().map(Member::Lock))
+    }
+
+    /// A lock set over mutexes and rwlock halves, listed in any order: the set reads each
+    /// [`Member::Read`] and writes each [`Member::Write`], in the same one global order as
+    /// every other set (the halves of an rwlock are one lock in that order).
+    ///
+    /// # Errors
+    ///
+    /// [`MultiLockError`] if a lock is listed twice (both halves of one rwlock included).
+    ///
+    /// ```
+    /// use lockscope::parking_lot::{Member, MultiLock, Mutex, RwLock};
+    ///
+    /// let config = RwLock::named("config", 3);
+    /// let counter = Mutex::named("counter", 0);
+    /// let set = MultiLock::with_members([Member::Read(&config), Member::Lock(&counter)]).unwrap();
+    /// let mut g = set.lock();
+    /// *g.get_mut(1) += *g.get(0);
+    /// assert!(config.try_read().is_some(), "a read half leaves other readers in");
+    /// drop(g);
+    /// assert_eq!(*counter.lock(), 3);
+    /// ```
+    pub fn with_members(
+        members: impl IntoIterator<Item = Member<'a, T>>,
+    ) -> Result<Self, MultiLockError> {
+        let locks: Vec<Member<'a, T>> = members.into_iter().collect();
+        let prims: Vec<_> = locks.iter().map(prim_of).collect();
         let order = global_order(&prims)?;
         Ok(MultiLock { locks, order })
     }
@@ -63,7 +111,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
         self.locks.is_empty()
     }
 
-    fn guard(&self, taken: Vec<MutexGuard<'a, T>>) -> MultiLockGuard<'a, T> {
+    fn guard(&self, taken: Vec<MemberGuard<'a, T>>) -> MultiLockGuard<'a, T> {
         MultiLockGuard::new(&self.order, taken)
     }
 
@@ -72,7 +120,11 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     pub fn lock(&self) -> MultiLockGuard<'a, T> {
         let mut taken = Vec::with_capacity(self.order.len());
         for &i in &self.order {
-            taken.push(self.locks[i].lock());
+            taken.push(match self.locks[i] {
+                Member::Lock(l) => Held::Lock(l.lock()),
+                Member::Read(l) => Held::Read(l.read()),
+                Member::Write(l) => Held::Write(l.write()),
+            });
         }
         self.guard(taken)
     }
@@ -102,7 +154,11 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
         let mut taken = Vec::with_capacity(self.order.len());
         for &i in &self.order {
             // `taken` is dropped on `None`: the members taken so far are released.
-            taken.push(self.locks[i].try_lock_until(deadline)?);
+            taken.push(match self.locks[i] {
+                Member::Lock(l) => Held::Lock(l.try_lock_until(deadline)?),
+                Member::Read(l) => Held::Read(l.try_read_until(deadline)?),
+                Member::Write(l) => Held::Write(l.try_write_until(deadline)?),
+            });
         }
         Some(self.guard(taken))
     }
@@ -120,7 +176,11 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     pub fn try_lock(&self) -> Option<MultiLockGuard<'a, T>> {
         let mut taken = Vec::with_capacity(self.order.len());
         for &i in &self.order {
-            taken.push(self.locks[i].try_lock()?);
+            taken.push(match self.locks[i] {
+                Member::Lock(l) => Held::Lock(l.try_lock()?),
+                Member::Read(l) => Held::Read(l.try_read()?),
+                Member::Write(l) => Held::Write(l.try_write()?),
+            });
         }
         Some(self.guard(taken))
     }
@@ -129,7 +189,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
 impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.locks.iter().map(|m| m.name()))
+            .entries(self.locks.iter().map(|m| prim_of(m).name()))
             .finish()
     }
 }

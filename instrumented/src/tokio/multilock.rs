@@ -1,14 +1,30 @@
-//! [`MultiLock`]: a set of tokio mutexes taken together, in one global order.
+//! [`MultiLock`]: a set of tokio mutexes and rwlock halves taken together, in one global
+//! order.
 
 use std::future::Future;
 use std::time::Duration;
 
-use super::{Mutex, MutexGuard, TimeoutError, TryLockError};
-use crate::multilock::global_order;
+use lockscope_detector::prim::Prim;
+
+use super::{
+    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TimeoutError, TryLockError,
+};
+use crate::multilock::{Held, HeldFuture, global_order};
 
 pub use crate::multilock::MultiLockError;
 
-/// A set of [`Mutex`]es taken together (lockscope addition): whatever order they are listed
+/// One member of a [`MultiLock`] made by [`MultiLock::with_members`]: a mutex
+/// (`Member::Lock(&m)`), or an rwlock's read half (`Member::Read(&rw)`) or write half
+/// (`Member::Write(&rw)`).
+pub type Member<'a, T> = crate::multilock::Member<&'a Mutex<T>, &'a RwLock<T>>;
+
+/// The guard of one member of a [`MultiLock`]: derefs to its value (mutably, all but a read
+/// half).
+pub type MemberGuard<'a, T> =
+    Held<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>>;
+
+/// A set of [`Mutex`]es (or, through [`MultiLock::with_members`], mutexes and [`RwLock`] read
+/// and write halves) taken together (lockscope addition): whatever order they are listed
 /// in, every `MultiLock` of the process takes them in one global order, so two multi-locks
 /// over the same locks cannot deadlock each other; one timeout covers the whole set; the
 /// guards are released in reverse order. Each member's acquisition is an ordinary one for the
@@ -39,14 +55,27 @@ pub use crate::multilock::MultiLockError;
 /// # }
 /// ```
 pub struct MultiLock<'a, T: ?Sized> {
-    locks: Vec<&'a Mutex<T>>,
+    locks: Vec<Member<'a, T>>,
     /// Positions in `locks`, in the global order.
     order: Vec<usize>,
 }
 
 /// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
 /// Dropped, it releases the members in the reverse of the order they were taken.
-pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MutexGuard<'a, T>>;
+pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MemberGuard<'a, T>>;
+
+/// The detector's record of a member's lock.
+fn prim_of<'a, T: ?Sized>(m: &Member<'a, T>) -> &'a Prim {
+    match *m {
+        Member::Lock(l) => l.prim(),
+        Member::Read(l) | Member::Write(l) => l.prim(),
+    }
+}
+
+/// A member's name.
+fn name_of<'a, T: ?Sized>(m: &Member<'a, T>) -> &'a str {
+    prim_of(m).name()
+}
 
 impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// A lock set over `locks`, listed in any order.
@@ -61,8 +90,37 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// assert_eq!((err.lock(), err.positions()), ("once", (0, 1)));
     /// ```
     pub fn new(locks: impl IntoIterator<Item = &'a Mutex<T>>) -> Result<Self, MultiLockError> {
-        let locks: Vec<&'a Mutex<T>> = locks.into_iter().collect();
-        let prims: Vec<_> = locks.iter().map(|m| m.prim()).collect();
+        Self::with_members(locks.into_iter().map(Member::Lock))
+    }
+
+    /// A lock set over mutexes and rwlock halves, listed in any order: the set reads each
+    /// [`Member::Read`] and writes each [`Member::Write`], in the same one global order as
+    /// every other set (the halves of an rwlock are one lock in that order).
+    ///
+    /// # Errors
+    ///
+    /// [`MultiLockError`] if a lock is listed twice (both halves of one rwlock included).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use lockscope::tokio::{Member, MultiLock, Mutex, RwLock};
+    ///
+    /// let config = RwLock::named("config", 3);
+    /// let counter = Mutex::named("counter", 0);
+    /// let set = MultiLock::with_members([Member::Read(&config), Member::Lock(&counter)]).unwrap();
+    /// let mut g = set.lock().await;
+    /// *g.get_mut(1) += *g.get(0);
+    /// assert!(config.try_read().is_ok(), "a read half leaves other readers in");
+    /// drop(g);
+    /// assert_eq!(*counter.lock().await, 3);
+    /// # }
+    /// ```
+    pub fn with_members(
+        members: impl IntoIterator<Item = Member<'a, T>>,
+    ) -> Result<Self, MultiLockError> {
+        let locks: Vec<Member<'a, T>> = members.into_iter().collect();
+        let prims: Vec<_> = locks.iter().map(prim_of).collect();
         let order = global_order(&prims)?;
         Ok(MultiLock { locks, order })
     }
@@ -79,12 +137,15 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
 
     /// The members' futures, in the global order, each recorded at the caller's line.
     #[track_caller]
-    fn member_futures(&self) -> Vec<impl Future<Output = MutexGuard<'a, T>> + 'a> {
+    fn member_futures(&self) -> Vec<impl Future<Output = MemberGuard<'a, T>> + 'a> {
         let mut futures = Vec::with_capacity(self.order.len());
         // A loop, not a closure: `#[track_caller]` reaches `lock` only from this body.
         for &i in &self.order {
-            let lock: &'a Mutex<T> = self.locks[i];
-            futures.push(lock.lock());
+            futures.push(match self.locks[i] {
+                Member::Lock(l) => HeldFuture::Lock { f: l.lock() },
+                Member::Read(l) => HeldFuture::Read { f: l.read() },
+                Member::Write(l) => HeldFuture::Write { f: l.write() },
+            });
         }
         futures
     }
@@ -142,8 +203,8 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
             match tokio::time::timeout(timeout, all).await {
                 Ok(taken) => Ok(MultiLockGuard::new(&self.order, taken)),
                 Err(_) => {
-                    let waited_for = self.locks[self.order[at]];
-                    Err(TimeoutError::elapsed(waited_for.prim(), timeout))
+                    let waited_for = &self.locks[self.order[at]];
+                    Err(TimeoutError::elapsed(prim_of(waited_for), timeout))
                 }
             }
         }
@@ -167,7 +228,11 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     pub fn try_lock(&self) -> Result<MultiLockGuard<'a, T>, TryLockError> {
         let mut taken = Vec::with_capacity(self.order.len());
         for &i in &self.order {
-            taken.push(self.locks[i].try_lock()?);
+            taken.push(match self.locks[i] {
+                Member::Lock(l) => Held::Lock(l.try_lock()?),
+                Member::Read(l) => Held::Read(l.try_read()?),
+                Member::Write(l) => Held::Write(l.try_write()?),
+            });
         }
         Ok(MultiLockGuard::new(&self.order, taken))
     }
@@ -176,7 +241,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
 impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.locks.iter().map(|m| m.name()))
+            .entries(self.locks.iter().map(name_of))
             .finish()
     }
 }
