@@ -62,6 +62,7 @@
 mod blocking_shell;
 #[cfg(any(unix, windows))]
 mod global;
+mod keyed;
 mod level;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;
