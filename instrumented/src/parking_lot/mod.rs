@@ -57,6 +57,7 @@ mod arc_lock;
 mod condvar;
 #[cfg(any(unix, windows))]
 mod global;
+mod keyed;
 mod multilock;
 mod mutex;
 mod mutex_guard;
@@ -75,6 +76,7 @@ pub use arc_guard::{
 pub use condvar::Condvar;
 #[cfg(any(unix, windows))]
 pub use global::{GlobalLock, GlobalLockGuard, global_lock_dir};
+pub use keyed::{KeyedMutex, KeyedMutexGuard};
 pub use multilock::{Member, MemberGuard, MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use lockscope_detector::hooks::PrimKind;
 
 use super::{Mutex, MutexGuard};
-use crate::keyed::{KeyedGuard, Keyed, Ticket};
+use crate::keyed::{Keyed, KeyedGuard, Ticket};
 
 /// One async mutex per key (lockscope addition): per-user, per-file, per-account locks
 /// without a map of mutexes to manage. A key's mutex is made when the key is first locked and
