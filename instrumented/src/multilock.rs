@@ -81,6 +81,21 @@ impl<M: DerefMut, R: Deref<Target = M::Target>, W: DerefMut<Target = M::Target>>
     }
 }
 
+/// What a lock set hands out for each member taken (a [`Held`]): the `Held` itself for a set
+/// of mutexes and rwlock halves, or the mutex's own guard for a set of mutexes only (so that
+/// such a set's guard is `Send` exactly when its mutexes' guards are, whatever an rwlock's
+/// read guard would need).
+pub trait FromHeld<M, R, W>: Sized {
+    /// The member's guard, from the guard it was taken with.
+    fn from_held(held: Held<M, R, W>) -> Self;
+}
+
+impl<M, R, W> FromHeld<M, R, W> for Held<M, R, W> {
+    fn from_held(held: Held<M, R, W>) -> Self {
+        held
+    }
+}
+
 pin_project! {
     /// The acquisition of one member, by kind: its guard as a [`Held`].
     #[project = HeldFutureProj]

@@ -269,3 +269,17 @@ fn both_halves_of_one_rwlock_are_refused_and_a_read_half_is_shared() {
         "the panicking set released its read half"
     );
 }
+
+/// A set of mutexes only hands out the mutexes' own guards: its guard is `Send` when theirs
+/// are (a `Send + !Sync` value included), as a task holding it across `.await` needs; only a
+/// set with rwlock halves needs what their read guards need.
+#[tokio::test]
+async fn a_set_of_mutexes_keeps_the_mutex_guards_send() {
+    fn send<T: Send>(_: &T) {}
+    let m = Mutex::named("ml_send", std::cell::Cell::new(1));
+    let set = MultiLock::new([&m]).unwrap();
+    let g = set.lock().await;
+    send(&g);
+    let _: &lockscope::tokio::MultiLockGuard<'_, std::cell::Cell<i32>> = &g;
+    assert_eq!(g.get(0).get(), 1);
+}

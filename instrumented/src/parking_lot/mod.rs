@@ -77,7 +77,7 @@ pub use condvar::Condvar;
 #[cfg(any(unix, windows))]
 pub use global::{GlobalLock, GlobalLockGuard, global_lock_dir};
 pub use keyed::{KeyedMutex, KeyedMutexGuard};
-pub use multilock::{Member, MemberGuard, MultiLock, MultiLockError, MultiLockGuard};
+pub use multilock::{Member, MemberGuard, MembersGuard, MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};
 pub use remutex::{ReentrantMutex, const_reentrant_mutex};

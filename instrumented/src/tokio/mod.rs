@@ -62,7 +62,7 @@ pub use barrier::{Barrier, BarrierWaitResult};
 #[cfg(any(unix, windows))]
 pub use global::{GlobalLock, GlobalLockGuard};
 pub use keyed::{KeyedMutex, KeyedMutexGuard};
-pub use multilock::{Member, MemberGuard, MultiLock, MultiLockError, MultiLockGuard};
+pub use multilock::{Member, MemberGuard, MembersGuard, MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::Mutex;
 pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
 pub use notify::Notify;

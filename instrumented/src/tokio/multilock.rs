@@ -2,6 +2,8 @@
 //! order.
 
 use std::future::Future;
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::time::Duration;
 
 use lockscope_detector::prim::Prim;
@@ -9,7 +11,7 @@ use lockscope_detector::prim::Prim;
 use super::{
     Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TimeoutError, TryLockError,
 };
-use crate::multilock::{Held, HeldFuture, global_order};
+use crate::multilock::{FromHeld, Held, HeldFuture, MultiLockGuard as Guards, global_order};
 
 pub use crate::multilock::MultiLockError;
 
@@ -54,15 +56,35 @@ pub type MemberGuard<'a, T> =
 /// assert_eq!((*alice.lock().await, *bob.lock().await), (70, 30));
 /// # }
 /// ```
-pub struct MultiLock<'a, T: ?Sized> {
+///
+/// `G` is what the guard holds for each member: the mutex's own guard for a set made by
+/// [`MultiLock::new`], a [`MemberGuard`] for one made by [`MultiLock::with_members`].
+pub struct MultiLock<'a, T: ?Sized, G = MutexGuard<'a, T>> {
     locks: Vec<Member<'a, T>>,
     /// Positions in `locks`, in the global order.
     order: Vec<usize>,
+    guards: PhantomData<fn() -> G>,
 }
 
 /// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
 /// Dropped, it releases the members in the reverse of the order they were taken.
-pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MemberGuard<'a, T>>;
+pub type MultiLockGuard<'a, T> = Guards<MutexGuard<'a, T>>;
+
+/// The guards of a [`MultiLock`] made by [`MultiLock::with_members`]: each member's
+/// [`MemberGuard`] by its listed position.
+pub type MembersGuard<'a, T> = Guards<MemberGuard<'a, T>>;
+
+impl<'a, T: ?Sized> FromHeld<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>>
+    for MutexGuard<'a, T>
+{
+    fn from_held(held: MemberGuard<'a, T>) -> Self {
+        match held {
+            Held::Lock(g) => g,
+            // Only `MultiLock::new` makes a set with mutex guards, of mutexes only.
+            Held::Read(_) | Held::Write(_) => unreachable!("a set of mutexes took an rwlock"),
+        }
+    }
+}
 
 /// The detector's record of a member's lock.
 fn prim_of<'a, T: ?Sized>(m: &Member<'a, T>) -> &'a Prim {
@@ -90,9 +112,11 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// assert_eq!((err.lock(), err.positions()), ("once", (0, 1)));
     /// ```
     pub fn new(locks: impl IntoIterator<Item = &'a Mutex<T>>) -> Result<Self, MultiLockError> {
-        Self::with_members(locks.into_iter().map(Member::Lock))
+        Self::make(locks.into_iter().map(Member::Lock))
     }
+}
 
+impl<'a, T: ?Sized> MultiLock<'a, T, MemberGuard<'a, T>> {
     /// A lock set over mutexes and rwlock halves, listed in any order: the set reads each
     /// [`Member::Read`] and writes each [`Member::Write`], in the same one global order as
     /// every other set (the halves of an rwlock are one lock in that order).
@@ -119,10 +143,23 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     pub fn with_members(
         members: impl IntoIterator<Item = Member<'a, T>>,
     ) -> Result<Self, MultiLockError> {
+        Self::make(members)
+    }
+}
+
+impl<'a, T: ?Sized, G> MultiLock<'a, T, G>
+where
+    G: FromHeld<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>> + Deref,
+{
+    fn make(members: impl IntoIterator<Item = Member<'a, T>>) -> Result<Self, MultiLockError> {
         let locks: Vec<Member<'a, T>> = members.into_iter().collect();
         let prims: Vec<_> = locks.iter().map(prim_of).collect();
         let order = global_order(&prims)?;
-        Ok(MultiLock { locks, order })
+        Ok(MultiLock {
+            locks,
+            order,
+            guards: PhantomData,
+        })
     }
 
     /// How many locks the set has.
@@ -152,14 +189,14 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
 
     /// Locks every member, in the global order, waiting as [`Mutex::lock`] does for each.
     #[track_caller]
-    pub fn lock(&self) -> impl Future<Output = MultiLockGuard<'a, T>> + '_ {
+    pub fn lock(&self) -> impl Future<Output = Guards<G>> + '_ {
         let futures = self.member_futures();
         async move {
             let mut taken = Vec::with_capacity(futures.len());
             for f in futures {
-                taken.push(f.await);
+                taken.push(G::from_held(f.await));
             }
-            MultiLockGuard::new(&self.order, taken)
+            Guards::new(&self.order, taken)
         }
     }
 
@@ -188,7 +225,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     pub fn lock_timeout(
         &self,
         timeout: Duration,
-    ) -> impl Future<Output = Result<MultiLockGuard<'a, T>, TimeoutError>> + '_ {
+    ) -> impl Future<Output = Result<Guards<G>, TimeoutError>> + '_ {
         let futures = self.member_futures();
         async move {
             let mut at = 0;
@@ -196,12 +233,12 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
                 let mut taken = Vec::with_capacity(futures.len());
                 for (k, f) in futures.into_iter().enumerate() {
                     at = k;
-                    taken.push(f.await);
+                    taken.push(G::from_held(f.await));
                 }
                 taken
             };
             match tokio::time::timeout(timeout, all).await {
-                Ok(taken) => Ok(MultiLockGuard::new(&self.order, taken)),
+                Ok(taken) => Ok(Guards::new(&self.order, taken)),
                 Err(_) => {
                     let waited_for = &self.locks[self.order[at]];
                     Err(TimeoutError::elapsed(prim_of(waited_for), timeout))
@@ -225,20 +262,20 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// assert!(set.try_lock().is_err());
     /// ```
     #[track_caller]
-    pub fn try_lock(&self) -> Result<MultiLockGuard<'a, T>, TryLockError> {
+    pub fn try_lock(&self) -> Result<Guards<G>, TryLockError> {
         let mut taken = Vec::with_capacity(self.order.len());
         for &i in &self.order {
-            taken.push(match self.locks[i] {
+            taken.push(G::from_held(match self.locks[i] {
                 Member::Lock(l) => Held::Lock(l.try_lock()?),
                 Member::Read(l) => Held::Read(l.try_read()?),
                 Member::Write(l) => Held::Write(l.try_write()?),
-            });
+            }));
         }
-        Ok(MultiLockGuard::new(&self.order, taken))
+        Ok(Guards::new(&self.order, taken))
     }
 }
 
-impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
+impl<T: ?Sized, G> std::fmt::Debug for MultiLock<'_, T, G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.locks.iter().map(name_of))
