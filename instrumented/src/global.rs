@@ -259,6 +259,15 @@ impl Core {
         hooks::held_elsewhere(self.prim(), Some(&who));
     }
 
+    /// A wait here ended without the lock (timed out, cancelled, failed): with nobody else
+    /// here waiting, nobody's report needs the holder's description any more.
+    pub(crate) fn wait_ended(&self) {
+        let prim = self.prim();
+        if hooks::enabled() && prim.waiting() == 0 {
+            hooks::held_elsewhere(prim, None);
+        }
+    }
+
     /// The lock on `file` was taken (recorded by `token`): the holder writes its pid and
     /// command line into the file, and no other process holds it now.
     pub(crate) fn guard(&self, file: File, token: Token) -> GlobalLockGuard<'_> {

@@ -133,6 +133,11 @@ fn two_processes_exclude_each_other() {
             .unwrap()
             .is_none()
     );
+    let listed = lockscope::detector::locks()
+        .into_iter()
+        .find(|l| l.name == "exclude")
+        .unwrap();
+    assert_eq!(listed.held_elsewhere, None, "named with nobody waiting");
     let pid = holder.child.id();
     let written = std::fs::read_to_string(&path).unwrap();
     assert!(
@@ -282,12 +287,13 @@ async fn a_dropped_lock_future_leaves_no_ghost() {
     let path = lock_path("cancel");
     let blocking = GlobalLock::at("cancel-blocking", &path);
     let lock = lockscope::tokio::GlobalLock::at("cancel", &path);
-    let waiters = || {
+    let listed = || {
         lockscope::detector::locks()
             .into_iter()
             .find(|l| l.name == "cancel")
-            .map_or(0, |l| l.waiters_total)
+            .unwrap()
     };
+    let waiters = || listed().waiters_total;
     let held = blocking.lock().unwrap();
     fn send_sync<T: Send + Sync>(_: &T) {}
     send_sync(&lock.lock()); // a task may wait for it in `tokio::spawn`
@@ -295,8 +301,16 @@ async fn a_dropped_lock_future_leaves_no_ghost() {
     let mut wait = tokio_test::task::spawn(lock.lock());
     assert!(wait.poll().is_pending());
     assert_eq!(waiters(), 1);
+    // The holder is another acquisition of this process, and the file says so.
+    let holder = listed().held_elsewhere.expect("the waiter named no holder");
+    assert!(holder.contains("this process"), "{holder}");
     drop(wait);
     assert_eq!(waiters(), 0, "a ghost waiter");
+    assert_eq!(
+        listed().held_elsewhere,
+        None,
+        "a holder named with nobody waiting"
+    );
     drop(held);
     assert!(
         blocking.try_lock().unwrap().is_some(),

@@ -109,7 +109,8 @@ impl GlobalLock {
             self.core.describe_holder(&file);
             self.core.lock_file(&file)
         };
-        let ((), token) = probe::blocking(self.core.prim(), acq, || None, block)?;
+        let ((), token) = probe::blocking(self.core.prim(), acq, || None, block)
+            .inspect_err(|_| self.core.wait_ended())?;
         Ok(self.core.guard(file, token))
     }
 
@@ -198,6 +199,9 @@ impl GlobalLock {
             }
         };
         let r = probe::blocking_timed(self.core.prim(), acq, || None, poll);
+        if r.is_none() {
+            self.core.wait_ended();
+        }
         if let Some(e) = failed {
             return Err(e);
         }

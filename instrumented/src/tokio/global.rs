@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use lockscope_detector::HolderSnapshot;
 use lockscope_detector::hooks::{Acq, Mode, PrimKind};
-use lockscope_detector::prim::Prim;
 
 pub use crate::global::GlobalLockGuard;
 use crate::global::{Backoff, Core};
@@ -46,13 +45,18 @@ pub struct GlobalLock {
 /// as cancelled. Nothing else needs undoing: between polls the lock is not held, and the file
 /// is closed with the future.
 struct Waiting<'a> {
-    prim: &'a Prim,
+    core: &'a Core,
     state: State,
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.state.cancel(self.prim);
+        // After a grant, a failure or a timeout the state is done, and this records nothing.
+        let waited = matches!(self.state, State::Waiting(_) | State::Traced(_));
+        self.state.cancel(self.core.prim());
+        if waited {
+            self.core.wait_ended();
+        }
     }
 }
 
@@ -180,17 +184,17 @@ impl GlobalLock {
         let acq = Acq::new(site, 1, Mode::Exclusive);
         let file = self.core.open()?;
         let mut w = Waiting {
-            prim,
+            core: &self.core,
             state: State::Start {
                 timed: deadline.is_some(),
             },
         };
         let mut backoff = Backoff::new();
         loop {
-            let taken = self
-                .core
-                .try_file(&file)
-                .inspect_err(|_| w.state.failed(prim))?;
+            let taken = self.core.try_file(&file).inspect_err(|_| {
+                w.state.failed(prim);
+                self.core.wait_ended();
+            })?;
             if taken {
                 let token = if w.state.is_off() {
                     Token::none()
@@ -210,6 +214,7 @@ impl GlobalLock {
                 if !w.state.is_off() {
                     w.state.timed_out(prim);
                 }
+                self.core.wait_ended();
                 return Ok(None);
             }
             tokio::time::sleep(backoff.next(left)).await;
