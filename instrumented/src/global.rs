@@ -145,18 +145,26 @@ fn describe(contents: &str) -> Option<String> {
     Some(format!("process {pid} (`{cmd}`{own})"))
 }
 
-/// Poll intervals of a timed or async wait: from 1 ms, doubling, up to 32 ms.
+/// The first poll interval of a timed or async wait: short, so that a lock held briefly is
+/// taken soon after its release.
+const FIRST_POLL: Duration = Duration::from_millis(1);
+
+/// The longest poll interval: a long wait costs a wake-up per interval, and its waiter takes
+/// the lock at most this late after its release.
+const LAST_POLL: Duration = Duration::from_millis(32);
+
+/// Poll intervals of a timed or async wait: [`FIRST_POLL`], doubling up to [`LAST_POLL`].
 pub(crate) struct Backoff(Duration);
 
 impl Backoff {
     pub(crate) fn new() -> Self {
-        Backoff(Duration::from_millis(1))
+        Backoff(FIRST_POLL)
     }
 
     /// The next interval, at most `left`.
     pub(crate) fn next(&mut self, left: Option<Duration>) -> Duration {
         let d = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_millis(32));
+        self.0 = (self.0 * 2).min(LAST_POLL);
         left.map_or(d, |left| d.min(left))
     }
 }
