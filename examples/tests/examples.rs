@@ -606,3 +606,17 @@ fn lock_levels_reports_the_wrong_order_on_the_first_run_and_keeps_the_right_ones
         ],
     );
 }
+
+#[test]
+fn global_lock_names_the_holding_process_and_a_killed_holder_releases() {
+    check_example(
+        "global_lock",
+        &[
+            "held by another process: true",
+            "lockscope: stuck-queue: mutex \"lockscope-example-emulator\" has 1 waiter",
+            ": it is held by process ",
+            "global_lock --hold`)",
+            "the waiting task got the lock",
+        ],
+    );
+}

@@ -61,6 +61,9 @@
 
 mod blocking_shell;
 mod chan_handle;
+#[cfg(any(unix, windows))]
+mod global;
+mod keyed;
 mod level;
 #[cfg(feature = "lock_api")]
 pub mod lock_api;

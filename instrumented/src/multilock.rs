@@ -12,9 +12,111 @@
 //! itself (see `docs/lock-tools.md`).
 
 use std::fmt;
+use std::future::Future;
 use std::ops::{Deref, DerefMut};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use lockscope_detector::prim::Prim;
+use pin_project_lite::pin_project;
+
+/// One member of a lock set: a mutex (`M`), or the read or the write half of an rwlock (`R`).
+/// [`lockscope::tokio::Member`](crate::tokio::Member) and
+/// [`lockscope::parking_lot::Member`](crate::parking_lot::Member) name it over their locks.
+#[derive(Debug)]
+pub enum Member<M, R> {
+    /// A mutex, locked.
+    Lock(M),
+    /// An rwlock, read (shared with other readers).
+    Read(R),
+    /// An rwlock, written (exclusive).
+    Write(R),
+}
+
+impl<M: Copy, R: Copy> Clone for Member<M, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M: Copy, R: Copy> Copy for Member<M, R> {}
+
+/// The guard of one member of a lock set, by the member's kind: a mutex's guard (`M`), a read
+/// guard (`R`) or a write guard (`W`). It derefs to the member's value; mutably, all but a
+/// read half.
+#[derive(Debug)]
+pub enum Held<M, R, W> {
+    /// A mutex's guard.
+    Lock(M),
+    /// A read guard.
+    Read(R),
+    /// A write guard.
+    Write(W),
+}
+
+impl<M: Deref, R: Deref<Target = M::Target>, W: Deref<Target = M::Target>> Deref for Held<M, R, W> {
+    type Target = M::Target;
+
+    fn deref(&self) -> &M::Target {
+        match self {
+            Held::Lock(g) => g,
+            Held::Read(g) => g,
+            Held::Write(g) => g,
+        }
+    }
+}
+
+impl<M: DerefMut, R: Deref<Target = M::Target>, W: DerefMut<Target = M::Target>> DerefMut
+    for Held<M, R, W>
+{
+    /// # Panics
+    ///
+    /// On a read half: it gives only `&T`.
+    fn deref_mut(&mut self) -> &mut M::Target {
+        match self {
+            Held::Lock(g) => g,
+            Held::Write(g) => g,
+            Held::Read(_) => panic!("a MultiLock member taken for reading gives no &mut access"),
+        }
+    }
+}
+
+/// What a lock set hands out for each member taken (a [`Held`]): the `Held` itself for a set
+/// of mutexes and rwlock halves, or the mutex's own guard for a set of mutexes only (so that
+/// such a set's guard is `Send` exactly when its mutexes' guards are, whatever an rwlock's
+/// read guard would need).
+pub trait FromHeld<M, R, W>: Sized {
+    /// The member's guard, from the guard it was taken with.
+    fn from_held(held: Held<M, R, W>) -> Self;
+}
+
+impl<M, R, W> FromHeld<M, R, W> for Held<M, R, W> {
+    fn from_held(held: Held<M, R, W>) -> Self {
+        held
+    }
+}
+
+pin_project! {
+    /// The acquisition of one member, by kind: its guard as a [`Held`].
+    #[project = HeldFutureProj]
+    pub(crate) enum HeldFuture<A, B, C> {
+        Lock { #[pin] f: A },
+        Read { #[pin] f: B },
+        Write { #[pin] f: C },
+    }
+}
+
+impl<A: Future, B: Future, C: Future> Future for HeldFuture<A, B, C> {
+    type Output = Held<A::Output, B::Output, C::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            HeldFutureProj::Lock { f } => f.poll(cx).map(Held::Lock),
+            HeldFutureProj::Read { f } => f.poll(cx).map(Held::Read),
+            HeldFutureProj::Write { f } => f.poll(cx).map(Held::Write),
+        }
+    }
+}
 
 /// A lock set that cannot be taken: it lists one lock more than once (taking it twice would
 /// deadlock at once, and two guards of one mutex cannot both give `&mut`).
@@ -107,7 +209,7 @@ impl<G: Deref> MultiLockGuard<G> {
     ///
     /// # Panics
     ///
-    /// If `i` is not below the set's length.
+    /// If `i` is not below the set's length, or the member is an rwlock's read half.
     pub fn get_mut(&mut self, i: usize) -> &mut G::Target
     where
         G: DerefMut,

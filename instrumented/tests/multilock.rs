@@ -166,3 +166,120 @@ async fn members_enter_the_lock_order_graph_at_the_callers_line() {
         edge.from_site
     );
 }
+
+/// Issue 30, item 1's rwlock halves: eight tasks for two seconds, half taking
+/// `[write a, read b]` and half `[write b, read a]`. Taken as listed, a writer of `a` waiting
+/// to read `b` while a writer of `b` waits to read `a` is an ABBA; the set's global order
+/// makes it none (and, armed, no lock-order inversion is found).
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_and_write_halves_in_opposite_orders_never_deadlock() {
+    use lockscope::tokio::{Member, RwLock};
+    let a = Arc::new(RwLock::named("ml_rw_a", 0u64));
+    let b = Arc::new(RwLock::named("ml_rw_b", 0u64));
+    let until = Instant::now() + Duration::from_secs(2);
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let (a, b) = (a.clone(), b.clone());
+            tokio::spawn(async move {
+                let mut rounds = 0u64;
+                while Instant::now() < until {
+                    let (written, read) = if t % 2 == 0 { (&a, &b) } else { (&b, &a) };
+                    let set =
+                        MultiLock::with_members([Member::Write(&**written), Member::Read(&**read)])
+                            .unwrap();
+                    let mut g = set.lock().await;
+                    let seen = *g.get(1);
+                    tokio::task::yield_now().await;
+                    *g.get_mut(0) += 1;
+                    assert_eq!(*g.get(1), seen, "a read half changed under its reader");
+                    drop(g);
+                    rounds += 1;
+                }
+                (t % 2, rounds)
+            })
+        })
+        .collect();
+    let (mut on_a, mut on_b) = (0, 0);
+    for t in tasks {
+        let (which, rounds) = tokio::time::timeout(Duration::from_secs(20), t)
+            .await
+            .expect("a multi-lock over rwlock halves deadlocked")
+            .unwrap();
+        if which == 0 {
+            on_a += rounds
+        } else {
+            on_b += rounds
+        }
+    }
+    assert!(on_a > 0 && on_b > 0);
+    assert_eq!((*a.read().await, *b.read().await), (on_a, on_b));
+}
+
+/// The blocking form, on threads, with a mutex in the set too.
+#[lockscope::test]
+fn blocking_read_and_write_halves_in_opposite_orders() {
+    use lockscope::parking_lot::{Member, MultiLock, Mutex, RwLock};
+    let a = RwLock::named("ml_prw_a", 0u64);
+    let b = RwLock::named("ml_prw_b", 0u64);
+    let m = Mutex::named("ml_prw_m", 0u64);
+    let rounds = 2_000;
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (a, b, m) = (&a, &b, &m);
+            s.spawn(move || {
+                for _ in 0..rounds {
+                    let members = if t % 2 == 0 {
+                        [Member::Write(a), Member::Read(b), Member::Lock(m)]
+                    } else {
+                        [Member::Lock(m), Member::Write(b), Member::Read(a)]
+                    };
+                    let set = MultiLock::with_members(members).unwrap();
+                    let mut g = set.lock();
+                    let written = if t % 2 == 0 { 0 } else { 1 };
+                    *g.get_mut(written) += 1;
+                    *g.get_mut(if t % 2 == 0 { 2 } else { 0 }) += 1;
+                }
+            });
+        }
+    });
+    assert_eq!(
+        (*a.read(), *b.read(), *m.lock()),
+        (4 * rounds, 4 * rounds, 8 * rounds)
+    );
+}
+
+/// Both halves of one rwlock are one lock: listed together, the set is refused; a read half
+/// gives no `&mut`.
+#[test]
+fn both_halves_of_one_rwlock_are_refused_and_a_read_half_is_shared() {
+    use lockscope::parking_lot::{Member, MultiLock, RwLock};
+    let rw = RwLock::named("ml_halves", 1);
+    let err = MultiLock::with_members([Member::Read(&rw), Member::Write(&rw)]).unwrap_err();
+    assert_eq!((err.lock(), err.positions()), ("ml_halves", (0, 1)));
+    let set = MultiLock::with_members([Member::Read(&rw)]).unwrap();
+    let g = set.lock();
+    assert!(rw.try_read().is_some() && rw.try_write().is_none());
+    let mut g = std::panic::AssertUnwindSafe(g);
+    let mutated = std::panic::catch_unwind(move || {
+        *g.get_mut(0) += 1;
+    });
+    assert!(mutated.is_err(), "a read half gave &mut");
+    assert!(
+        rw.try_write().is_some(),
+        "the panicking set released its read half"
+    );
+}
+
+/// A set of mutexes only hands out the mutexes' own guards: its guard is `Send` when theirs
+/// are (a `Send + !Sync` value included), as a task holding it across `.await` needs; only a
+/// set with rwlock halves needs what their read guards need.
+#[tokio::test]
+async fn a_set_of_mutexes_keeps_the_mutex_guards_send() {
+    fn send<T: Send>(_: &T) {}
+    let m = Mutex::named("ml_send", std::cell::Cell::new(1));
+    let set = MultiLock::new([&m]).unwrap();
+    let g = set.lock().await;
+    send(&g);
+    let _: &lockscope::tokio::MultiLockGuard<'_, std::cell::Cell<i32>> = &g;
+    assert_eq!(g.get(0).get(), 1);
+}

@@ -306,6 +306,10 @@ pub struct LockSnapshot {
     pub waiters_total: usize,
     /// How long the longest wait among all the waiters has lasted (ms); `None` with no waiter.
     pub oldest_wait_ms: Option<u64>,
+    /// Who holds it outside this process, as its last waiter saw (a cross-process lock, e.g.
+    /// ``process 4121 (`cargo test`)``); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_elsewhere: Option<String>,
 }
 
 /// Permits a hold occupies for availability accounting.
@@ -394,6 +398,7 @@ pub fn locks_limited(limit: usize) -> Vec<LockSnapshot> {
                 holders_total: p.holds.len(),
                 waiters_total: p.waiters_total,
                 oldest_wait_ms: p.oldest_wait_since.map(|t| state.wait_age(t) / 1_000_000),
+                held_elsewhere: crate::state::elsewhere::of(p.prim.id().0).map(|w| w.to_string()),
             }
         })
         .collect();

@@ -131,16 +131,27 @@ impl Rule for StuckQueue {
                 continue;
             }
             let r = prim_ref(&p.prim);
+            // A cross-process lock that no one here holds: its wrapper says who holds it in
+            // another process (see `state::elsewhere`).
+            let elsewhere = if p.holds.is_empty() {
+                crate::state::elsewhere::of(id)
+            } else {
+                None
+            };
             let mut f = Finding::new(
                 FindingKind::StuckQueue,
                 format!("{id}"),
                 format!(
-                    "{} has {} waiter{} queued for up to {} ms and granted nothing for {} ms",
+                    "{} has {} waiter{} queued for up to {} ms and granted nothing for {} ms{}",
                     noun(&r),
                     p.waiters.len(),
                     if p.waiters.len() == 1 { "" } else { "s" },
                     state.wait_age(&p.waiters[0]) / 1_000_000,
-                    still / 1_000_000
+                    still / 1_000_000,
+                    elsewhere
+                        .as_deref()
+                        .map(|who| format!(": it is held by {who}"))
+                        .unwrap_or_default()
                 ),
             );
             // One entry per task or thread, with what it holds and what it waits for.
@@ -222,7 +233,9 @@ impl Rule for StuckQueue {
             if let Some(site) = &forgot_site {
                 f.add_site(site);
             }
-            f.fix = if p.holds.is_empty() && checked_out {
+            f.fix = if elsewhere.is_some() {
+                "another process holds it (named above): find why that process keeps it so long (a hung or very long job), or end it; a killed holder releases it at once".into()
+            } else if p.holds.is_empty() && checked_out {
                 "the permits are checked out (forgotten at checkout, added back at return): find who keeps the checked-out objects without returning them (a task that never ends, a struct that lives on), or make the pool larger if the load needs more".into()
             } else if p.holds.is_empty() {
                 "nothing holds it, so only add_permits (or a release of permits lost outside lockscope's books, e.g. by std::mem::forget) can grant the waiters: ask for no more permits than exist, or add the missing ones".into()

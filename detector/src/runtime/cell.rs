@@ -40,6 +40,7 @@ pub fn unregister(prim: &Prim) {
         finding::report_all(leaked_permit::dropped_with_holds(prim));
     }
     crate::analysis::graph::lockorder::remove_node(prim.id());
+    crate::state::elsewhere::forget(prim.id().0);
     finding::primitive_dropped(prim.id());
 }
 

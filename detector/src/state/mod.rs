@@ -5,6 +5,7 @@
 pub mod actor;
 pub mod channels;
 pub(crate) mod console;
+pub(crate) mod elsewhere;
 pub(crate) mod ended;
 pub mod executor;
 pub mod held;

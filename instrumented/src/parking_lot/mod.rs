@@ -55,6 +55,9 @@ mod arc_guard;
 #[cfg(feature = "arc_lock")]
 mod arc_lock;
 mod condvar;
+#[cfg(any(unix, windows))]
+mod global;
+mod keyed;
 mod multilock;
 mod mutex;
 mod mutex_guard;
@@ -71,7 +74,10 @@ pub use arc_guard::{
     Excl, Read, Upgradable, Write,
 };
 pub use condvar::Condvar;
-pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
+#[cfg(any(unix, windows))]
+pub use global::{GlobalLock, GlobalLockGuard, global_lock_dir};
+pub use keyed::{KeyedMutex, KeyedMutexGuard};
+pub use multilock::{Member, MemberGuard, MembersGuard, MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::{Mutex, const_mutex};
 pub use mutex_guard::{MappedMutexGuard, MutexGuard};
 pub use remutex::{ReentrantMutex, const_reentrant_mutex};

@@ -257,3 +257,14 @@ crate::level::declared_levels! {
     impl[T: ?Sized] Mutex<T> as "lockscope::parking_lot::Mutex";
     prim: |m| m.prim();
 }
+
+impl<T> Mutex<T> {
+    /// A mutex over `value` recorded as `cell`: a `KeyedMutex` key's, named and counted by
+    /// its map.
+    pub(super) fn with_cell(cell: lockscope_detector::hooks::PrimCell, value: T) -> Self {
+        Mutex {
+            cell,
+            inner: parking_lot::Mutex::new(value),
+        }
+    }
+}

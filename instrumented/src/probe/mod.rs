@@ -487,6 +487,20 @@ impl State {
         }
     }
 
+    /// A timed acquisition driven step by step gave up at its deadline: a wait in progress
+    /// is recorded as timed out (else, unless the detector was off, a timeout without a wait).
+    #[cold]
+    pub(crate) fn timed_out(&mut self, prim: &Prim) {
+        match self.take_wait() {
+            Some((w, span)) => ended_without(prim, w, span, "timed_out", hooks::wait_timed_out),
+            None => {
+                if !matches!(std::mem::replace(self, State::Done), State::Off) {
+                    hooks::timed_out_at_once(prim);
+                }
+            }
+        }
+    }
+
     /// The future is dropped: a wait in progress is recorded as `cancelled`.
     #[inline]
     pub(crate) fn cancel(&mut self, prim: &Prim) {
@@ -534,15 +548,13 @@ impl<'p, F> Acquire<'p, F> {
     /// The deadline passed: records the timeout; returns how long it waited.
     fn time_out(self: Pin<&mut Self>) -> Duration {
         let this = self.project();
-        if let Some((w, span)) = this.state.take_wait() {
-            let ms = hooks::waited_ms(&w);
-            ended_without(this.prim, w, span, "timed_out", hooks::wait_timed_out);
-            return Duration::from_secs_f64(ms / 1e3);
-        }
-        if !matches!(std::mem::replace(this.state, State::Done), State::Off) {
-            hooks::timed_out_at_once(this.prim);
-        }
-        Duration::ZERO
+        let waited = match this.state {
+            State::Waiting(w) => hooks::waited_ms(w),
+            State::Traced(b) => hooks::waited_ms(&b.0),
+            _ => 0.0,
+        };
+        this.state.timed_out(this.prim);
+        Duration::from_secs_f64(waited / 1e3)
     }
 }
 

@@ -1,16 +1,15 @@
 //! [`KeyedMutex`]: one async mutex per key, made when first locked, gone when unused.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
 use std::panic::Location;
 use std::pin::Pin;
-use std::sync::Arc;
 
-use lockscope_detector::hooks::{PrimCell, PrimKind};
+use lockscope_detector::hooks::PrimKind;
 
 use super::{Mutex, MutexGuard};
+use crate::keyed::{Keyed, KeyedGuard, Ticket};
 
 /// One async mutex per key (lockscope addition): per-user, per-file, per-account locks
 /// without a map of mutexes to manage. A key's mutex is made when the key is first locked and
@@ -39,44 +38,25 @@ use super::{Mutex, MutexGuard};
 /// # }
 /// ```
 pub struct KeyedMutex<K> {
-    name: Arc<str>,
-    site: &'static Location<'static>,
-    /// Each key in use: its mutex, and how many guards and waiters use it. Changed only
-    /// under this lock (an uninstrumented one: lockscope's own books), for a few instructions.
-    keys: std::sync::Mutex<Keys<K>>,
-}
-
-/// The keys in use: each one's mutex and count of users (guards and waiters).
-type Keys<K> = HashMap<K, (Arc<Mutex<()>>, usize)>;
-
-/// A use of one key's mutex (a waiter's or a guard's): dropped, it counts itself out, and the
-/// last one removes the key.
-struct Ticket<'a, K: Eq + Hash> {
-    map: &'a KeyedMutex<K>,
-    key: K,
-    mutex: Arc<Mutex<()>>,
+    keys: Keyed<K, Mutex<()>>,
 }
 
 /// The hold of one key of a [`KeyedMutex`]; dropped, it unlocks the key.
-#[must_use = "if unused the key will immediately unlock"]
-pub struct KeyedMutexGuard<'a, K: Eq + Hash> {
-    // Field order is drop order: the guard borrows the mutex that `ticket` keeps alive.
-    _guard: MutexGuard<'static, ()>,
-    ticket: Ticket<'a, K>,
-}
+pub type KeyedMutexGuard<'a, K> = KeyedGuard<'a, K, MutexGuard<'static, ()>, Mutex<()>>;
 
 /// A lock of a key in progress. Field order is drop order, as in the guard.
 struct Waiting<'a, K: Eq + Hash> {
     lock: Pin<Box<dyn Future<Output = MutexGuard<'static, ()>> + Send>>,
-    ticket: Ticket<'a, K>,
+    ticket: Ticket<'a, K, Mutex<()>>,
 }
 
 impl<K: Eq + Hash + Clone + fmt::Display> KeyedMutex<K> {
     /// A keyed mutex named after the caller's location (`path/to/file.rs:LINE`).
     #[track_caller]
     pub fn new() -> Self {
-        let site = Location::caller();
-        Self::make(lockscope_detector::prim::site_string(site).into(), site)
+        KeyedMutex {
+            keys: Keyed::new(None, Location::caller()),
+        }
     }
 
     /// A keyed mutex named `name`: its keys are named `"name[key]"`.
@@ -87,46 +67,23 @@ impl<K: Eq + Hash + Clone + fmt::Display> KeyedMutex<K> {
     /// ```
     #[track_caller]
     pub fn named(name: impl AsRef<str>) -> Self {
-        Self::make(name.as_ref().into(), Location::caller())
-    }
-
-    fn make(name: Arc<str>, site: &'static Location<'static>) -> Self {
         KeyedMutex {
-            name,
-            site,
-            keys: std::sync::Mutex::new(HashMap::new()),
+            keys: Keyed::new(Some(name.as_ref()), Location::caller()),
         }
     }
 
     /// The map's name.
     pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn keys(&self) -> std::sync::MutexGuard<'_, Keys<K>> {
-        // Poisoning cannot leave the map inconsistent: each change is one insert or remove.
-        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+        self.keys.name()
     }
 
     /// Counts one more use of `key`, making its mutex if the key is not in use.
-    fn enter(&self, key: &K) -> Ticket<'_, K> {
-        let mut keys = self.keys();
-        let (mutex, users) = keys.entry(key.clone()).or_insert_with(|| {
-            let name = format!("{}[{key}]", self.name);
-            let cell = PrimCell::in_series(&name, &self.name, PrimKind::Mutex, self.site, 1);
-            let mutex = Mutex {
-                cell,
-                sem: super::untraced(|| tokio::sync::Semaphore::new(1)),
-                c: std::cell::UnsafeCell::new(()),
-            };
-            (Arc::new(mutex), 0)
-        });
-        *users += 1;
-        Ticket {
-            map: self,
-            key: key.clone(),
-            mutex: mutex.clone(),
-        }
+    fn enter(&self, key: &K) -> Ticket<'_, K, Mutex<()>> {
+        self.keys.enter(key, PrimKind::Mutex, |cell| Mutex {
+            cell,
+            sem: super::untraced(|| tokio::sync::Semaphore::new(1)),
+            c: std::cell::UnsafeCell::new(()),
+        })
     }
 
     /// Locks `key`, waiting in FIFO order as [`Mutex::lock`] does while another task holds
@@ -142,19 +99,16 @@ impl<K: Eq + Hash + Clone + fmt::Display> KeyedMutex<K> {
         K: Send + Sync,
     {
         let ticket = self.enter(key);
-        // SAFETY: the mutex lives in an `Arc` that `ticket` keeps, and both `Waiting` and the
-        // guard drop the borrow before the ticket (field order); the borrow never leaves them.
-        let mutex: &'static Mutex<()> = unsafe { &*Arc::as_ptr(&ticket.mutex) };
+        // SAFETY: both `Waiting` and the guard drop the borrow before the ticket (field
+        // order); the borrow never leaves them.
+        let mutex: &'static Mutex<()> = unsafe { ticket.mutex() };
         let mut waiting = Waiting {
             lock: Box::pin(mutex.lock()),
             ticket,
         };
         async move {
             let guard = (&mut waiting.lock).await;
-            KeyedMutexGuard {
-                _guard: guard,
-                ticket: waiting.ticket,
-            }
+            KeyedGuard::new(guard, waiting.ticket)
         }
     }
 
@@ -171,22 +125,19 @@ impl<K: Eq + Hash + Clone + fmt::Display> KeyedMutex<K> {
     pub fn try_lock(&self, key: &K) -> Option<KeyedMutexGuard<'_, K>> {
         let ticket = self.enter(key);
         // SAFETY: as in `lock`.
-        let mutex: &'static Mutex<()> = unsafe { &*Arc::as_ptr(&ticket.mutex) };
+        let mutex: &'static Mutex<()> = unsafe { ticket.mutex() };
         let guard = mutex.try_lock().ok()?;
-        Some(KeyedMutexGuard {
-            _guard: guard,
-            ticket,
-        })
+        Some(KeyedGuard::new(guard, ticket))
     }
 
     /// How many keys are in use (held or waited for) now.
     pub fn len(&self) -> usize {
-        self.keys().len()
+        self.keys.len()
     }
 
     /// Whether no key is in use.
     pub fn is_empty(&self) -> bool {
-        self.keys().is_empty()
+        self.len() == 0
     }
 }
 
@@ -197,37 +148,8 @@ impl<K: Eq + Hash + Clone + fmt::Display> Default for KeyedMutex<K> {
     }
 }
 
-impl<K: Eq + Hash> Drop for Ticket<'_, K> {
-    fn drop(&mut self) {
-        let mut keys = self.map.keys.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, users)) = keys.get_mut(&self.key) {
-            *users -= 1;
-            if *users == 0 {
-                keys.remove(&self.key);
-            }
-        }
-    }
-}
-
-impl<K: Eq + Hash> KeyedMutexGuard<'_, K> {
-    /// The key held.
-    pub fn key(&self) -> &K {
-        &self.ticket.key
-    }
-}
-
-impl<K: Eq + Hash + fmt::Debug> fmt::Debug for KeyedMutexGuard<'_, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedMutexGuard")
-            .field("key", &self.ticket.key)
-            .finish()
-    }
-}
-
 impl<K> fmt::Debug for KeyedMutex<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedMutex")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
+        self.keys.fmt(f)
     }
 }

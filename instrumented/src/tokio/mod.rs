@@ -33,6 +33,8 @@ mod acquire;
 mod barrier;
 pub mod broadcast;
 mod chan_wait;
+#[cfg(any(unix, windows))]
+mod global;
 mod guard;
 mod join_set;
 mod keyed;
@@ -57,8 +59,10 @@ mod timeout;
 pub mod watch;
 
 pub use barrier::{Barrier, BarrierWaitResult};
+#[cfg(any(unix, windows))]
+pub use global::{GlobalLock, GlobalLockGuard};
 pub use keyed::{KeyedMutex, KeyedMutexGuard};
-pub use multilock::{MultiLock, MultiLockError, MultiLockGuard};
+pub use multilock::{Member, MemberGuard, MembersGuard, MultiLock, MultiLockError, MultiLockGuard};
 pub use mutex::Mutex;
 pub use mutex_guard::{MappedMutexGuard, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
 pub use notify::Notify;

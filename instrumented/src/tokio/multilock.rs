@@ -1,14 +1,32 @@
-//! [`MultiLock`]: a set of tokio mutexes taken together, in one global order.
+//! [`MultiLock`]: a set of tokio mutexes and rwlock halves taken together, in one global
+//! order.
 
 use std::future::Future;
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::time::Duration;
 
-use super::{Mutex, MutexGuard, TimeoutError, TryLockError};
-use crate::multilock::global_order;
+use lockscope_detector::prim::Prim;
+
+use super::{
+    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TimeoutError, TryLockError,
+};
+use crate::multilock::{FromHeld, Held, HeldFuture, MultiLockGuard as Guards, global_order};
 
 pub use crate::multilock::MultiLockError;
 
-/// A set of [`Mutex`]es taken together (lockscope addition): whatever order they are listed
+/// One member of a [`MultiLock`] made by [`MultiLock::with_members`]: a mutex
+/// (`Member::Lock(&m)`), or an rwlock's read half (`Member::Read(&rw)`) or write half
+/// (`Member::Write(&rw)`).
+pub type Member<'a, T> = crate::multilock::Member<&'a Mutex<T>, &'a RwLock<T>>;
+
+/// The guard of one member of a [`MultiLock`]: derefs to its value (mutably, all but a read
+/// half).
+pub type MemberGuard<'a, T> =
+    Held<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>>;
+
+/// A set of [`Mutex`]es (or, through [`MultiLock::with_members`], mutexes and [`RwLock`] read
+/// and write halves) taken together (lockscope addition): whatever order they are listed
 /// in, every `MultiLock` of the process takes them in one global order, so two multi-locks
 /// over the same locks cannot deadlock each other; one timeout covers the whole set; the
 /// guards are released in reverse order. Each member's acquisition is an ordinary one for the
@@ -38,15 +56,48 @@ pub use crate::multilock::MultiLockError;
 /// assert_eq!((*alice.lock().await, *bob.lock().await), (70, 30));
 /// # }
 /// ```
-pub struct MultiLock<'a, T: ?Sized> {
-    locks: Vec<&'a Mutex<T>>,
+///
+/// `G` is what the guard holds for each member: the mutex's own guard for a set made by
+/// [`MultiLock::new`], a [`MemberGuard`] for one made by [`MultiLock::with_members`].
+pub struct MultiLock<'a, T: ?Sized, G = MutexGuard<'a, T>> {
+    locks: Vec<Member<'a, T>>,
     /// Positions in `locks`, in the global order.
     order: Vec<usize>,
+    guards: PhantomData<fn() -> G>,
 }
 
 /// The guards of a [`MultiLock`]'s members; each member's value by its listed position.
 /// Dropped, it releases the members in the reverse of the order they were taken.
-pub type MultiLockGuard<'a, T> = crate::multilock::MultiLockGuard<MutexGuard<'a, T>>;
+pub type MultiLockGuard<'a, T> = Guards<MutexGuard<'a, T>>;
+
+/// The guards of a [`MultiLock`] made by [`MultiLock::with_members`]: each member's
+/// [`MemberGuard`] by its listed position.
+pub type MembersGuard<'a, T> = Guards<MemberGuard<'a, T>>;
+
+impl<'a, T: ?Sized> FromHeld<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>>
+    for MutexGuard<'a, T>
+{
+    fn from_held(held: MemberGuard<'a, T>) -> Self {
+        match held {
+            Held::Lock(g) => g,
+            // Only `MultiLock::new` makes a set with mutex guards, of mutexes only.
+            Held::Read(_) | Held::Write(_) => unreachable!("a set of mutexes took an rwlock"),
+        }
+    }
+}
+
+/// The detector's record of a member's lock.
+fn prim_of<'a, T: ?Sized>(m: &Member<'a, T>) -> &'a Prim {
+    match *m {
+        Member::Lock(l) => l.prim(),
+        Member::Read(l) | Member::Write(l) => l.prim(),
+    }
+}
+
+/// A member's name.
+fn name_of<'a, T: ?Sized>(m: &Member<'a, T>) -> &'a str {
+    prim_of(m).name()
+}
 
 impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// A lock set over `locks`, listed in any order.
@@ -61,10 +112,54 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// assert_eq!((err.lock(), err.positions()), ("once", (0, 1)));
     /// ```
     pub fn new(locks: impl IntoIterator<Item = &'a Mutex<T>>) -> Result<Self, MultiLockError> {
-        let locks: Vec<&'a Mutex<T>> = locks.into_iter().collect();
-        let prims: Vec<_> = locks.iter().map(|m| m.prim()).collect();
+        Self::make(locks.into_iter().map(Member::Lock))
+    }
+}
+
+impl<'a, T: ?Sized> MultiLock<'a, T, MemberGuard<'a, T>> {
+    /// A lock set over mutexes and rwlock halves, listed in any order: the set reads each
+    /// [`Member::Read`] and writes each [`Member::Write`], in the same one global order as
+    /// every other set (the halves of an rwlock are one lock in that order).
+    ///
+    /// # Errors
+    ///
+    /// [`MultiLockError`] if a lock is listed twice (both halves of one rwlock included).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use lockscope::tokio::{Member, MultiLock, Mutex, RwLock};
+    ///
+    /// let config = RwLock::named("config", 3);
+    /// let counter = Mutex::named("counter", 0);
+    /// let set = MultiLock::with_members([Member::Read(&config), Member::Lock(&counter)]).unwrap();
+    /// let mut g = set.lock().await;
+    /// *g.get_mut(1) += *g.get(0);
+    /// assert!(config.try_read().is_ok(), "a read half leaves other readers in");
+    /// drop(g);
+    /// assert_eq!(*counter.lock().await, 3);
+    /// # }
+    /// ```
+    pub fn with_members(
+        members: impl IntoIterator<Item = Member<'a, T>>,
+    ) -> Result<Self, MultiLockError> {
+        Self::make(members)
+    }
+}
+
+impl<'a, T: ?Sized, G> MultiLock<'a, T, G>
+where
+    G: FromHeld<MutexGuard<'a, T>, RwLockReadGuard<'a, T>, RwLockWriteGuard<'a, T>> + Deref,
+{
+    fn make(members: impl IntoIterator<Item = Member<'a, T>>) -> Result<Self, MultiLockError> {
+        let locks: Vec<Member<'a, T>> = members.into_iter().collect();
+        let prims: Vec<_> = locks.iter().map(prim_of).collect();
         let order = global_order(&prims)?;
-        Ok(MultiLock { locks, order })
+        Ok(MultiLock {
+            locks,
+            order,
+            guards: PhantomData,
+        })
     }
 
     /// How many locks the set has.
@@ -79,26 +174,29 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
 
     /// The members' futures, in the global order, each recorded at the caller's line.
     #[track_caller]
-    fn member_futures(&self) -> Vec<impl Future<Output = MutexGuard<'a, T>> + 'a> {
+    fn member_futures(&self) -> Vec<impl Future<Output = MemberGuard<'a, T>> + 'a> {
         let mut futures = Vec::with_capacity(self.order.len());
         // A loop, not a closure: `#[track_caller]` reaches `lock` only from this body.
         for &i in &self.order {
-            let lock: &'a Mutex<T> = self.locks[i];
-            futures.push(lock.lock());
+            futures.push(match self.locks[i] {
+                Member::Lock(l) => HeldFuture::Lock { f: l.lock() },
+                Member::Read(l) => HeldFuture::Read { f: l.read() },
+                Member::Write(l) => HeldFuture::Write { f: l.write() },
+            });
         }
         futures
     }
 
     /// Locks every member, in the global order, waiting as [`Mutex::lock`] does for each.
     #[track_caller]
-    pub fn lock(&self) -> impl Future<Output = MultiLockGuard<'a, T>> + '_ {
+    pub fn lock(&self) -> impl Future<Output = Guards<G>> + '_ {
         let futures = self.member_futures();
         async move {
             let mut taken = Vec::with_capacity(futures.len());
             for f in futures {
-                taken.push(f.await);
+                taken.push(G::from_held(f.await));
             }
-            MultiLockGuard::new(&self.order, taken)
+            Guards::new(&self.order, taken)
         }
     }
 
@@ -127,7 +225,7 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     pub fn lock_timeout(
         &self,
         timeout: Duration,
-    ) -> impl Future<Output = Result<MultiLockGuard<'a, T>, TimeoutError>> + '_ {
+    ) -> impl Future<Output = Result<Guards<G>, TimeoutError>> + '_ {
         let futures = self.member_futures();
         async move {
             let mut at = 0;
@@ -135,15 +233,15 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
                 let mut taken = Vec::with_capacity(futures.len());
                 for (k, f) in futures.into_iter().enumerate() {
                     at = k;
-                    taken.push(f.await);
+                    taken.push(G::from_held(f.await));
                 }
                 taken
             };
             match tokio::time::timeout(timeout, all).await {
-                Ok(taken) => Ok(MultiLockGuard::new(&self.order, taken)),
+                Ok(taken) => Ok(Guards::new(&self.order, taken)),
                 Err(_) => {
-                    let waited_for = self.locks[self.order[at]];
-                    Err(TimeoutError::elapsed(waited_for.prim(), timeout))
+                    let waited_for = &self.locks[self.order[at]];
+                    Err(TimeoutError::elapsed(prim_of(waited_for), timeout))
                 }
             }
         }
@@ -164,19 +262,23 @@ impl<'a, T: ?Sized> MultiLock<'a, T> {
     /// assert!(set.try_lock().is_err());
     /// ```
     #[track_caller]
-    pub fn try_lock(&self) -> Result<MultiLockGuard<'a, T>, TryLockError> {
+    pub fn try_lock(&self) -> Result<Guards<G>, TryLockError> {
         let mut taken = Vec::with_capacity(self.order.len());
         for &i in &self.order {
-            taken.push(self.locks[i].try_lock()?);
+            taken.push(G::from_held(match self.locks[i] {
+                Member::Lock(l) => Held::Lock(l.try_lock()?),
+                Member::Read(l) => Held::Read(l.try_read()?),
+                Member::Write(l) => Held::Write(l.try_write()?),
+            }));
         }
-        Ok(MultiLockGuard::new(&self.order, taken))
+        Ok(Guards::new(&self.order, taken))
     }
 }
 
-impl<T: ?Sized> std::fmt::Debug for MultiLock<'_, T> {
+impl<T: ?Sized, G> std::fmt::Debug for MultiLock<'_, T, G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.locks.iter().map(|m| m.name()))
+            .entries(self.locks.iter().map(name_of))
             .finish()
     }
 }

@@ -386,3 +386,49 @@ fn a_queue_of_no_test_is_judged_by_the_armed_tests_threshold() {
         assert_eq!(f.len(), want, "{}: {f:?}", p.name());
     }
 }
+
+/// A cross-process lock that nobody here holds, whose wrapper described the process holding
+/// it: the report names that process, and its fix says another process holds it. The same
+/// description on a lock held here is not shown (the books name the holder).
+#[test]
+fn a_queue_held_by_another_process_names_it() {
+    let scope = Scope::arm(100, 10_000, None);
+    let global = scope.prim("stuck/global", PrimKind::BlockingMutex, 1);
+    crate::state::elsewhere::set(&global, Some("process 4121 (`cargo test`)"));
+    let waiting = || {
+        vec![at(
+            &global,
+            vec![],
+            vec![wait(task(1), 1, Mode::Exclusive, 1, 0)],
+        )]
+    };
+    let mut rule = StuckQueue::default();
+    assert!(check(&mut rule, waiting(), &scope, 1_000).is_empty());
+    let f = check(&mut rule, waiting(), &scope, 1_100);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].summary,
+        "blocking_mutex \"stuck/global\" has 1 waiter queued for up to 1100 ms and granted nothing for 100 ms: it is held by process 4121 (`cargo test`)"
+    );
+    assert!(
+        f[0].fix.starts_with("another process holds it"),
+        "{}",
+        f[0].fix
+    );
+    // Negative control: a holder in this process is the one named, not the description.
+    let held_here = || {
+        vec![at(
+            &global,
+            vec![hold(&global, task(2), Mode::Exclusive, 1, 0)],
+            vec![wait(task(1), 1, Mode::Exclusive, 1, 0)],
+        )]
+    };
+    let mut rule = StuckQueue::default();
+    assert!(check(&mut rule, held_here(), &scope, 1_000).is_empty());
+    let f = check(&mut rule, held_here(), &scope, 1_100);
+    assert_eq!(f.len(), 1);
+    assert!(!f[0].summary.contains("process 4121"), "{}", f[0].summary);
+    assert!(f[0].fix.starts_with("find who holds it"), "{}", f[0].fix);
+    crate::state::elsewhere::set(&global, None);
+    assert!(crate::state::elsewhere::of(global.id().0).is_none());
+}

@@ -17,7 +17,8 @@
 //!
 //! A semaphore's capacity changes through [`forgot`], [`added_permits`], [`removed_permits`]
 //! and [`closed`]; channels and joins have their waits in [`chan_wait_begin`] and
-//! [`join_begin`]; tasks end in [`task_ended`].
+//! [`join_begin`]; tasks end in [`task_ended`]. A cross-process lock held by another
+//! process says who that is with [`held_elsewhere`].
 //!
 //! The modules follow the steps: `hold` (the grants), `order` (the checks a grant or a wait
 //! makes first), `wait`, `release`, `permits`, and `hold_time` (where a hold's time goes).
@@ -55,6 +56,7 @@ pub use crate::report::traces::{Tracer, set_task_tracer};
 
 pub use crate::base::config::enabled;
 pub use crate::runtime::cell::PrimCell;
+pub use crate::state::elsewhere::set as held_elsewhere;
 pub use crate::state::held::{
     FLAG_MOVABLE as MOVABLE, FLAG_REENTRY as REENTRY, FLAG_TRY as TRY, Mode,
 };
