@@ -300,6 +300,14 @@ impl Core {
         crate::status::holders(self.prim())
     }
 
+    /// Whether a `try_lock` would get it now: the OS lock is taken on a file of its own and
+    /// released at once (closing the file). A file that cannot be opened counts as "no".
+    pub(crate) fn can_lock(&self) -> bool {
+        self.open()
+            .and_then(|file| self.try_file(&file))
+            .unwrap_or(false)
+    }
+
     /// Whether the current task or thread holds it, by lockscope's books.
     pub(crate) fn held_by_current(&self) -> bool {
         crate::status::held_by_current(self.prim())

@@ -86,23 +86,8 @@ async fn ct_executor() {
 
 /// Runs `test` in a child; it must fail within 3 s with a deadlock report naming `lock`.
 fn deadlock_report(test: &str, lock: &str) -> String {
-    let run = common::run_child(
-        &[test, "--exact", "--ignored", "--test-threads=1"],
-        CHILD_ENV,
-    );
-    let all = format!("{}\n{}", run.stdout, run.stderr);
-    assert_ne!(run.code, Some(0), "the deadlock must fail the test:\n{all}");
-    assert!(
-        all.contains("lockscope: deadlock"),
-        "a deadlock report:\n{all}"
-    );
-    assert!(all.contains(lock), "the report names the lock:\n{all}");
-    assert!(
-        run.took < Duration::from_secs(3),
-        "ended within 3 s, took {:?}:\n{all}",
-        run.took
-    );
-    all
+    let run = common::child_deadlock(test, CHILD_ENV, lock);
+    format!("{}\n{}", run.stdout, run.stderr)
 }
 
 /// Both tasks of the knot, each with a trace from its function to the `.await` it is

@@ -133,24 +133,7 @@ fn block_on_future_holds_across_sleep() {
 /// Runs one hanging shape and checks it ended, non-zero, within 3 s, with a deadlock report
 /// naming the test and the lock.
 fn assert_deadlock_reported(test: &str, lock: &str) -> common::ChildRun {
-    let run = common::run_child(
-        &[test, "--exact", "--ignored", "--test-threads=1"],
-        CHILD_ENV,
-    );
-    let all = format!("{}\n{}", run.stdout, run.stderr);
-    assert_ne!(run.code, Some(0), "the hang must fail:\n{all}");
-    assert!(
-        all.contains("lockscope: deadlock"),
-        "a deadlock report:\n{all}"
-    );
-    assert!(all.contains(lock), "the report names the lock:\n{all}");
-    assert!(all.contains(test), "the report names the test:\n{all}");
-    assert!(
-        run.took < Duration::from_secs(3),
-        "ended within 3 s, took {:?}:\n{all}",
-        run.took
-    );
-    run
+    common::child_deadlock(test, CHILD_ENV, lock)
 }
 
 #[test]

@@ -125,8 +125,11 @@ fn two_processes_exclude_each_other() {
     let path = lock_path("exclude");
     let lock = GlobalLock::at("exclude", &path);
     // The child holds it: this process cannot take it, not even within a while.
+    assert!(lock.can_lock() && !lock.is_locked(), "free before the child");
     let holder = Peer::spawn("hold", &path);
     assert_eq!(holder.next(), "locked");
+    assert!(!lock.can_lock() && lock.is_locked(), "held by the child");
+    assert!(!lock.held_by_current() && lock.holders().is_empty());
     assert!(lock.try_lock().unwrap().is_none());
     assert!(
         lock.try_lock_for(Duration::from_millis(50))
@@ -160,7 +163,12 @@ fn two_processes_exclude_each_other() {
         .unwrap()
         .expect("free after the holder released");
     assert_eq!(ask("try", &path), "busy");
+    // Held here: locked for every form of the question, and ours.
+    assert!(lock.is_locked() && !lock.can_lock() && lock.held_by_current());
+    // The status query took the OS lock for an instant only: the child still finds it
+    // free once released here.
     drop(g);
+    assert!(lock.can_lock());
     assert_eq!(ask("try", &path), "free");
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),

@@ -208,6 +208,25 @@ impl GlobalLock {
         Ok(r.map(|((), token)| self.core.guard(file, token)))
     }
 
+    /// Whether any process (this one included) holds it now: `!self.can_lock()` (lockscope
+    /// addition). A racy snapshot, as in [`status`](crate::status).
+    pub fn is_locked(&self) -> bool {
+        !self.can_lock()
+    }
+
+    /// Whether a `try_lock` would succeed now (lockscope addition). A racy snapshot; to find
+    /// out, it takes the OS lock for an instant on a file of its own (a `try_lock` by another
+    /// process at that very instant fails). `false` when the lock file cannot be opened.
+    ///
+    /// ```
+    /// let lock = lockscope::parking_lot::GlobalLock::named("docs-can-lock")?;
+    /// assert!(lock.can_lock() && !lock.is_locked());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn can_lock(&self) -> bool {
+        self.core.can_lock()
+    }
+
     /// Whether the current thread (or task) holds it, by lockscope's books (lockscope
     /// addition). A racy snapshot, as in [`status`](crate::status); always `false` while the
     /// detector is off.

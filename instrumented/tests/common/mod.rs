@@ -64,6 +64,26 @@ pub struct ChildRun {
     pub took: Duration,
 }
 
+/// Runs the `#[ignore]`d test `test` of this binary in a child with `env` set, and checks
+/// that it ended, non-zero, within 3 s, with a deadlock report naming the test and `lock`.
+pub fn child_deadlock(test: &str, env: &str, lock: &str) -> ChildRun {
+    let run = run_child(&[test, "--exact", "--ignored", "--test-threads=1"], env);
+    let all = format!("{}\n{}", run.stdout, run.stderr);
+    assert_ne!(run.code, Some(0), "the deadlock must fail the test:\n{all}");
+    assert!(
+        all.contains("lockscope: deadlock"),
+        "a deadlock report:\n{all}"
+    );
+    assert!(all.contains(lock), "the report names the lock:\n{all}");
+    assert!(all.contains(test), "the report names the test:\n{all}");
+    assert!(
+        run.took < Duration::from_secs(3),
+        "ended within 3 s, took {:?}:\n{all}",
+        run.took
+    );
+    run
+}
+
 /// Runs this test binary again with `args`, `env` set to `1`, as a child (killed after 30 s:
 /// a child that was meant to be ended by lockscope's watchdog must not hang the suite).
 pub fn run_child(args: &[&str], env: &str) -> ChildRun {
