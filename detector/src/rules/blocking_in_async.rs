@@ -32,7 +32,7 @@ use crate::state::actor::ActorId;
 use crate::state::held::{self, FLAG_BLOCKING_IN_TASK, HoldView};
 use crate::state::prim::{self, Prim, PrimitiveId, site_string};
 use crate::state::wait::WaiterRec;
-use crate::state::worker::{os_share_end, os_share_of};
+use crate::state::worker::{os_share_end, os_share_of, passes_end};
 
 /// A blocking wait on a worker (`w`, on `prim`) ended after `waited` ns, on the thread that
 /// waited: reported if it stalled the worker past the threshold once the OS's share is taken
@@ -41,6 +41,14 @@ use crate::state::worker::{os_share_end, os_share_of};
 pub(crate) fn wait_ended(prim: &Prim, w: &WaiterRec, waited: u64) -> Option<Finding> {
     let long = stalled(prim, w, waited, 0);
     let os_ns = os_share_end(long);
+    // A wait that let many holds pass (short sections whose race it lost again and again, on
+    // a loaded machine) stalled behind all of them together, none of which need have been
+    // long: that is contention, not a guard held across long work. Reported only when the
+    // holds that passed average the threshold, so that one of them at least lasted it.
+    let passes = passes_end(prim, long);
+    if !stalled(prim, w, waited.saturating_sub(os_ns) / passes, 0) {
+        return None;
+    }
     check_worker_stall(prim, w, waited, os_ns)
 }
 
@@ -312,6 +320,64 @@ mod tests {
         );
     }
 
+    // A hold of `p` by this thread in its table, as the hooks record one (never released:
+    // the primitives here are this test's own).
+    #[cfg(target_os = "linux")]
+    fn hold_here(p: &Prim) {
+        let hold = held::NewHold {
+            prim: p.id().0,
+            actor: ActorId::from_thread_seq(actor::thread_seq()).as_u64(),
+            site: std::panic::Location::caller(),
+            since: 0,
+            meta: held::pack_meta(1, Mode::Exclusive, 0),
+            scope: 0,
+        };
+        crate::state::tls::LOCAL
+            .with(|l| held::push_in(l, hold))
+            .expect("room in the table");
+    }
+
+    /// A blocking wait on a worker that lasted past the threshold behind one hold is a stall;
+    /// the same wait while a thousand holds passed (short sections it lost the race for) is
+    /// contention, silent; four holds averaging past the threshold are a stall again.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_wait_that_let_many_short_holds_pass_is_not_a_worker_stall() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("bia/passes", PrimKind::BlockingMutex, 1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let m2 = m.clone();
+        // A holder on another thread, so that the stall is laid at its door.
+        let holder = std::thread::spawn(move || {
+            hold_here(&m2);
+            tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        rx.recv().unwrap();
+        let mut w = wait(
+            ActorId::from_thread_seq(actor::thread_seq()),
+            1,
+            Mode::Exclusive,
+            1,
+            0,
+        );
+        w.on_worker = true;
+        w.scope = scope.0;
+        let waited = 50 * MS;
+        let mut ended = |passed: u64| {
+            os_share_begin(&m);
+            m.epoch
+                .fetch_add(passed, std::sync::atomic::Ordering::Relaxed);
+            wait_ended(&m, &w, waited)
+        };
+        assert!(ended(0).is_some(), "behind one hold: a stall");
+        assert!(ended(1_000).is_none(), "a thousand short holds passed");
+        assert!(ended(4).is_some(), "four holds of 12.5 ms on average");
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+    }
+
     /// The OS's share of a wait: the baseline names this thread and the thread holding the
     /// primitive (not a thread that holds something else), and the share is what their
     /// run-queue time grew by since; a short wait is not measured, and the baseline is gone
@@ -320,21 +386,6 @@ mod tests {
     #[test]
     fn the_os_share_of_a_wait_is_the_run_queue_time_of_waiter_and_holder() {
         use crate::base::sched::{current_tid, runqueue_ns};
-        // A hold of `p` by this thread in its table, as the hooks record one (never released:
-        // the primitives here are this test's own).
-        fn hold_here(p: &Prim) {
-            let hold = held::NewHold {
-                prim: p.id().0,
-                actor: ActorId::from_thread_seq(actor::thread_seq()).as_u64(),
-                site: std::panic::Location::caller(),
-                since: 0,
-                meta: held::pack_meta(1, Mode::Exclusive, 0),
-                scope: 0,
-            };
-            crate::state::tls::LOCAL
-                .with(|l| held::push_in(l, hold))
-                .expect("room in the table");
-        }
         let scope = Scope::arm(10_000, 10_000, None);
         let m = scope.prim("bia/os_share", PrimKind::BlockingMutex, 1);
         let other = scope.prim("bia/os_other", PrimKind::BlockingMutex, 1);

@@ -66,6 +66,23 @@ thread_local! {
     /// The baseline of this thread's blocking wait on a worker: a blocking wait blocks its
     /// thread, so there is at most one at a time.
     pub(crate) static OS_BASELINE: Cell<Option<OsBaseline>> = const { Cell::new(None) };
+    /// The primitive's progress (releases) when this thread's blocking wait on a worker
+    /// began: see [`passes_end`].
+    static PROGRESS_BASELINE: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// How many holds of `prim` ended while this thread's blocking wait on a worker lasted (at
+/// least 1): the holds the wait had to let pass. Read only when `measure` (a long wait); the
+/// baseline is dropped either way.
+#[cold]
+pub(crate) fn passes_end(prim: &Prim, measure: bool) -> u64 {
+    let Some(then) = PROGRESS_BASELINE.try_with(Cell::take).ok().flatten() else {
+        return 1;
+    };
+    if !measure {
+        return 1;
+    }
+    prim.progress().saturating_sub(then).max(1)
 }
 
 /// The same baselines by lockscope thread number, for the watchdog's look at a stall that
@@ -78,6 +95,7 @@ pub(crate) static BASELINES: parking_lot::Mutex<Option<HashMap<u64, OsBaseline>>
 /// the holders' books and a few small files).
 #[cold]
 pub(crate) fn os_share_begin(prim: &Prim) {
+    let _ = PROGRESS_BASELINE.try_with(|c| c.set(Some(prim.progress())));
     let me = crate::base::sched::current_tid();
     let Some(mine) = crate::base::sched::runqueue_ns(me) else {
         return;
