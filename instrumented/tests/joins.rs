@@ -98,23 +98,29 @@ fn a_lock_held_across_the_join_of_a_blocking_task_that_needs_it_is_a_deadlock() 
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let scope = arm("join_blocking", 1000, 1000);
-        let m = Arc::new(lockscope::parking_lot::Mutex::named("join_blocking", 0));
-        let m1 = m.clone();
-        task::spawn(async move {
-            // Kept across the join on purpose (the deadlocked task never ends).
-            std::mem::forget(m1.lock());
-            let m2 = m1.clone();
-            let worker = task::spawn_blocking(move || {
-                *m2.lock() += 1;
+    // A failed assertion must fail the test, not hang it in the runtime's drop.
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let scope = arm("join_blocking", 1000, 1000);
+            let m = Arc::new(lockscope::parking_lot::Mutex::named("join_blocking", 0));
+            let m1 = m.clone();
+            task::spawn(async move {
+                // Kept across the join on purpose (the deadlocked task never ends).
+                std::mem::forget(m1.lock());
+                let m2 = m1.clone();
+                let worker = task::spawn_blocking(move || {
+                    *m2.lock() += 1;
+                });
+                let _ = worker.await;
             });
-            let _ = worker.await;
-        });
-        let f = until(&scope, FindingKind::Deadlock, "join_blocking").await;
-        assert!(f.to_string().contains("waits for join of task "), "{f}");
-    });
+            let f = until(&scope, FindingKind::Deadlock, "join_blocking").await;
+            assert!(f.to_string().contains("waits for join of task "), "{f}");
+        })
+    }));
     rt.shutdown_background();
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// A `JoinSet` drained while holding the lock every task of the set waits for: the joiner
