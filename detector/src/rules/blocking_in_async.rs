@@ -365,7 +365,7 @@ mod tests {
         w.on_worker = true;
         w.scope = scope.0;
         let waited = 50 * MS;
-        let mut ended = |passed: u64| {
+        let ended = |passed: u64| {
             os_share_begin(&m);
             m.epoch
                 .fetch_add(passed, std::sync::atomic::Ordering::Relaxed);
