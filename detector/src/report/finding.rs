@@ -11,8 +11,12 @@ use crate::analysis::graph::lockorder;
 use crate::base::config;
 use crate::model::finding::{Finding, FindingKind};
 use crate::model::prim::PrimitiveId;
+use crate::report::pending::{self, Sink};
 use crate::report::scopes as scope;
 use crate::state::held;
+
+#[doc(hidden)]
+pub use crate::report::pending::{built_here, pending_len};
 
 // ---------------------------------------------------------------------------------------------
 // The store
@@ -39,7 +43,13 @@ pub(crate) static DROPPED_TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// Reports a finding: logged and counted the first time its key is seen; a known key that had
 /// stopped holding is marked active again. Returns whether it was new.
-pub(crate) fn report(mut f: Finding) -> bool {
+pub(crate) fn report(f: Finding) -> bool {
+    report_in(f, None)
+}
+
+/// [`report`], with the event sent to `sink` (the tracing dispatcher and span of the thread
+/// that sighted it, see [`pending`](super::pending)) rather than this thread's.
+pub(crate) fn report_in(mut f: Finding, sink: Option<&Sink>) -> bool {
     f.key = format!("{}:{}", f.kind, f.key);
     if f.sites.is_empty() {
         f.collect_sites();
@@ -68,6 +78,7 @@ pub(crate) fn report(mut f: Finding) -> bool {
             if let Some(old) = s.list.pop_front() {
                 s.by_key.remove(&old.finding.key);
                 DROPPED_FINDINGS.fetch_add(1, Ordering::Relaxed);
+                pending::forget_reported();
             }
         }
         s.list.push_back(rec.clone());
@@ -76,18 +87,24 @@ pub(crate) fn report(mut f: Finding) -> bool {
     };
     TOTALS[rec.finding.kind.index()].fetch_add(1, Ordering::Relaxed);
     let text = rec.finding.to_string();
-    if rec.finding.kind == FindingKind::Deadlock {
-        tracing::error!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
-    } else {
-        tracing::warn!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
-    }
-    // A program that only swapped its imports may have no tracing subscriber at all: the
-    // report must not vanish. (An armed test gets it in its failure message instead.)
-    if !tracing::dispatcher::has_been_set()
-        && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
-        && !scope::any_armed()
-    {
-        to_stderr(&text);
+    let emit = || {
+        if rec.finding.kind == FindingKind::Deadlock {
+            tracing::error!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
+        } else {
+            tracing::warn!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
+        }
+        // A program that only swapped its imports may have no tracing subscriber at all: the
+        // report must not vanish. (An armed test gets it in its failure message instead.)
+        if !tracing::dispatcher::has_been_set()
+            && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
+            && !scope::any_armed()
+        {
+            to_stderr(&text);
+        }
+    };
+    match sink {
+        Some(sink) => sink.emit(emit),
+        None => emit(),
     }
     scope::deliver(&rec);
     true
@@ -145,13 +162,15 @@ pub(crate) fn materialize(r: &Rec) -> Finding {
     f
 }
 
-/// Every finding kept, oldest first.
+/// Every finding kept, oldest first (sightings still pending are reported first).
 pub fn findings() -> Vec<Finding> {
+    pending::drain();
     STORE.lock().list.iter().map(|r| materialize(r)).collect()
 }
 
 /// Findings made so far, per kind (monotonic; `lockscope_findings_total`).
 pub fn totals() -> Vec<(FindingKind, u64)> {
+    pending::drain();
     FindingKind::ALL
         .iter()
         .map(|k| (*k, TOTALS[k.index()].load(Ordering::Relaxed)))
@@ -160,6 +179,7 @@ pub fn totals() -> Vec<(FindingKind, u64)> {
 
 /// Findings that still hold now, per kind (`lockscope_active_findings`).
 pub fn active_counts() -> Vec<(FindingKind, u64)> {
+    pending::drain();
     let s = STORE.lock();
     FindingKind::ALL
         .iter()
@@ -189,9 +209,11 @@ pub fn dropped_counts() -> [(&'static str, u64); 4] {
 
 /// Forgets every finding (totals stay: they are monotonic counters).
 pub fn clear_findings() {
+    pending::drain();
     let mut s = STORE.lock();
     s.list.clear();
     s.by_key.clear();
+    pending::forget_reported();
 }
 
 /// All findings as one report.

@@ -26,8 +26,9 @@ pub(crate) struct ScopeState {
 }
 
 impl ScopeState {
-    /// Findings delivered to this scope so far.
+    /// Findings delivered to this scope so far (sightings still pending are reported first).
     pub(crate) fn all_findings(&self) -> Vec<Finding> {
+        crate::report::pending::drain();
         self.findings
             .lock()
             .iter()
