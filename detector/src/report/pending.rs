@@ -77,12 +77,6 @@ impl Occurrence {
             scopes: (scope, held_scope),
         }
     }
-
-    /// Whether it belongs to no test: such a finding goes to every test armed when it is
-    /// reported, so a later one is no repeat for a test armed since.
-    fn unscoped(&self) -> bool {
-        self.scopes == (0, 0)
-    }
 }
 
 /// Where the acquiring thread's tracing events went when the sighting was made: its current
@@ -143,7 +137,7 @@ static QUEUE: LazyLock<Mutex<Queue>> = LazyLock::new(Mutex::default);
 static DRAINING: Mutex<()> = Mutex::new(());
 /// Some record is pending or being reported (cleared by a drain that found none left).
 static WAITING: AtomicBool = AtomicBool::new(false);
-/// Bumped when the store forgets findings: repeats must be reported again.
+/// Bumped when repeats must be reported again (see [`forget_reported`]).
 static FORGET: AtomicU64 = AtomicU64::new(0);
 /// The watchdog thread, once it runs: it drains, and is woken for a new record.
 static DRAINER: OnceLock<Thread> = OnceLock::new();
@@ -167,7 +161,9 @@ pub(crate) fn waiting() -> bool {
     WAITING.load(Ordering::Acquire)
 }
 
-/// The store forgot findings (cleared, or dropped the oldest): a repeat is reported again.
+/// A repeat must be reported again: the store forgot findings (cleared, or dropped the
+/// oldest), or a test was armed (a finding of no test goes to every test armed when it is
+/// reported, and the same bug seen again by another test fails that test too).
 pub(crate) fn forget_reported() {
     FORGET.fetch_add(1, Ordering::AcqRel);
 }
@@ -224,12 +220,9 @@ pub(crate) fn defer(
     drainer.unpark();
 }
 
-/// Remembers `what` as this thread's last occurrence, unless it belongs to no test (see
-/// [`Occurrence::unscoped`]: a test armed later must see it again).
+/// Remembers `what` as this thread's last occurrence, as of `epoch` (see [`FORGET`]).
 fn remember(what: Occurrence, epoch: u64) {
-    if !what.unscoped() {
-        let _ = LAST.try_with(|l| l.set(Some((what, epoch))));
-    }
+    let _ = LAST.try_with(|l| l.set(Some((what, epoch))));
 }
 
 /// Builds and reports every pending sighting, each under its own sink; returns once none is
@@ -280,18 +273,13 @@ fn run(what: Option<Occurrence>, pins: &[Arc<Prim>], sink: Option<&Sink>, build:
         }
     }
     let Some(w) = what else { return };
-    let keep = !(w.unscoped() && crate::report::scopes::any_armed());
     let mut q = QUEUE.lock();
     q.refresh();
-    {
-        q.pending.remove(&w);
-        if keep {
-            if q.done.len() >= MAX_DONE {
-                q.done.clear();
-            }
-            q.done.insert(w);
-        }
+    q.pending.remove(&w);
+    if q.done.len() >= MAX_DONE {
+        q.done.clear();
     }
+    q.done.insert(w);
 }
 
 /// How many sightings wait to be reported now (for lockscope's own tests).
