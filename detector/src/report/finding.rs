@@ -44,12 +44,62 @@ pub(crate) static DROPPED_TICKS: AtomicU64 = AtomicU64::new(0);
 /// Reports a finding: logged and counted the first time its key is seen; a known key that had
 /// stopped holding is marked active again. Returns whether it was new.
 pub(crate) fn report(f: Finding) -> bool {
-    report_in(f, None)
+    match keep(f) {
+        Some(new) => {
+            new.emit(None);
+            scope::deliver(&new.rec);
+            true
+        }
+        None => false,
+    }
 }
 
-/// [`report`], with the event sent to `sink` (the tracing dispatcher and span of the thread
-/// that sighted it, see [`pending`](super::pending)) rather than this thread's.
-pub(crate) fn report_in(mut f: Finding, sink: Option<&Sink>) -> bool {
+/// [`report`] but for the tracing event, returned for the caller to send (see
+/// [`pending`](super::pending), which sends it under the sighting thread's sink once the
+/// finding is kept and delivered). `None`: the finding was known.
+pub(crate) fn report_quiet(f: Finding) -> Option<Event> {
+    let new = keep(f)?;
+    scope::deliver(&new.rec);
+    Some(new)
+}
+
+/// The tracing event of a new finding (see [`report_quiet`]).
+pub(crate) struct Event {
+    rec: Arc<Rec>,
+    text: String,
+}
+
+impl Event {
+    /// Sends the event: to `sink` (the dispatcher and span of the thread that sighted the
+    /// finding), else to this thread's subscriber; to stderr when there is none at all.
+    pub(crate) fn emit(&self, sink: Option<&Sink>) {
+        let (f, text) = (&self.rec.finding, &self.text);
+        let emit = || {
+            if f.kind == FindingKind::Deadlock {
+                tracing::error!(target: "lockscope::detector", kind = f.kind.as_str(), "{text}");
+            } else {
+                tracing::warn!(target: "lockscope::detector", kind = f.kind.as_str(), "{text}");
+            }
+            // A program that only swapped its imports may have no tracing subscriber at all:
+            // the report must not vanish. (An armed test gets it in its failure message
+            // instead.)
+            if !tracing::dispatcher::has_been_set()
+                && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
+                && !scope::any_armed()
+            {
+                to_stderr(text);
+            }
+        };
+        match sink {
+            Some(sink) => sink.emit(emit),
+            None => emit(),
+        }
+    }
+}
+
+/// Keeps and counts `f` if its key is new, and returns its event to send and deliver; a
+/// known key is marked active again and this sighting delivered to its scopes.
+fn keep(mut f: Finding) -> Option<Event> {
     f.key = format!("{}:{}", f.kind, f.key);
     if f.sites.is_empty() {
         f.collect_sites();
@@ -67,7 +117,7 @@ pub(crate) fn report_in(mut f: Finding, sink: Option<&Sink>) -> bool {
                 finding: f,
             });
             scope::deliver_to(&sighting, &scopes);
-            return false;
+            return None;
         }
         let rec = Arc::new(Rec {
             active: AtomicBool::new(true),
@@ -87,27 +137,7 @@ pub(crate) fn report_in(mut f: Finding, sink: Option<&Sink>) -> bool {
     };
     TOTALS[rec.finding.kind.index()].fetch_add(1, Ordering::Relaxed);
     let text = rec.finding.to_string();
-    let emit = || {
-        if rec.finding.kind == FindingKind::Deadlock {
-            tracing::error!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
-        } else {
-            tracing::warn!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
-        }
-        // A program that only swapped its imports may have no tracing subscriber at all: the
-        // report must not vanish. (An armed test gets it in its failure message instead.)
-        if !tracing::dispatcher::has_been_set()
-            && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
-            && !scope::any_armed()
-        {
-            to_stderr(&text);
-        }
-    };
-    match sink {
-        Some(sink) => sink.emit(emit),
-        None => emit(),
-    }
-    scope::deliver(&rec);
-    true
+    Some(Event { rec, text })
 }
 
 /// Whether a finding with `f`'s kind and key was reported before (and is still kept).

@@ -187,36 +187,40 @@ pub(crate) fn defer(
     pins: Vec<Arc<Prim>>,
     build: impl FnOnce(&[Arc<Prim>]) -> Vec<Finding> + Send + 'static,
 ) {
-    let Some(drainer) = DRAINER.get() else {
-        return run(what, &pins, None, Box::new(build));
-    };
-    let sink = Sink::here();
+    let drainer = DRAINER.get();
+    // Taken before the queue's lock: it asks the subscriber for its current span.
+    let sink = drainer.map(|_| Sink::here());
+    let mut q = QUEUE.lock();
+    let epoch = q.refresh();
+    if let Some(w) = what
+        && (q.pending.contains(&w) || q.done.contains(&w))
     {
-        let mut q = QUEUE.lock();
-        let epoch = q.refresh();
-        if let Some(w) = what
-            && (q.pending.contains(&w) || q.done.contains(&w))
-        {
-            drop(q);
-            remember(w, epoch);
-            return;
-        }
-        if q.list.len() >= MAX_PENDING {
-            drop(q);
-            return run(what, &pins, Some(&sink), Box::new(build));
-        }
-        if let Some(w) = what {
-            q.pending.insert(w);
-            remember(w, epoch);
-        }
-        q.list.push(Deferred {
-            what,
-            pins,
-            sink,
-            build: Box::new(build),
-        });
-        WAITING.store(true, Ordering::Release);
+        drop(q);
+        remember(w, epoch);
+        return;
     }
+    let (Some(drainer), Some(sink)) = (drainer, sink) else {
+        // Nobody would drain (the watchdog thread does not run): reported here, as before.
+        drop(q);
+        return report_here(what, &pins, Box::new(build));
+    };
+    if q.list.len() >= MAX_PENDING {
+        // Bounded: a sighting past the bound cannot wait, and must not be lost.
+        drop(q);
+        return report_here(what, &pins, Box::new(build));
+    }
+    if let Some(w) = what {
+        q.pending.insert(w);
+        remember(w, epoch);
+    }
+    q.list.push(Deferred {
+        what,
+        pins,
+        sink,
+        build: Box::new(build),
+    });
+    WAITING.store(true, Ordering::Release);
+    drop(q);
     drainer.unpark();
 }
 
@@ -225,8 +229,10 @@ fn remember(what: Occurrence, epoch: u64) {
     let _ = LAST.try_with(|l| l.set(Some((what, epoch))));
 }
 
-/// Builds and reports every pending sighting, each under its own sink; returns once none is
-/// left, waiting for a drain in progress on another thread. A no-op on a thread already
+/// Builds and reports every pending sighting; returns once none is left, waiting for a drain
+/// in progress on another thread. Each finding is kept and delivered to its tests before the
+/// drain ends; the tracing events are sent after, each under its sighting's sink, so that a
+/// subscriber never runs while a reader waits for the drain. A no-op on a thread already
 /// draining (a subscriber that reads findings).
 pub(crate) fn drain() {
     if !waiting() || IN_DRAIN.try_with(Cell::get).unwrap_or(true) {
@@ -239,34 +245,55 @@ pub(crate) fn drain() {
             let _ = IN_DRAIN.try_with(|d| d.set(false));
         }
     }
-    let _one = DRAINING.lock();
     let _ = IN_DRAIN.try_with(|d| d.set(true));
     let _mark = Mark;
-    loop {
-        let batch = {
-            let mut q = QUEUE.lock();
-            if q.list.is_empty() {
-                WAITING.store(false, Ordering::Release);
-                break;
+    let mut events = Vec::new();
+    {
+        let _one = DRAINING.lock();
+        loop {
+            let batch = {
+                let mut q = QUEUE.lock();
+                if q.list.is_empty() {
+                    WAITING.store(false, Ordering::Release);
+                    break;
+                }
+                std::mem::take(&mut q.list)
+            };
+            for d in batch {
+                let new: Vec<finding::Event> = build_all(&d.pins, d.build)
+                    .into_iter()
+                    .filter_map(finding::report_quiet)
+                    .collect();
+                settle(d.what, &d.pins);
+                events.push((new, d.sink));
             }
-            std::mem::take(&mut q.list)
-        };
-        for d in batch {
-            run(d.what, &d.pins, Some(&d.sink), d.build);
+        }
+    }
+    for (new, sink) in &events {
+        for e in new {
+            e.emit(Some(sink));
         }
     }
 }
 
-/// Builds one sighting's findings and reports them (under `sink`, if any), then remembers
-/// its occurrence as reported. A rule that panics loses its sighting, not the thread.
-fn run(what: Option<Occurrence>, pins: &[Arc<Prim>], sink: Option<&Sink>, build: Build) {
-    let _ = BUILT.try_with(|b| b.set(b.get() + 1));
-    let found = std::panic::catch_unwind(AssertUnwindSafe(|| build(pins))).unwrap_or_default();
-    for f in found {
-        finding::report_in(f, sink);
+/// Builds and reports one sighting's findings on this thread, with its event.
+fn report_here(what: Option<Occurrence>, pins: &[Arc<Prim>], build: Build) {
+    for f in build_all(pins, build) {
+        finding::report(f);
     }
-    // A primitive dropped since the sighting: its findings stop holding, as they would have
-    // had they been reported before the drop.
+    settle(what, pins);
+}
+
+/// Builds one sighting's findings. A rule that panics loses its sighting, not the thread.
+fn build_all(pins: &[Arc<Prim>], build: Build) -> Vec<Finding> {
+    let _ = BUILT.try_with(|b| b.set(b.get() + 1));
+    std::panic::catch_unwind(AssertUnwindSafe(|| build(pins))).unwrap_or_default()
+}
+
+/// After a sighting's findings were reported: a primitive dropped since the sighting makes
+/// them stop holding (as they would have, reported before the drop), and the occurrence is
+/// remembered as reported.
+fn settle(what: Option<Occurrence>, pins: &[Arc<Prim>]) {
     for p in pins {
         if prim::get(p.id()).is_none() {
             finding::primitive_dropped(p.id());

@@ -257,6 +257,32 @@ mod tests {
         assert_eq!(again.key(), f.key(), "one finding per pair of primitives");
     }
 
+    /// A primitive dropped between the sighting of a cycle and the building of its finding
+    /// keeps its name when the sighting pinned it; unpinned, it is told as dropped.
+    #[test]
+    fn a_pinned_primitive_keeps_its_name_once_dropped() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("loi/pinned_a", PrimKind::Mutex, 1);
+        let b = scope.prim("loi/pinned_b", PrimKind::Mutex, 1);
+        let (ia, ib) = (a.id().0, b.id().0);
+        let e = || edge(Mode::Exclusive, Mode::Exclusive, task(1));
+        let edges = [(ib, ia, e()), (ia, ib, e())];
+        assert!(crate::state::prim::unregister(&a));
+        let f = cycle(&edges, std::slice::from_ref(&a)).expect("a cycle");
+        assert!(
+            f.summary.contains("\"loi/pinned_a\" and \"loi/pinned_b\""),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.primitives.len(), 2);
+        let unpinned = cycle(&edges, &[]).expect("a cycle");
+        assert!(
+            unpinned.summary.contains("(dropped)"),
+            "{}",
+            unpinned.summary
+        );
+    }
+
     /// Longer cycles are told as a chain; a cycle of read_recursive acquisitions under shared
     /// holds cannot deadlock and is not reported.
     #[test]

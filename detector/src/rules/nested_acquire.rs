@@ -6,7 +6,8 @@
 //! and on tokio's write-preferring RwLock a read inside a read deadlocks as soon as a writer
 //! queues between them. A latent one is reported even when the acquisition succeeds. Owned
 //! guards are not counted (they may have moved to another task), nor `ReentrantMutex`
-//! re-entries.
+//! re-entries. The check ([`reported`]) runs inside the acquirer's critical section; the
+//! finding ([`sighted`]) is built off it (see `report::pending`).
 //!
 //! A blocking (parking_lot) lock is held on the thread's own stack, so taking it again is
 //! nesting. An async one is different: futures polled side by side in one task or `block_on`
@@ -78,11 +79,28 @@ fn certain(prim: &Prim, ask: Ask, held: Option<&HoldView>) -> bool {
 /// wordings in [`build`] (stress mode directs its pauses at such a finding's site).
 pub(crate) const LATENT: &str = "a latent deadlock";
 
-/// The finding for `actor` (of test scope `scope`) asking `acq` of `prim`, which it holds as
+/// The acquirer of a nested acquisition: its id, and its name as told when the acquisition was
+/// seen (a thread is named only while it lives, and the finding may be built after it ended).
+pub(crate) struct Acquirer {
+    id: ActorId,
+    name: String,
+}
+
+impl Acquirer {
+    /// `id`, named now.
+    pub(crate) fn now(id: ActorId) -> Acquirer {
+        Acquirer {
+            id,
+            name: id.describe(),
+        }
+    }
+}
+
+/// The finding for `who` (of test scope `scope`) asking `acq` of `prim`, which it holds as
 /// `held`, seen at `now` (coarse ns: the hold's age is told as of then).
 fn build(
     prim: &Prim,
-    actor: ActorId,
+    who: &Acquirer,
     acq: Ask,
     held: Option<&HoldView>,
     wait: Option<Wait>,
@@ -115,7 +133,7 @@ fn build(
         ),
         format!(
             "{} {} {} it already holds, at {}: {}",
-            actor.describe(),
+            who.name,
             if waiting { "waits for" } else { "acquires" },
             noun(&p),
             site_string(acq.site),
@@ -134,8 +152,8 @@ fn build(
         })
         .unwrap_or_default();
     f.actors.push(ActorReport {
-        id: actor.as_u64(),
-        name: actor.describe(),
+        id: who.id.as_u64(),
+        name: who.name.clone(),
         holds,
         waits: vec![access(
             p.clone(),
@@ -185,16 +203,16 @@ pub(crate) fn reacquired(
 ) -> Option<Finding> {
     reported(prim, acq, held, waiting).then(|| {
         let at = (crate::state::actor::current_scope(), clock::coarse_now());
-        sighted(prim, actor, acq, held, (waiting, timed), at)
+        sighted(prim, &Acquirer::now(actor), acq, held, (waiting, timed), at)
     })
 }
 
-/// The finding for a reported nested acquisition (see [`reported`]), sighted by `actor` in
+/// The finding for a reported nested acquisition (see [`reported`]), sighted by `who` in
 /// test scope `scope` at `now` (coarse ns): built wherever the sighting is reported from.
 #[cold]
 pub(crate) fn sighted(
     prim: &Prim,
-    actor: ActorId,
+    who: &Acquirer,
     acq: &Acq,
     held: &HoldView,
     (waiting, timed): (bool, bool),
@@ -204,7 +222,7 @@ pub(crate) fn sighted(
         timed,
         waited_ns: 0,
     });
-    build(prim, actor, Ask::from(acq), Some(held), wait, (scope, now))
+    build(prim, who, Ask::from(acq), Some(held), wait, (scope, now))
 }
 
 /// The watchdog's part: a task still waiting, a tick or more after it began, for a primitive
@@ -240,7 +258,7 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
             }
             out.push(build(
                 &p.prim,
-                w.actor,
+                &Acquirer::now(w.actor),
                 ask,
                 Some(h),
                 Some(Wait {
@@ -276,7 +294,8 @@ pub(crate) fn checked_out_again(state: &State, p: &PrimState, w: &WaiterRec) -> 
         waited_ns: state.wait_age(w),
     };
     let at = (w.scope, clock::coarse_now());
-    let mut f = build(&p.prim, w.actor, ask, Some(&held), Some(wait), at);
+    let who = Acquirer::now(w.actor);
+    let mut f = build(&p.prim, &who, ask, Some(&held), Some(wait), at);
     f.details.push(format!(
         "it acquired every permit held ({total} of {}){} and nothing was granted since it began to wait: no other task holds one to release",
         p.capacity,

@@ -5,6 +5,10 @@
 //! rule that panics loses that tick (counted as `lockscope_detector_dropped_total{what="tick"}`
 //! and reported once on stderr), not the thread. `lockscope_watchdog_ticks_total` counts the
 //! ticks that ran: a flat line is a dead watchdog.
+//!
+//! It also builds and reports the findings sighted on acquiring threads (see
+//! `report::pending`): woken by the first sighting after a drain, between ticks, and before
+//! the rules on every tick.
 
 use std::collections::HashSet;
 use std::io::Write;

@@ -16,6 +16,7 @@ use crate::analysis::graph;
 use crate::base::clock;
 use crate::report::pending::{self, Occurrence};
 use crate::rules;
+use crate::rules::nested_acquire::Acquirer;
 use crate::state::actor::{self, ActorId};
 use crate::state::held::{self, FLAG_MOVABLE, FLAG_REENTRY, FLAG_TRY};
 use crate::state::prim::{self as books, Prim};
@@ -141,11 +142,13 @@ fn sight_nested(prim: &Prim, actor: ActorId, acq: &Acq, held: held::HoldView, ho
         return;
     }
     let (acq, now) = (*acq, clock::coarse_now());
+    // Named now: a thread that ends before the drain would be told by its number only.
+    let who = Acquirer::now(actor);
     // Pinned, so that a primitive dropped before the drain keeps its name in the report.
     let pins: Vec<Arc<Prim>> = books::get(prim.id()).into_iter().collect();
     if pins.is_empty() {
         // Not in the registry (nothing to pin): built here, as the sighting cannot wait.
-        let f = rules::nested_acquire::sighted(prim, actor, &acq, &held, how, (scope, now));
+        let f = rules::nested_acquire::sighted(prim, &who, &acq, &held, how, (scope, now));
         crate::report::finding::report(f);
         return;
     }
@@ -153,7 +156,7 @@ fn sight_nested(prim: &Prim, actor: ActorId, acq: &Acq, held: held::HoldView, ho
         let p = &pins[0];
         vec![rules::nested_acquire::sighted(
             p,
-            actor,
+            &who,
             &acq,
             &held,
             how,
