@@ -6,8 +6,8 @@
 //! and on tokio's write-preferring RwLock a read inside a read deadlocks as soon as a writer
 //! queues between them. A latent one is reported even when the acquisition succeeds. Owned
 //! guards are not counted (they may have moved to another task), nor `ReentrantMutex`
-//! re-entries. The check ([`reported`]) runs inside the acquirer's critical section; the
-//! finding ([`sighted`]) is built off it (see `report::pending`).
+//! re-entries. The check (`reported`) runs inside the acquirer's critical section; the
+//! finding (`sighted`) is built off it (see `report::pending`).
 //!
 //! A blocking (parking_lot) lock is held on the thread's own stack, so taking it again is
 //! nesting. An async one is different: futures polled side by side in one task or `block_on`
