@@ -20,8 +20,8 @@
 //!
 //! Nothing is lost: with no watchdog thread running (it failed to start, or has not started
 //! yet), or with the queue full, the finding is built and reported on the acquiring thread,
-//! as before. A repeat is dropped cheaply: an occurrence (rule, primitive, sites, actor,
-//! scopes) pending or already reported is not queued again, first by a per-thread memo of the
+//! as before. A repeat is dropped cheaply: an occurrence (rule, primitive, sites, scopes)
+//! pending or already reported is not queued again, first by a per-thread memo of the
 //! thread's last one (no lock), else under the queue's lock. The queue's lock is taken only on
 //! this path, never on an uncontended acquisition.
 
@@ -36,7 +36,6 @@ use parking_lot::Mutex;
 
 use crate::model::finding::Finding;
 use crate::report::finding;
-use crate::state::actor::ActorId;
 use crate::state::prim::{self, Prim};
 
 /// Records pending at most: past this, a sighting is reported on its own thread.
@@ -46,25 +45,25 @@ const MAX_PENDING: usize = 256;
 const MAX_DONE: usize = 4096;
 
 /// One occurrence of a sighting, as cheaply as it can be told apart: the rule, the
-/// primitive, the two sites (by address), the actor and the scopes it belongs to.
+/// primitive, the two sites (by address) and the test scopes it belongs to. Not the actor:
+/// another task or thread of the same tests repeating the bug adds nothing (the store keeps
+/// the first sighting, and each of those tests has it already).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct Occurrence {
     rule: u8,
     prim: u64,
     held_site: usize,
     site: usize,
-    actor: u64,
     scopes: (u32, u32),
 }
 
 impl Occurrence {
-    /// A nested acquire: `actor` (in test scope `scope`) acquires `prim` at `site`, which it
+    /// A nested acquire: an actor (in test scope `scope`) acquires `prim` at `site`, which it
     /// holds from `held_site` (taken in scope `held_scope`).
     pub(crate) fn nested(
         prim: &Prim,
         held_site: &'static Location<'static>,
         site: &'static Location<'static>,
-        actor: ActorId,
         scope: u32,
         held_scope: u32,
     ) -> Occurrence {
@@ -73,7 +72,6 @@ impl Occurrence {
             prim: prim.id().0,
             held_site: std::ptr::from_ref(held_site).addr(),
             site: std::ptr::from_ref(site).addr(),
-            actor: actor.as_u64(),
             scopes: (scope, held_scope),
         }
     }

@@ -137,7 +137,7 @@ fn judge<T>(
 #[cold]
 fn sight_nested(prim: &Prim, actor: ActorId, acq: &Acq, held: held::HoldView, how: (bool, bool)) {
     let scope = actor::current_scope();
-    let what = Occurrence::nested(prim, held.site, acq.site(), actor, scope, held.scope);
+    let what = Occurrence::nested(prim, held.site, acq.site(), scope, held.scope);
     if pending::repeated(&what) {
         return;
     }
