@@ -125,10 +125,7 @@ fn two_processes_exclude_each_other() {
     let path = lock_path("exclude");
     let lock = GlobalLock::at("exclude", &path);
     // The child holds it: this process cannot take it, not even within a while.
-    assert!(
-        lock.can_lock() && !lock.is_locked(),
-        "free before the child"
-    );
+    assert!(lock.can_lock() && !lock.is_locked(), "free before the child");
     let holder = Peer::spawn("hold", &path);
     assert_eq!(holder.next(), "locked");
     assert!(!lock.can_lock() && lock.is_locked(), "held by the child");
