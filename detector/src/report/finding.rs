@@ -11,8 +11,12 @@ use crate::analysis::graph::lockorder;
 use crate::base::config;
 use crate::model::finding::{Finding, FindingKind};
 use crate::model::prim::PrimitiveId;
+use crate::report::pending::{self, Sink};
 use crate::report::scopes as scope;
 use crate::state::held;
+
+#[doc(hidden)]
+pub use crate::report::pending::{built_here, pending_len};
 
 // ---------------------------------------------------------------------------------------------
 // The store
@@ -39,7 +43,63 @@ pub(crate) static DROPPED_TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// Reports a finding: logged and counted the first time its key is seen; a known key that had
 /// stopped holding is marked active again. Returns whether it was new.
-pub(crate) fn report(mut f: Finding) -> bool {
+pub(crate) fn report(f: Finding) -> bool {
+    match keep(f) {
+        Some(new) => {
+            new.emit(None);
+            scope::deliver(&new.rec);
+            true
+        }
+        None => false,
+    }
+}
+
+/// [`report`] but for the tracing event, returned for the caller to send (see
+/// [`pending`](super::pending), which sends it under the sighting thread's sink once the
+/// finding is kept and delivered). `None`: the finding was known.
+pub(crate) fn report_quiet(f: Finding) -> Option<Event> {
+    let new = keep(f)?;
+    scope::deliver(&new.rec);
+    Some(new)
+}
+
+/// The tracing event of a new finding (see [`report_quiet`]).
+pub(crate) struct Event {
+    rec: Arc<Rec>,
+    text: String,
+}
+
+impl Event {
+    /// Sends the event: to `sink` (the dispatcher and span of the thread that sighted the
+    /// finding), else to this thread's subscriber; to stderr when there is none at all.
+    pub(crate) fn emit(&self, sink: Option<&Sink>) {
+        let (f, text) = (&self.rec.finding, &self.text);
+        let emit = || {
+            if f.kind == FindingKind::Deadlock {
+                tracing::error!(target: "lockscope::detector", kind = f.kind.as_str(), "{text}");
+            } else {
+                tracing::warn!(target: "lockscope::detector", kind = f.kind.as_str(), "{text}");
+            }
+            // A program that only swapped its imports may have no tracing subscriber at all:
+            // the report must not vanish. (An armed test gets it in its failure message
+            // instead.)
+            if !tracing::dispatcher::has_been_set()
+                && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
+                && !scope::any_armed()
+            {
+                to_stderr(text);
+            }
+        };
+        match sink {
+            Some(sink) => sink.emit(emit),
+            None => emit(),
+        }
+    }
+}
+
+/// Keeps and counts `f` if its key is new, and returns its event to send and deliver; a
+/// known key is marked active again and this sighting delivered to its scopes.
+fn keep(mut f: Finding) -> Option<Event> {
     f.key = format!("{}:{}", f.kind, f.key);
     if f.sites.is_empty() {
         f.collect_sites();
@@ -57,7 +117,7 @@ pub(crate) fn report(mut f: Finding) -> bool {
                 finding: f,
             });
             scope::deliver_to(&sighting, &scopes);
-            return false;
+            return None;
         }
         let rec = Arc::new(Rec {
             active: AtomicBool::new(true),
@@ -68,6 +128,7 @@ pub(crate) fn report(mut f: Finding) -> bool {
             if let Some(old) = s.list.pop_front() {
                 s.by_key.remove(&old.finding.key);
                 DROPPED_FINDINGS.fetch_add(1, Ordering::Relaxed);
+                pending::forget_reported();
             }
         }
         s.list.push_back(rec.clone());
@@ -76,21 +137,7 @@ pub(crate) fn report(mut f: Finding) -> bool {
     };
     TOTALS[rec.finding.kind.index()].fetch_add(1, Ordering::Relaxed);
     let text = rec.finding.to_string();
-    if rec.finding.kind == FindingKind::Deadlock {
-        tracing::error!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
-    } else {
-        tracing::warn!(target: "lockscope::detector", kind = rec.finding.kind.as_str(), "{text}");
-    }
-    // A program that only swapped its imports may have no tracing subscriber at all: the
-    // report must not vanish. (An armed test gets it in its failure message instead.)
-    if !tracing::dispatcher::has_been_set()
-        && tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
-        && !scope::any_armed()
-    {
-        to_stderr(&text);
-    }
-    scope::deliver(&rec);
-    true
+    Some(Event { rec, text })
 }
 
 /// Whether a finding with `f`'s kind and key was reported before (and is still kept).
@@ -145,13 +192,15 @@ pub(crate) fn materialize(r: &Rec) -> Finding {
     f
 }
 
-/// Every finding kept, oldest first.
+/// Every finding kept, oldest first (sightings still pending are reported first).
 pub fn findings() -> Vec<Finding> {
+    pending::drain();
     STORE.lock().list.iter().map(|r| materialize(r)).collect()
 }
 
 /// Findings made so far, per kind (monotonic; `lockscope_findings_total`).
 pub fn totals() -> Vec<(FindingKind, u64)> {
+    pending::drain();
     FindingKind::ALL
         .iter()
         .map(|k| (*k, TOTALS[k.index()].load(Ordering::Relaxed)))
@@ -160,6 +209,7 @@ pub fn totals() -> Vec<(FindingKind, u64)> {
 
 /// Findings that still hold now, per kind (`lockscope_active_findings`).
 pub fn active_counts() -> Vec<(FindingKind, u64)> {
+    pending::drain();
     let s = STORE.lock();
     FindingKind::ALL
         .iter()
@@ -189,9 +239,11 @@ pub fn dropped_counts() -> [(&'static str, u64); 4] {
 
 /// Forgets every finding (totals stay: they are monotonic counters).
 pub fn clear_findings() {
+    pending::drain();
     let mut s = STORE.lock();
     s.list.clear();
     s.by_key.clear();
+    pending::forget_reported();
 }
 
 /// All findings as one report.

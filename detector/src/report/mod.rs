@@ -5,5 +5,6 @@ pub mod ci;
 pub(crate) mod dump;
 pub mod finding;
 pub mod metrics;
+pub(crate) mod pending;
 pub mod scopes;
 pub(crate) mod traces;

@@ -14,21 +14,24 @@
 //! reentrant lock by its owner are no acquisitions here, as for the learned order; nor is a
 //! hold of an owned guard (`lock_owned`), which may have moved to another task.
 
+use std::sync::Arc;
+
 use crate::analysis::graph::lockorder::Path;
 use crate::model::acq::Acq;
 use crate::model::finding::{Finding, FindingKind, OrderEdge, PrimRef};
 use crate::model::level::Level;
-use crate::rules::{prim_ref, prim_ref_id};
-use crate::state::actor::{self, ActorId};
+use crate::rules::lock_order_inversion::{pinned, pinned_ref};
+use crate::rules::prim_ref;
+use crate::state::actor::ActorId;
 use crate::state::held::HoldView;
-use crate::state::prim::{self, Prim, PrimitiveId, site_string};
+use crate::state::prim::{Prim, site_string};
 
 /// How every such report ends.
 const DECLARED_ORDER: &str = "declared order: lower levels first";
 
-/// The level of the primitive `id`, if it is live and has one.
-fn level_of(id: u64) -> Option<Level> {
-    prim::get(PrimitiveId(id))?.level()
+/// The level of the primitive `id` (looked up in `pins` first, see [`pinned`]), if it has one.
+fn level_of(pins: &[Arc<Prim>], id: u64) -> Option<Level> {
+    pinned(pins, id)?.level()
 }
 
 /// `level 2` or `level 2, Accounts`: inside the parentheses after a name.
@@ -58,23 +61,25 @@ fn key(refs: &[PrimRef]) -> String {
     parts.join("|")
 }
 
-/// The finding for acquiring `prim` (as `acq`, by `actor`) while holding `held` (the actor's
-/// holds the lock-order graph sees), if the acquisition breaks the declared levels: told for
-/// the held primitive of the highest level it breaks.
+/// The finding for acquiring `prim` (as `acq`, by `actor` in test scope `scope`) while
+/// holding `held` (the actor's holds the lock-order graph sees), if the acquisition breaks the
+/// declared levels: told for the held primitive of the highest level it breaks. The held
+/// primitives are looked up in `pins` first (see [`pinned`]).
 #[cold]
 pub(crate) fn declared(
-    held: &[HoldView],
+    (held, pins): (&[HoldView], &[Arc<Prim>]),
     prim: &Prim,
     actor: ActorId,
     acq: &Acq,
+    scope: u32,
 ) -> Option<Finding> {
     let level = prim.level()?;
     let (h, hl) = held
         .iter()
-        .filter_map(|h| Some((h, level_of(h.prim)?)))
+        .filter_map(|h| Some((h, level_of(pins, h.prim)?)))
         .filter(|(h, hl)| breaks(*hl, h, level, prim.id.0, acq))
         .max_by_key(|(_, hl)| hl.rank())?;
-    let (taken, holding) = (prim_ref(prim), prim_ref_id(h.prim));
+    let (taken, holding) = (prim_ref(prim), pinned_ref(pins, h.prim));
     let (tn, hn) = (
         format!("{:?}", taken.label()),
         format!("{:?}", holding.label()),
@@ -119,9 +124,9 @@ pub(crate) fn declared(
         to_site: site_string(acq.site()),
         actor: actor.describe(),
     });
-    f.add_scope(actor::current_scope());
+    f.add_scope(scope);
     f.add_scope(prim.scope());
-    if let Some(p) = prim::get(PrimitiveId(h.prim)) {
+    if let Some(p) = pinned(pins, h.prim) {
         f.add_scope(p.scope());
     }
     f.add_prim(holding);
@@ -132,14 +137,14 @@ pub(crate) fn declared(
 /// The finding for a learned path from a primitive of a declared level, through primitives
 /// without one, to one of a lower level (see
 /// [`Observed::contradictions`](crate::analysis::graph::lockorder::Observed)): with the
-/// declared order, a cycle.
+/// declared order, a cycle. Its primitives are looked up in `pins` first (see [`pinned`]).
 #[cold]
-pub(crate) fn contradicted(path: &Path) -> Option<Finding> {
+pub(crate) fn contradicted(path: &Path, pins: &[Arc<Prim>]) -> Option<Finding> {
     let (first, last) = (path.first()?, path.last()?);
-    let (hi, lo) = (level_of(first.0)?, level_of(last.1)?);
+    let (hi, lo) = (level_of(pins, first.0)?, level_of(pins, last.1)?);
     let mut nodes: Vec<u64> = path.iter().map(|(a, _, _)| *a).collect();
     nodes.push(last.1);
-    let refs: Vec<PrimRef> = nodes.iter().map(|&id| prim_ref_id(id)).collect();
+    let refs: Vec<PrimRef> = nodes.iter().map(|&id| pinned_ref(pins, id)).collect();
     let name = |i: usize| format!("{:?}", refs[i].label());
     let between: Vec<String> = (1..refs.len() - 1).map(name).collect();
     let steps: Vec<String> = path
@@ -175,7 +180,7 @@ pub(crate) fn contradicted(path: &Path) -> Option<Finding> {
             site_string(e.to_site),
             e.actor.describe()
         ));
-        super::lock_order_inversion::add_order(&mut f, *a, *b, e);
+        super::lock_order_inversion::add_order(&mut f, *a, *b, e, pins);
     }
     f.details.push(format!(
         "declared: {} is {hi}, {} is {lo}: anything that takes {} while holding {} (as the levels allow) closes a cycle with this path",

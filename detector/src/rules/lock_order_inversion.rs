@@ -7,35 +7,54 @@
 //! `read_recursive` acquisitions cannot deadlock and is not reported.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use crate::analysis::graph::lockorder::EdgeInfo;
-use crate::model::finding::{Finding, FindingKind, OrderEdge};
-use crate::rules::prim_ref_id;
+use crate::model::finding::{Finding, FindingKind, OrderEdge, PrimRef};
+use crate::rules::{prim_ref, prim_ref_id};
 use crate::state::held::Mode;
-use crate::state::prim::{self, PrimitiveId, site_string};
+use crate::state::prim::{self, Prim, PrimitiveId, site_string};
+
+/// Primitive `id`: from `pins` (the primitives a sighting kept alive until its finding is
+/// built, so that one dropped since still has its name), else from the registry.
+pub(crate) fn pinned(pins: &[Arc<Prim>], id: u64) -> Option<Arc<Prim>> {
+    pins.iter()
+        .find(|p| p.id().0 == id)
+        .cloned()
+        .or_else(|| prim::get(PrimitiveId(id)))
+}
+
+/// The reference to primitive `id` (see [`pinned`]).
+pub(crate) fn pinned_ref(pins: &[Arc<Prim>], id: u64) -> PrimRef {
+    match pinned(pins, id) {
+        Some(p) => prim_ref(&p),
+        None => prim_ref_id(id),
+    }
+}
 
 /// Adds the order edge `a` -> `b` seen as `e` to `f`, with the scopes it belongs to: the
 /// acquiring actor's, and those of the tests that created the two primitives (threads a test
 /// spawns itself carry no scope, and the finding must go to that test, not to every test armed).
-pub(crate) fn add_order(f: &mut Finding, a: u64, b: u64, e: &EdgeInfo) {
+pub(crate) fn add_order(f: &mut Finding, a: u64, b: u64, e: &EdgeInfo, pins: &[Arc<Prim>]) {
     f.orders.push(OrderEdge {
-        from: prim_ref_id(a),
-        to: prim_ref_id(b),
+        from: pinned_ref(pins, a),
+        to: pinned_ref(pins, b),
         from_site: site_string(e.from_site),
         to_site: site_string(e.to_site),
         actor: e.actor.describe(),
     });
     f.add_scope(e.scope);
     for id in [a, b] {
-        if let Some(p) = prim::get(PrimitiveId(id)) {
+        if let Some(p) = pinned(pins, id) {
             f.add_scope(p.scope());
         }
     }
 }
 
-/// The finding for the cycle `edges` (first the new edge, then the path that closes it).
+/// The finding for the cycle `edges` (first the new edge, then the path that closes it), its
+/// primitives looked up in `pins` first (see [`pinned`]).
 #[cold]
-pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
+pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)], pins: &[Arc<Prim>]) -> Option<Finding> {
     if edges
         .iter()
         .all(|(_, _, e)| e.to_mode == Mode::SharedRecursive && e.from_mode != Mode::Exclusive)
@@ -45,7 +64,7 @@ pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
     let mut nodes: Vec<u64> = edges.iter().map(|(a, _, _)| *a).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    let refs: Vec<_> = nodes.iter().map(|&id| prim_ref_id(id)).collect();
+    let refs: Vec<_> = nodes.iter().map(|&id| pinned_ref(pins, id)).collect();
     let name = |id: u64| {
         refs.iter()
             .find(|r| r.id == id)
@@ -91,7 +110,7 @@ pub(crate) fn cycle(edges: &[(u64, u64, EdgeInfo)]) -> Option<Finding> {
         f.add_prim(r.clone());
     }
     for (a, b, e) in edges.iter().rev() {
-        add_order(&mut f, *a, *b, e);
+        add_order(&mut f, *a, *b, e, pins);
     }
     f.details = scenario(edges, &name);
     f.fix = "take these primitives in one global order everywhere (for instances of one type, order them by a key such as an id), or take them together under one lock".into();
@@ -185,7 +204,7 @@ mod tests {
             ..edge(Mode::Exclusive, Mode::Exclusive, task(2))
         };
         let (s_old, s_new) = (site_string(old.to_site), site_string(new.to_site));
-        let f = cycle(&[(ib, ia, new.clone()), (ia, ib, old.clone())]).expect("a cycle");
+        let f = cycle(&[(ib, ia, new.clone()), (ia, ib, old.clone())], &[]).expect("a cycle");
         assert_eq!(f.kind, FindingKind::LockOrderInversion);
         assert_eq!(
             f.summary,
@@ -231,11 +250,37 @@ mod tests {
                 .starts_with("take these primitives in one global order")
         );
         // One actor both ways: two runs of it.
-        let again = cycle(&[(ib, ia, old.clone()), (ia, ib, old)]).expect("a cycle");
+        let again = cycle(&[(ib, ia, old.clone()), (ia, ib, old)], &[]).expect("a cycle");
         assert!(
             again.details[3].contains("one run") && again.details[3].contains("a concurrent run")
         );
         assert_eq!(again.key(), f.key(), "one finding per pair of primitives");
+    }
+
+    /// A primitive dropped between the sighting of a cycle and the building of its finding
+    /// keeps its name when the sighting pinned it; unpinned, it is told as dropped.
+    #[test]
+    fn a_pinned_primitive_keeps_its_name_once_dropped() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("loi/pinned_a", PrimKind::Mutex, 1);
+        let b = scope.prim("loi/pinned_b", PrimKind::Mutex, 1);
+        let (ia, ib) = (a.id().0, b.id().0);
+        let e = || edge(Mode::Exclusive, Mode::Exclusive, task(1));
+        let edges = [(ib, ia, e()), (ia, ib, e())];
+        assert!(crate::state::prim::unregister(&a));
+        let f = cycle(&edges, std::slice::from_ref(&a)).expect("a cycle");
+        assert!(
+            f.summary.contains("\"loi/pinned_a\" and \"loi/pinned_b\""),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.primitives.len(), 2);
+        let unpinned = cycle(&edges, &[]).expect("a cycle");
+        assert!(
+            unpinned.summary.contains("(dropped)"),
+            "{}",
+            unpinned.summary
+        );
     }
 
     /// Longer cycles are told as a chain; a cycle of read_recursive acquisitions under shared
@@ -248,17 +293,21 @@ mod tests {
             .map(|n| scope.prim(n, PrimKind::BlockingRwLock, 1).id().0)
             .collect();
         let e = || edge(Mode::Exclusive, Mode::Exclusive, task(1));
-        let f = cycle(&[(p[2], p[0], e()), (p[0], p[1], e()), (p[1], p[2], e())]).expect("a cycle");
+        let f = cycle(
+            &[(p[2], p[0], e()), (p[0], p[1], e()), (p[1], p[2], e())],
+            &[],
+        )
+        .expect("a cycle");
         assert_eq!(
             f.summary,
             "3 primitives are taken in a cyclic order (\"loi/x\" -> \"loi/y\" -> \"loi/z\" -> \"loi/x\"): a possible deadlock"
         );
         assert_eq!(f.details.len(), 3, "the orders, no table: {:?}", f.details);
         let rr = || edge(Mode::Shared, Mode::SharedRecursive, task(1));
-        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], rr())]).is_none());
+        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], rr())], &[]).is_none());
         let write = edge(Mode::Exclusive, Mode::SharedRecursive, task(1));
-        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], write)]).is_some());
+        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], write)], &[]).is_some());
         let read = edge(Mode::Shared, Mode::Shared, task(1));
-        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], read)]).is_some());
+        assert!(cycle(&[(p[1], p[0], rr()), (p[0], p[1], read)], &[]).is_some());
     }
 }

@@ -6,7 +6,8 @@
 //! and on tokio's write-preferring RwLock a read inside a read deadlocks as soon as a writer
 //! queues between them. A latent one is reported even when the acquisition succeeds. Owned
 //! guards are not counted (they may have moved to another task), nor `ReentrantMutex`
-//! re-entries.
+//! re-entries. The check (`reported`) runs inside the acquirer's critical section; the
+//! finding (`sighted`) is built off it (see `report::pending`).
 //!
 //! A blocking (parking_lot) lock is held on the thread's own stack, so taking it again is
 //! nesting. An async one is different: futures polled side by side in one task or `block_on`
@@ -28,7 +29,7 @@ use crate::base::clock;
 use crate::model::acq::Acq;
 use crate::model::finding::{ActorReport, Finding, FindingKind};
 use crate::rules::{access, noun, prim_ref};
-use crate::state::actor::{self, ActorId};
+use crate::state::actor::ActorId;
 use crate::state::held::{HoldView, Mode};
 use crate::state::prim::{Prim, PrimKind, site_string};
 use crate::state::wait::WaiterRec;
@@ -78,13 +79,32 @@ fn certain(prim: &Prim, ask: Ask, held: Option<&HoldView>) -> bool {
 /// wordings in [`build`] (stress mode directs its pauses at such a finding's site).
 pub(crate) const LATENT: &str = "a latent deadlock";
 
+/// The acquirer of a nested acquisition: its id, and its name as told when the acquisition was
+/// seen (a thread is named only while it lives, and the finding may be built after it ended).
+pub(crate) struct Acquirer {
+    id: ActorId,
+    name: String,
+}
+
+impl Acquirer {
+    /// `id`, named now.
+    pub(crate) fn now(id: ActorId) -> Acquirer {
+        Acquirer {
+            id,
+            name: id.describe(),
+        }
+    }
+}
+
+/// The finding for `who` (of test scope `scope`) asking `acq` of `prim`, which it holds as
+/// `held`, seen at `now` (coarse ns: the hold's age is told as of then).
 fn build(
     prim: &Prim,
-    actor: ActorId,
+    who: &Acquirer,
     acq: Ask,
     held: Option<&HoldView>,
     wait: Option<Wait>,
-    scope: u32,
+    (scope, now): (u32, u64),
 ) -> Finding {
     let waiting = wait.is_some();
     let timed = wait.is_some_and(|w| w.timed);
@@ -113,14 +133,13 @@ fn build(
         ),
         format!(
             "{} {} {} it already holds, at {}: {}",
-            actor.describe(),
+            who.name,
             if waiting { "waits for" } else { "acquires" },
             noun(&p),
             site_string(acq.site),
             what
         ),
     );
-    let now = clock::coarse_now();
     let holds = held
         .map(|h| {
             vec![access(
@@ -133,8 +152,8 @@ fn build(
         })
         .unwrap_or_default();
     f.actors.push(ActorReport {
-        id: actor.as_u64(),
-        name: actor.describe(),
+        id: who.id.as_u64(),
+        name: who.name.clone(),
         holds,
         waits: vec![access(
             p.clone(),
@@ -159,9 +178,21 @@ fn build(
     f
 }
 
-/// `actor` holds `prim` (`held`) and acquires it again (`waiting`: it must wait). Reported
-/// now, unless it may be a sibling future's (see the module docs).
-#[cold]
+/// Whether a hold `held` of `prim` acquired again as `acq` (`waiting`: it must wait) is
+/// reported at the acquisition: not when it may be a sibling future's (see the module docs).
+/// A cheap test, made on the acquiring thread before anything is recorded.
+pub(crate) fn reported(prim: &Prim, acq: &Acq, held: &HoldView, waiting: bool) -> bool {
+    let ask = Ask::from(acq);
+    // A tokio primitive is acquired by a future, which may have siblings (in a task or in a
+    // `block_on`); a blocking lock blocks the thread, so no sibling can run to release it.
+    let sibling_may_release = !prim.kind().is_blocking();
+    !(sibling_may_release && (held.site == ask.site || (waiting && certain(prim, ask, Some(held)))))
+}
+
+/// `actor` holds `prim` (`held`) and acquires it again (`waiting`: it must wait), on this
+/// thread now: the finding, unless it may be a sibling future's (see [`reported`]). The
+/// hooks hand the sighting on instead (see `runtime::hooks::order`); this builds it at once.
+#[cfg(test)]
 pub(crate) fn reacquired(
     prim: &Prim,
     actor: ActorId,
@@ -170,20 +201,28 @@ pub(crate) fn reacquired(
     waiting: bool,
     timed: bool,
 ) -> Option<Finding> {
-    let ask = Ask::from(acq);
-    // A tokio primitive is acquired by a future, which may have siblings (in a task or in a
-    // `block_on`); a blocking lock blocks the thread, so no sibling can run to release it.
-    let sibling_may_release = !prim.kind().is_blocking();
-    if sibling_may_release && (held.site == ask.site || (waiting && certain(prim, ask, Some(held))))
-    {
-        return None;
-    }
-    let scope = actor::current_scope();
+    reported(prim, acq, held, waiting).then(|| {
+        let at = (crate::state::actor::current_scope(), clock::coarse_now());
+        sighted(prim, &Acquirer::now(actor), acq, held, (waiting, timed), at)
+    })
+}
+
+/// The finding for a reported nested acquisition (see [`reported`]), sighted by `who` in
+/// test scope `scope` at `now` (coarse ns): built wherever the sighting is reported from.
+#[cold]
+pub(crate) fn sighted(
+    prim: &Prim,
+    who: &Acquirer,
+    acq: &Acq,
+    held: &HoldView,
+    (waiting, timed): (bool, bool),
+    (scope, now): (u32, u64),
+) -> Finding {
     let wait = waiting.then_some(Wait {
         timed,
         waited_ns: 0,
     });
-    Some(build(prim, actor, ask, Some(held), wait, scope))
+    build(prim, who, Ask::from(acq), Some(held), wait, (scope, now))
 }
 
 /// The watchdog's part: a task still waiting, a tick or more after it began, for a primitive
@@ -219,14 +258,14 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
             }
             out.push(build(
                 &p.prim,
-                w.actor,
+                &Acquirer::now(w.actor),
                 ask,
                 Some(h),
                 Some(Wait {
                     timed: w.timed,
                     waited_ns: age,
                 }),
-                w.scope,
+                (w.scope, clock::coarse_now()),
             ));
         }
     }
@@ -254,7 +293,9 @@ pub(crate) fn checked_out_again(state: &State, p: &PrimState, w: &WaiterRec) -> 
         timed: w.timed,
         waited_ns: state.wait_age(w),
     };
-    let mut f = build(&p.prim, w.actor, ask, Some(&held), Some(wait), w.scope);
+    let at = (w.scope, clock::coarse_now());
+    let who = Acquirer::now(w.actor);
+    let mut f = build(&p.prim, &who, ask, Some(&held), Some(wait), at);
     f.details.push(format!(
         "it acquired every permit held ({total} of {}){} and nothing was granted since it began to wait: no other task holds one to release",
         p.capacity,

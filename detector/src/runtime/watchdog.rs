@@ -5,6 +5,10 @@
 //! rule that panics loses that tick (counted as `lockscope_detector_dropped_total{what="tick"}`
 //! and reported once on stderr), not the thread. `lockscope_watchdog_ticks_total` counts the
 //! ticks that ran: a flat line is a dead watchdog.
+//!
+//! It also builds and reports the findings sighted on acquiring threads (see
+//! `report::pending`): woken by the first sighting after a drain, between ticks, and before
+//! the rules on every tick.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -19,6 +23,7 @@ use crate::analysis::snapshot::State;
 use crate::base::config;
 use crate::model::finding::FindingKind;
 use crate::report::finding;
+use crate::report::pending;
 use crate::report::scopes as scope;
 use crate::rules::deadlock::Deadlock;
 use crate::rules::leaked_permit::LeakedPermit;
@@ -67,16 +72,23 @@ pub fn ensure_started() {
 
 fn run() {
     use crate::base::clock;
+    // From now on sightings made on the acquiring threads wait for this thread to report them
+    // (see `report::pending`); it is woken for the first one after a drain.
+    pending::set_drainer();
     loop {
         // Sleeps the tick in slices, publishing the time holds read after each (and after the
         // analysis, which may take a while at scale), so that it is never staler than
-        // `PUBLISH_EVERY`, whatever the tick.
+        // `PUBLISH_EVERY`, whatever the tick. Woken early, it reports the pending sightings.
         let mut left = config::current().tick;
         while !left.is_zero() {
             clock::publish();
             let slice = left.min(clock::PUBLISH_EVERY);
-            std::thread::sleep(slice);
-            left -= slice;
+            let start = std::time::Instant::now();
+            std::thread::park_timeout(slice);
+            left = left.saturating_sub(start.elapsed());
+            if pending::waiting() {
+                guarded(pending::drain);
+            }
         }
         clock::publish();
         if config::enabled() {
@@ -86,11 +98,16 @@ fn run() {
     }
 }
 
-/// One tick that cannot take the thread down: a panic in a rule is counted, reported on
-/// stderr the first time, and the next tick runs as usual.
+/// One tick that cannot take the thread down (see [`guarded`]).
 fn guarded_tick() -> usize {
-    match std::panic::catch_unwind(AssertUnwindSafe(tick_once)) {
-        Ok(new) => new,
+    guarded(tick_once)
+}
+
+/// Runs `work` (a tick, a drain) so that it cannot take the thread down: a panic in a rule is
+/// counted, reported on stderr the first time, and the next tick runs as usual.
+fn guarded<T: Default>(work: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(AssertUnwindSafe(work)) {
+        Ok(out) => out,
         Err(panic) => {
             let first = finding::DROPPED_TICKS.fetch_add(1, Ordering::Relaxed) == 0;
             if first {
@@ -103,7 +120,7 @@ fn guarded_tick() -> usize {
                     "lockscope: the watchdog's analysis panicked ({what}); that tick is lost, the watchdog goes on (counted in lockscope_detector_dropped_total{{what=\"tick\"}}). This is a bug in lockscope: please report it.\n"
                 ));
             }
-            0
+            T::default()
         }
     }
 }
@@ -129,6 +146,9 @@ fn tick_once() -> usize {
     if INJECT_PANIC.swap(false, Ordering::Relaxed) {
         panic!("injected by lockscope_detector::watchdog::inject_tick_panic");
     }
+    // The sightings made on acquiring threads first: a nested acquire before the deadlock it
+    // leads to, so that a test failed by a self-deadlock lists both.
+    pending::drain();
     let mut state = State::capture();
     state.unscoped_stuck = crate::report::scopes::unscoped_stuck();
     let mut rules = RULES.lock();

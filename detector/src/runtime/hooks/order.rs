@@ -3,12 +3,23 @@
 //! declared levels). One check over the holds of the acquirer, read from its thread's inline
 //! entries when they are all there, else from every table; [`quick_nested`] is its question
 //! for the quick path ("is there anything to check at all?").
+//!
+//! What the check finds is sighted here, inside the acquirer's critical section, but not
+//! built here: [`report::pending`](crate::report::pending) takes the sighting as a few owned
+//! values and builds the finding on the watchdog thread, or before the next read of findings,
+//! with the tracing event sent to this thread's subscriber all the same. A nested acquire
+//! repeated by a loop is dropped at the door, by its occurrence.
+
+use std::sync::Arc;
 
 use crate::analysis::graph;
+use crate::base::clock;
+use crate::report::pending::{self, Occurrence};
 use crate::rules;
-use crate::state::actor::ActorId;
+use crate::rules::nested_acquire::Acquirer;
+use crate::state::actor::{self, ActorId};
 use crate::state::held::{self, FLAG_MOVABLE, FLAG_REENTRY, FLAG_TRY};
-use crate::state::prim::Prim;
+use crate::state::prim::{self as books, Prim};
 use crate::state::tls::{LOCAL, Local};
 
 use super::Acq;
@@ -114,16 +125,51 @@ fn judge<T>(
         let found = graph::lockorder::observe(&views, prim, actor, acq, ctx);
         report_order(found, &views, prim, actor, acq);
     }
-    if let Some(h) = nested {
-        crate::report::finding::report_all(rules::nested_acquire::reacquired(
-            prim, actor, acq, &h, waiting, timed,
-        ));
+    if let Some(h) = nested
+        && rules::nested_acquire::reported(prim, acq, &h, waiting)
+    {
+        sight_nested(prim, actor, acq, h, (waiting, timed));
     }
+}
+
+/// Hands a reported nested acquisition of `prim` (held as `held`) to the pending sightings,
+/// unless this thread just handed the same occurrence on (a loop repeating the bug).
+#[cold]
+fn sight_nested(prim: &Prim, actor: ActorId, acq: &Acq, held: held::HoldView, how: (bool, bool)) {
+    let scope = actor::current_scope();
+    let what = Occurrence::nested(prim, held.site, acq.site(), scope, held.scope);
+    if pending::repeated(&what) {
+        return;
+    }
+    let (acq, now) = (*acq, clock::coarse_now());
+    // Named now: a thread that ends before the drain would be told by its number only.
+    let who = Acquirer::now(actor);
+    // Pinned, so that a primitive dropped before the drain keeps its name in the report.
+    let pins: Vec<Arc<Prim>> = books::get(prim.id()).into_iter().collect();
+    if pins.is_empty() {
+        // Not in the registry (nothing to pin): built here, as the sighting cannot wait.
+        let f = rules::nested_acquire::sighted(prim, &who, &acq, &held, how, (scope, now));
+        crate::report::finding::report(f);
+        return;
+    }
+    pending::defer(Some(what), pins, move |pins: &[Arc<Prim>]| {
+        let p = &pins[0];
+        vec![rules::nested_acquire::sighted(
+            p,
+            &who,
+            &acq,
+            &held,
+            how,
+            (scope, now),
+        )]
+    });
 }
 
 /// Reports what a new sighting of `prim` acquired under `held` found: the lock-order cycles
 /// it closed, and the declared levels it breaks, itself or with a learned path. (Once per
-/// set of holds, as the graph sees each: a sighting known before found all this then.)
+/// set of holds, as the graph sees each: a sighting known before found all this then.) Handed
+/// to the pending sightings with every primitive it names pinned; nothing when it found
+/// nothing.
 #[cold]
 pub(super) fn report_order(
     found: graph::lockorder::Observed,
@@ -132,16 +178,62 @@ pub(super) fn report_order(
     actor: ActorId,
     acq: &Acq,
 ) {
-    use crate::report::finding::report_all;
+    let levels = books::levels_in_use() && prim.level().is_some();
+    if !levels && found.cycles.is_empty() && found.contradictions.is_empty() {
+        return;
+    }
+    let mut ids: Vec<u64> = held.iter().map(|h| h.prim).collect();
+    ids.push(prim.id().0);
+    for (a, b, _) in found.cycles.iter().chain(&found.contradictions).flatten() {
+        ids.extend([*a, *b]);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let pins: Vec<Arc<Prim>> = ids
+        .iter()
+        .filter_map(|&id| books::get(books::PrimitiveId(id)))
+        .collect();
+    let Some(me) = pins.iter().find(|p| p.id() == prim.id()).cloned() else {
+        // Not in the registry (nothing to pin): built here, as the sighting cannot wait.
+        let scope = actor::current_scope();
+        let f = order_findings(&found, held, prim, actor, acq, scope, &pins);
+        crate::report::finding::report_all(f);
+        return;
+    };
+    let (held, acq, scope) = (held.to_vec(), *acq, actor::current_scope());
+    pending::defer(None, pins, move |pins: &[Arc<Prim>]| {
+        order_findings(&found, &held, &me, actor, &acq, scope, pins)
+    });
+}
+
+/// The findings of a lock-order sighting (see [`report_order`]), by `actor` in test scope
+/// `scope`, with the primitives it names looked up in `pins` first.
+fn order_findings(
+    found: &graph::lockorder::Observed,
+    held: &[held::HoldView],
+    prim: &Prim,
+    actor: ActorId,
+    acq: &Acq,
+    scope: u32,
+    pins: &[Arc<Prim>],
+) -> Vec<crate::model::finding::Finding> {
+    let mut out = Vec::new();
     // The declared order first: a cycle of the same two locks is the same finding (one key),
     // and the declared one tells it at this acquisition.
-    if crate::state::prim::levels_in_use() {
-        report_all(rules::lock_levels::declared(held, prim, actor, acq));
+    if books::levels_in_use() {
+        out.extend(rules::lock_levels::declared(
+            (held, pins),
+            prim,
+            actor,
+            acq,
+            scope,
+        ));
     }
     for c in &found.cycles {
-        report_all(rules::lock_order_inversion::cycle(c));
+        out.extend(rules::lock_order_inversion::cycle(c, pins));
     }
     for p in &found.contradictions {
-        report_all(rules::lock_levels::contradicted(p));
+        out.extend(rules::lock_levels::contradicted(p, pins));
     }
+    out
 }
