@@ -93,9 +93,16 @@ impl Sink {
         }
     }
 
-    /// Runs `emit` as if on the sighting's thread: under its dispatcher, in its span.
+    /// Runs `emit` as if on the sighting's thread: under its dispatcher, in its span. A
+    /// sighting thread with no subscriber at all is not dispatched to: setting even a scoped
+    /// no-op dispatcher marks the process as having had one (`dispatcher::has_been_set`),
+    /// which would silence the stderr fallback of every later report.
     pub(crate) fn emit(&self, emit: impl FnOnce()) {
-        tracing::dispatcher::with_default(&self.dispatch, || self.span.in_scope(emit));
+        if self.dispatch.is::<tracing::subscriber::NoSubscriber>() {
+            emit();
+        } else {
+            tracing::dispatcher::with_default(&self.dispatch, || self.span.in_scope(emit));
+        }
     }
 }
 
