@@ -21,12 +21,13 @@
 //      `analysis::graph::lockorder` (which returns the cycle a new edge closes, if any), and
 //      queues a `state::wait::WaiterRec` on the primitive (the common wait of a task that
 //      holds nothing takes a slot of its thread's table instead: `state::held::waits`).
-//   3. rule: hooks hands the cycle to `rules::lock_order_inversion` (a hold of the same
-//      primitive to `rules::nested_acquire`), which returns a `model::finding::Finding`. Rules
-//      that need time (deadlock, stuck queue, starvation, leaks) run on the watchdog thread
-//      over an `analysis::snapshot::State`.
-//   4. report: hooks (or the watchdog) gives the finding to `report::finding::report_all`,
-//      which keeps it once, logs it, counts it and delivers it to the armed test scopes.
+//   3. rule: hooks records the sighting (a cycle, a hold of the same primitive) with
+//      `report::pending::defer`; the watchdog thread, or the next read of findings, hands it to
+//      `rules::lock_order_inversion` (or `rules::nested_acquire`), which returns a
+//      `model::finding::Finding`. Rules that need time (deadlock, stuck queue, starvation,
+//      leaks) run on the watchdog thread over an `analysis::snapshot::State`.
+//   4. report: the finding goes to `report::finding::report`, which keeps it once, logs it,
+//      counts it and delivers it to the armed test scopes.
 //   Granted, `acquired_after_wait` turns the waiter into an entry of the thread's hold table;
 //   dropping the guard calls `released`, which clears that entry.
 

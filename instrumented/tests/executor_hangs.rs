@@ -30,20 +30,7 @@ async fn ct_body_holds_across_sleep() {
     if !child() {
         return;
     }
-    body_holds_while_a_task_locks("ct_body").await;
-}
-
-/// The running future takes the guard and sleeps holding it while a spawned task locks.
-async fn body_holds_while_a_task_locks(name: &'static str) {
-    let m = Arc::new(Mutex::named(name, 0));
-    let g = m.lock();
-    let m2 = m.clone();
-    let t = tokio::spawn(async move {
-        *m2.lock() += 1;
-    });
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    drop(g);
-    t.await.unwrap();
+    common::body_holds_while_a_task_locks("ct_body").await;
 }
 
 /// A local task holds the guard across a sleep; another local task on the same (only) thread
@@ -127,7 +114,7 @@ fn block_on_future_holds_across_sleep() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(body_holds_while_a_task_locks("block_on"));
+    rt.block_on(common::body_holds_while_a_task_locks("block_on"));
 }
 
 /// Runs one hanging shape and checks it ended, non-zero, within 3 s, with a deadlock report

@@ -298,3 +298,18 @@ pub async fn short_parking_lot_sections(name: &'static str, rounds: u64) {
     }
     assert_eq!(*n.lock(), 4 * rounds);
 }
+
+/// A deadlock through the executor: the running future takes a blocking guard named `name` and
+/// sleeps holding it while a task it spawned on the same runtime locks it (on a current-thread
+/// runtime, that task blocks the only thread the holder could resume on).
+pub async fn body_holds_while_a_task_locks(name: &'static str) {
+    let m = std::sync::Arc::new(lockscope::parking_lot::Mutex::named(name, 0));
+    let g = m.lock();
+    let m2 = m.clone();
+    let t = tokio::spawn(async move {
+        *m2.lock() += 1;
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    drop(g);
+    t.await.unwrap();
+}
