@@ -300,20 +300,32 @@ pub fn blocked_groups(state: &State) -> Vec<Group> {
 /// and channel sends.
 type Waits = (BTreeSet<(u64, u64)>, BTreeSet<u64>, BTreeSet<u64>);
 
+/// A candidate group as the last analysis left it: the progress of its prims, and when (the
+/// analysis's precise clock, ns) it was first seen with that progress.
+#[derive(Debug)]
+struct Candidate {
+    progress: Vec<(u64, u64)>,
+    first_seen_ns: u64,
+}
+
 /// The deadlock rule, with its memory of last tick's candidates.
 #[derive(Default)]
 pub(crate) struct Deadlock {
-    /// Candidate groups of the last tick, keyed by waits, with the progress of their prims.
-    pending: HashMap<Waits, Vec<(u64, u64)>>,
+    /// Candidate groups of the last tick, keyed by waits.
+    pending: HashMap<Waits, Candidate>,
     /// Waits of groups confirmed this tick (other rules skip them).
     pub(crate) confirmed_waits: HashSet<(u64, u64)>,
     /// Primitives of groups confirmed this tick (other rules skip them too).
     pub(crate) confirmed_prims: HashSet<u64>,
     /// Keys of findings that still hold.
     pub(crate) active: HashSet<String>,
-    /// How old (precise ns) a group's youngest wait must be to confirm it: the watchdog's
-    /// tick, so that a wait is confirmed only once it has outlasted a tick however often the
-    /// analysis runs. Zero in unit tests that build their own states.
+    /// How long (precise ns) a group must stand to be confirmed: the watchdog's tick, so that
+    /// a wait is confirmed only once it has outlasted a tick however often the analysis runs
+    /// (`check_now` in a loop). Both the youngest wait's own age and the time since the
+    /// analysis first saw the group must reach it: the first is not enough, as some waits
+    /// start on the published clock (joins, untimed async waits), which may be a publish
+    /// period behind, and a retried wait counts from its first try. Zero in unit tests that
+    /// build their own states.
     pub(crate) min_age_ns: u64,
 }
 
@@ -364,9 +376,23 @@ impl Rule for Deadlock {
                 .filter_map(|id| state.get(*id).map(|p| (*id, p.progress)))
                 .collect();
             let id = (g.waits.clone(), g.joins.clone(), g.chans.clone());
-            let confirmed = self.pending.get(&id) == Some(&progress)
-                && youngest_wait(state, &g) >= self.min_age_ns;
-            next.insert(id, progress);
+            let seen = self
+                .pending
+                .get(&id)
+                .filter(|c| c.progress == progress)
+                .map(|c| c.first_seen_ns);
+            let confirmed = seen.is_some_and(|first| {
+                state.now_precise.saturating_sub(first) >= self.min_age_ns
+                    && youngest_wait(state, &g) >= self.min_age_ns
+            });
+            let first_seen_ns = seen.unwrap_or(state.now_precise);
+            next.insert(
+                id,
+                Candidate {
+                    progress,
+                    first_seen_ns,
+                },
+            );
             if confirmed {
                 self.confirmed_waits.extend(g.waits.iter().copied());
                 self.confirmed_prims.extend(g.prims.iter().copied());
