@@ -186,6 +186,19 @@ pub fn current() -> ActorId {
     }
 }
 
+/// The current actor, this thread's lockscope number and the test scope it works for, from
+/// one visit to the thread's locals: what a wait's record names (a join, a channel wait).
+#[inline]
+pub(crate) fn here() -> (ActorId, u64, u32) {
+    here_in(crate::state::tls::local())
+}
+
+/// As [`here`], with this thread's locals already at hand.
+#[inline]
+pub(crate) fn here_in(l: &Local) -> (ActorId, u64, u32) {
+    (current_in(l), thread_seq_in(l), l.scope.get())
+}
+
 /// As [`current`], with this thread's locals already at hand.
 #[inline]
 pub(crate) fn current_in(l: &Local) -> ActorId {

@@ -17,6 +17,7 @@ use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::base::config;
 use crate::model::prim::{clean_name, site_name, site_string};
 use crate::state::actor::{self, ActorId};
 use crate::state::wait_table::WaitTable;
@@ -77,12 +78,21 @@ impl Channel {
     /// The current actor uses the receiver: it becomes the receiver's owner. One relaxed load
     /// when it already is (the common case); a store only when the owner changes. Nothing for
     /// a channel of many receivers (`broadcast`, `watch`), which has no owner.
+    ///
+    /// Switched off, the owner is forgotten instead (a load; a store only the first time), so
+    /// that a receiver that changed hands while the detector was off is not taken for its old
+    /// owner's when it is switched back on: until its next use, a send waiting for room
+    /// waits for nobody known (an open edge), never for the wrong actor.
     #[inline]
     pub fn note_receiver(&self) {
         if self.many_receivers {
             return;
         }
-        let me = actor::current().as_u64();
+        let me = if config::enabled() {
+            actor::current().as_u64()
+        } else {
+            0
+        };
         if self.owner.load(Ordering::Relaxed) != me {
             self.owner.store(me, Ordering::Relaxed);
         }
@@ -214,15 +224,16 @@ pub fn begin(
     blocking: bool,
     since_ns: u64,
 ) -> u64 {
+    let (waiter, thread, scope) = actor::here();
     WAITS.insert(ChanWaitRec {
         chan,
         op,
-        waiter: actor::current(),
-        thread: actor::thread_seq(),
+        waiter,
+        thread,
         blocking,
         site,
         since_ns,
-        scope: actor::current_scope(),
+        scope,
     })
 }
 

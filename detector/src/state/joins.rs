@@ -145,7 +145,8 @@ pub struct JoinView {
     /// Where the join was called (a thread's `join()`), or the spawn site when the call site
     /// is not known (an `.await` gives a future no caller location).
     pub site: &'static Location<'static>,
-    /// When it began (precise clock, ns).
+    /// When it began (ns): the published clock (see `runtime::hooks::join_begin`), behind
+    /// the real start by up to a publish period.
     pub since_ns: u64,
     /// Test scope of the joining thread.
     pub scope: u32,
@@ -168,7 +169,7 @@ pub struct NewJoin {
     pub spawned_at: &'static Location<'static>,
     /// Where the join was called (or the spawn site, see [`JoinView::site`]).
     pub site: &'static Location<'static>,
-    /// When it began (precise clock, ns).
+    /// When it began (ns, see [`JoinView::since_ns`]).
     pub since_ns: u64,
     /// Test scope of the joining thread.
     pub scope: u32,

@@ -30,6 +30,10 @@ pub(crate) struct Local {
     /// of waits recorded in them (see `state::held::waits`).
     pub(crate) wait_mask: Cell<u64>,
     pub(crate) wait_seq: Cell<u64>,
+    /// The latest precise reading this thread gave a hold as its start (a sampled
+    /// acquisition, a grant after a precisely timed wait): a join's start is never before it
+    /// (see `runtime::hooks::join_begin`).
+    pub(crate) last_precise_hold: Cell<u64>,
 }
 
 impl Local {
@@ -48,6 +52,7 @@ impl Local {
             wait_sample: Cell::new(0),
             wait_mask: Cell::new(0),
             wait_seq: Cell::new(0),
+            last_precise_hold: Cell::new(0),
         }
     }
 }

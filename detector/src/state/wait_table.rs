@@ -4,8 +4,9 @@
 //! thread that is: a task may move between workers while it waits).
 //!
 //! A number comes from a block of numbers the thread reserved (one shared add per block, not
-//! per wait), and the tables hash it with one multiplication: a join or a channel wait is on
-//! the path of a spawn and join, or of a send into a full channel.
+//! per wait), a block's numbers share a shard, and the tables hash a number with one
+//! multiplication: a join or a channel wait is on the path of a spawn and join, or of a send
+//! into a full channel.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -81,8 +82,10 @@ impl<R: Clone> WaitTable<R> {
         }
     }
 
+    /// A number's shard: that of its block, so that a thread's waits stay on one shard (its
+    /// lock and table warm in that thread's cache) while threads' blocks spread over all.
     fn shard(&self, seq: u64) -> &Shard<R> {
-        &self.shards[seq as usize % SHARDS]
+        &self.shards[(seq / BLOCK) as usize % SHARDS]
     }
 
     /// Records a wait; returns its number, for [`remove`](Self::remove).

@@ -260,6 +260,7 @@ pub(super) fn record_hold(
     match l.hold_sample.get() {
         0 => {
             since = clock::precise_now();
+            l.last_precise_hold.set(since);
             l.hold_sample.set(next_sample(since, clock::SAMPLE_EVERY));
             acq = acq.with_flags(FLAG_SAMPLED);
         }

@@ -14,6 +14,7 @@ use crate::base::clock;
 use crate::state::actor::{self, ActorId};
 use crate::state::joins::{self, NewJoin};
 pub use crate::state::joins::{JoinTarget, SetMembers, Started};
+use crate::state::tls::local;
 
 use super::enabled;
 
@@ -35,15 +36,21 @@ impl JoinWait {
     }
 
     /// Whether a wait is recorded now.
+    #[inline]
     pub fn is_recorded(&self) -> bool {
         self.seq.load(Ordering::Relaxed) != 0
     }
 
     /// Ends the wait in the books now (from a shared reference: an abort through the handle).
+    #[inline]
     pub fn end(&self) {
-        let seq = self.seq.swap(0, Ordering::Relaxed);
-        if seq != 0 {
-            joins::end(seq);
+        // A load first: most joins end with nothing recorded (their task had ended, or the
+        // detector is off), and a swap is a locked instruction.
+        if self.is_recorded() {
+            let seq = self.seq.swap(0, Ordering::Relaxed);
+            if seq != 0 {
+                joins::end(seq);
+            }
         }
     }
 }
@@ -67,15 +74,26 @@ pub fn join_begin(
     if !enabled() {
         return JoinWait::none();
     }
+    let l = local();
+    let (waiter, thread, scope) = actor::here_in(l);
     let seq = joins::begin(NewJoin {
-        waiter: actor::current(),
-        thread: actor::thread_seq(),
+        waiter,
+        thread,
         blocking,
         target,
         spawned_at,
         site,
-        since_ns: clock::precise_now(),
-        scope: actor::current_scope(),
+        // The published clock, as most holds' starts, not a precise reading: a join is on
+        // the path of every spawn and join. The deadlock rule asks whether the joiner took a
+        // hold after the join began (`t > since`), so a hold taken before must not look
+        // later: a published start is never later than this one, and one read precisely (a
+        // sampled acquisition, a grant after a timed wait) is at most the thread's latest,
+        // taken here too. (A task that took such a hold on another worker and moved here
+        // within the publish period may have its join taken for one it can leave: a deadlock
+        // missed, never one invented.) How long the group has stood before it is confirmed
+        // is the rule's own reading, not this start (see `rules::deadlock`).
+        since_ns: clock::hold_now().max(l.last_precise_hold.get()),
+        scope,
     });
     JoinWait {
         seq: AtomicU64::new(seq),

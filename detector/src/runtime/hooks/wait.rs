@@ -331,6 +331,9 @@ pub fn acquired_after_wait_ns(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, u
     let hold = LOCAL
         .try_with(|l| {
             count_wait(prim, time, exclusive, Some(l));
+            if w.precise() {
+                l.last_precise_hold.set(now);
+            }
             quick_task_hold(l, prim, acq, now, true)
                 .unwrap_or_else(|| record_hold(l, prim, actor::current_in(l), acq, now))
         })
