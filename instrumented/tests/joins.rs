@@ -334,6 +334,45 @@ async fn a_dropped_handle_leaves_no_wait() {
     }
 }
 
+/// A join raced against a short timer while holding the lock the task needs, 100 rounds, with
+/// the analysis run back to back on a thread beside it (as a test waiting for a finding
+/// does): each round the timer wins, the lock is released, the task ends. A join's start is
+/// on the published clock, so it may look a tick old the moment it begins; the deadlock rule
+/// must not take two looks a moment apart for two ticks.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_of_a_join_and_a_timer_is_silent_however_often_the_analysis_runs() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let analyses = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                lockscope::detector::check_now();
+                n += 1;
+            }
+            n
+        }
+    });
+    let m = Arc::new(Mutex::named("neg_join_select_hammered", 0));
+    for round in 0..100 {
+        let g = m.lock().await;
+        let m2 = m.clone();
+        let mut h = task::spawn(async move { *m2.lock().await += 1 });
+        until_waited(&m).await;
+        tokio::select! {
+            _ = &mut h => unreachable!("the task waits for the lock"),
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+        drop(g);
+        h.await.unwrap();
+        assert_eq!(*m.lock().await, round + 1);
+    }
+    stop.store(true, Ordering::Relaxed);
+    // Not one per round: on a loaded machine an analysis may take longer than a round.
+    let n = analyses.join().unwrap();
+    assert!(n > 20, "the analyses did not run ({n})");
+}
+
 /// Joining a task that runs for several ticks and ends normally, holding a lock it does not
 /// need.
 #[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
