@@ -4,8 +4,9 @@
 //!
 //! | step | call |
 //! |---|---|
-//! | the channel is made | [`channel`]; [`Channel::metered`] to list it in `/metrics` |
-//! | a message passes (metered channels) | [`Channel::sent`], [`Channel::received`] |
+//! | the channel is made | [`channel`]; [`Channel::metered`] to list it in `/metrics` ([`Channel::metered_broadcast`], [`Channel::metered_watch`] for those kinds) |
+//! | a `broadcast` receiver is made | [`Channel::reader`], kept by the receiver (its depth counts from it) |
+//! | a message passes (metered channels) | [`Channel::sent`] (taken back with [`Channel::unsent`] when it fails after), [`Channel::received`] |
 //! | the receiver is used (a receive, a poll) | [`Channel::note_receiver`] |
 //! | the receiver is closed or dropped | [`Channel::receiver_gone`] (dropped: also [`Channel::receiver_dropped`]) |
 //! | a send or receive finds it must wait | [`chan_wait_begin`] |
