@@ -3,10 +3,11 @@
 //! Builds the wait-for model from a [`State`], reduces it (see [`crate::analysis::graph::waitfor`]),
 //! splits what stays blocked into connected groups, and reports a group once it has been seen
 //! blocked, with the same waits and no progress on its primitives, on two consecutive looks,
-//! the second when its youngest wait is at least a tick old: a snapshot is not atomic, and a
-//! torn one could show a cycle that never existed; and two looks close together (a test may
-//! run the analysis as often as it likes) could both see a wait that was about to end (a
-//! `select!`'s send, raced against a short timer the detector cannot see).
+//! the second a tick or more after the first look that saw it, when its youngest wait is a
+//! tick old too: a snapshot is not atomic, and a torn one could show a cycle that never
+//! existed; and two looks close together (a test may run the analysis as often as it likes)
+//! could both see a wait that was about to end (a `select!`'s send or join, raced against a
+//! short timer the detector cannot see).
 //!
 //! A report names the group's knot (the actors whose waits close it, see
 //! [`waitfor::Reduction::knot`]) and counts the rest as waiting behind it.
