@@ -303,6 +303,21 @@ async fn joined_futures_share_a_mutex() {
     assert_eq!(*m.lock().await, 16);
 }
 
+/// The same for a second and a half, so that the watchdog looks many times while one sibling
+/// holds the mutex and the other waits for it: a sibling's wait that began just before a look
+/// is not a tick old, whatever the published clock it started on says.
+#[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joined_futures_share_a_mutex_across_many_ticks() {
+    let m = Mutex::named("neg_joined_mutex_ticks", 0u64);
+    let deadline = std::time::Instant::now() + Duration::from_millis(1_500);
+    let mut rounds = 0u64;
+    while std::time::Instant::now() < deadline {
+        tokio::join!(bump_slowly(&m), bump_slowly(&m));
+        rounds += 1;
+    }
+    assert_eq!(*m.lock().await, 10 * rounds);
+}
+
 #[lockscope::test]
 async fn join_all_limited_by_a_semaphore() {
     let sem = Semaphore::named("neg_join_all", 3);

@@ -18,10 +18,11 @@
 //!   same code run concurrently), not reported; a real self-deadlock there still stays
 //!   blocked and is reported by `check_persisting` and the deadlock rule;
 //! - a wait that can never be granted while the hold lasts (a mutex, a write inside a read,
-//!   more permits than remain) is reported by `check_persisting` only if it is still waiting
-//!   a watchdog tick later: a sibling's hold ends and the wait is granted, while a true
-//!   self-wait never is.
+//!   more permits than remain) is reported by [`Persisting`] only if it is still waiting a
+//!   watchdog tick later, as the watchdog's own looks saw: a sibling's hold ends and the wait
+//!   is granted, while a true self-wait never is.
 
+use std::collections::HashMap;
 use std::panic::Location;
 
 use crate::analysis::snapshot::{PrimState, State};
@@ -227,7 +228,39 @@ pub(crate) fn sighted(
 
 /// The watchdog's part: a task still waiting, a tick or more after it began, for a primitive
 /// it holds in a way that excludes the wait (a true self-wait: no sibling's hold ended).
-pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> {
+///
+/// "A tick after" is what the watchdog saw, not only what the wait's start says: an untimed
+/// async wait starts on the published clock, up to a publish period behind, so a sibling's
+/// wait begun a millisecond before a look could look a tick old at once. A wait is reported
+/// once a look a tick or more earlier saw it too (the same wait: its number).
+#[derive(Default)]
+pub(crate) struct Persisting {
+    /// The candidate waits of the last look, `(primitive, wait number)`, with when (the
+    /// analysis's precise clock, ns) a look first saw each.
+    seen: HashMap<(u64, u64), u64>,
+}
+
+impl Persisting {
+    /// The self-waits of `state` that have lasted `min_wait_ns` (a tick), as above.
+    pub(crate) fn check(&mut self, state: &State, min_wait_ns: u64) -> Vec<Finding> {
+        let mut next = HashMap::new();
+        let out = persisting(state, min_wait_ns, |key| {
+            let first = *self.seen.get(&key).unwrap_or(&state.now_precise);
+            next.insert(key, first);
+            state.now_precise.saturating_sub(first)
+        });
+        self.seen = next;
+        out
+    }
+}
+
+/// The self-waits of `state` that `watched` says the looks have seen for `min_wait_ns` or more
+/// (it is told each candidate, `(primitive, wait number)`).
+fn persisting(
+    state: &State,
+    min_wait_ns: u64,
+    mut watched: impl FnMut((u64, u64)) -> u64,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for p in &state.prims {
         if p.prim.kind().is_blocking() {
@@ -235,9 +268,6 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
         }
         for w in p.waiters.iter().filter(|w| !w.owned) {
             let age = state.wait_age(w);
-            if age < min_wait_ns {
-                continue;
-            }
             let ask = Ask {
                 mode: w.mode,
                 permits: w.permits,
@@ -250,6 +280,11 @@ pub(crate) fn check_persisting(state: &State, min_wait_ns: u64) -> Vec<Finding> 
             else {
                 continue;
             };
+            // Watched for a tick is old by its start too: a wait's start is never after the
+            // first look that saw it.
+            if watched((p.prim.id().0, w.seq)) < min_wait_ns {
+                continue;
+            }
             // The state is read waiters first, holds after: a wait granted in between shows
             // as its own hold. Still queued now, after the hold was read, it was queued while
             // the hold existed: a real self-wait.
@@ -468,9 +503,18 @@ mod tests {
                 ),
             ]
         };
+        let mut rule = Persisting::default();
+        // 150 ms old by its start, but the first look to see it: not watched for a tick.
         let s = state(prims(), &scope, 150 * MS);
-        assert!(check_persisting(&s, 151 * MS).is_empty(), "not a tick old");
-        let f = check_persisting(&s, 150 * MS);
+        assert!(rule.check(&s, 150 * MS).is_empty(), "first look");
+        let s = state(prims(), &scope, 299 * MS);
+        assert!(rule.check(&s, 150 * MS).is_empty(), "watched for 149 ms");
+        let s = state(prims(), &scope, 300 * MS);
+        assert!(
+            Persisting::default().check(&s, 150 * MS).is_empty(),
+            "a rule that never looked before"
+        );
+        let f = rule.check(&s, 150 * MS);
         assert_eq!(f.len(), 1);
         assert_eq!(
             f[0].summary,
@@ -478,9 +522,9 @@ mod tests {
                 "task 4 waits for mutex \"nested/persist\" it already holds, at {site}: a certain self-deadlock: it waits for itself to release it"
             )
         );
-        assert_eq!(f[0].actors[0].waits[0].for_ms, 150);
+        assert_eq!(f[0].actors[0].waits[0].for_ms, 300);
         // Granted since (no longer queued): nothing.
         m.waiters.lock().remove(w.seq);
-        assert!(check_persisting(&s, 150 * MS).is_empty());
+        assert!(rule.check(&s, 150 * MS).is_empty());
     }
 }

@@ -27,6 +27,7 @@ use crate::report::pending;
 use crate::report::scopes as scope;
 use crate::rules::deadlock::Deadlock;
 use crate::rules::leaked_permit::LeakedPermit;
+use crate::rules::nested_acquire::Persisting;
 use crate::rules::starvation::Starvation;
 use crate::rules::stuck_queue::StuckQueue;
 use crate::rules::task_ended::TaskEnded;
@@ -39,6 +40,8 @@ struct Rules {
     starvation: Starvation,
     leak: LeakedPermit,
     task_ended: TaskEnded,
+    /// Self-waits of tokio primitives seen on earlier looks (see [`Persisting`]).
+    persisting: Persisting,
     /// Worker stalls seen on the last look, with their age then (see
     /// [`check_stalls`](crate::rules::blocking_in_async::check_stalls)).
     stalls: std::collections::HashMap<(u64, u64), u64>,
@@ -154,10 +157,7 @@ fn tick_once() -> usize {
     let mut rules = RULES.lock();
     // Before the deadlock rule, so that a test failed by a self-deadlock lists both.
     let tick = config::current().tick;
-    crate::report::finding::report_all(crate::rules::nested_acquire::check_persisting(
-        &state,
-        tick.as_nanos() as u64,
-    ));
+    crate::report::finding::report_all(rules.persisting.check(&state, tick.as_nanos() as u64));
     let mut new = 0;
     let mut deadlocks = Vec::new();
     rules.deadlock.min_age_ns = tick.as_nanos() as u64;
