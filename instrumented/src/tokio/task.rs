@@ -189,6 +189,8 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
+    // Always: see `chan_wait::Waiting`'s poll.
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let out = Pin::new(&mut this.inner).poll(cx);
