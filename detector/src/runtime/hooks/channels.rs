@@ -14,13 +14,13 @@
 
 use std::panic::Location;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::clock;
 use crate::state::channels;
 pub use crate::state::channels::{ChanOp, Channel};
 
 use super::enabled;
+use super::recorded::{Book, Recorded};
 
 /// The shared record of a channel of kind `kind` (`mpsc`, `oneshot`, `watch`, `broadcast`; a
 /// `Notify` or a `Barrier` takes one too, of kind `notify` or `barrier`) made at `created_at`,
@@ -35,44 +35,17 @@ pub fn channel(
     Arc::new(Channel::new(kind, name, created_at, capacity))
 }
 
-/// A channel wait in progress in the books; dropping it (or [`end`](ChanWait::end)) ends it
+/// A channel wait in progress in the books; dropping it (or [`end`](Recorded::end)) ends it
 /// (the send or receive completed, or its future was dropped: no ghost wait is left).
+pub type ChanWait = Recorded<ChanWaits>;
+
+/// The books of channel waits (`state::channels`), for [`ChanWait`].
 #[derive(Debug)]
-#[must_use = "the wait ends in the books when this is dropped"]
-pub struct ChanWait {
-    /// Its number in `state::channels`; 0: nothing recorded (the detector is off, or ended).
-    seq: AtomicU64,
-}
+pub enum ChanWaits {}
 
-impl ChanWait {
-    /// A wait that recorded nothing.
-    pub const fn none() -> ChanWait {
-        ChanWait {
-            seq: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether a wait is recorded now.
-    #[inline]
-    pub fn is_recorded(&self) -> bool {
-        self.seq.load(Ordering::Relaxed) != 0
-    }
-
-    /// Ends the wait in the books now.
-    #[inline]
-    pub fn end(&self) {
-        if self.is_recorded() {
-            channels::end(self.seq.swap(0, Ordering::Relaxed));
-        }
-    }
-}
-
-impl Drop for ChanWait {
-    // Inline: every send, receive or join that completes drops one (across crates, a
-    // function not marked so is a call), and most have nothing recorded.
-    #[inline]
-    fn drop(&mut self) {
-        self.end();
+impl Book for ChanWaits {
+    fn end(seq: u64) {
+        channels::end(seq);
     }
 }
 
@@ -90,8 +63,11 @@ pub fn chan_wait_begin(
     if !enabled() {
         return ChanWait::none();
     }
-    let seq = channels::begin(chan.clone(), op, site, blocking, clock::precise_now());
-    ChanWait {
-        seq: AtomicU64::new(seq),
-    }
+    ChanWait::new(channels::begin(
+        chan.clone(),
+        op,
+        site,
+        blocking,
+        clock::precise_now(),
+    ))
 }

@@ -8,7 +8,6 @@
 //! | it returns, or its future is dropped | drop the [`JoinWait`] |
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::clock;
 use crate::state::actor::{self, ActorId};
@@ -17,50 +16,19 @@ pub use crate::state::joins::{JoinTarget, SetMembers, Started};
 use crate::state::tls::local;
 
 use super::enabled;
+use super::recorded::{Book, Recorded};
 
-/// A join in progress in the books; dropping it (or [`end`](JoinWait::end)) ends it (the
+/// A join in progress in the books; dropping it (or [`end`](Recorded::end)) ends it (the
 /// join returned, its future was dropped, its task was aborted: no ghost wait is left).
+pub type JoinWait = Recorded<Joins>;
+
+/// The books of joins (`state::joins`), for [`JoinWait`].
 #[derive(Debug)]
-#[must_use = "the join ends in the books when this is dropped"]
-pub struct JoinWait {
-    /// Its number in `state::joins`; 0: nothing recorded (the detector is off, or ended).
-    seq: AtomicU64,
-}
+pub enum Joins {}
 
-impl JoinWait {
-    /// A wait that recorded nothing.
-    pub const fn none() -> JoinWait {
-        JoinWait {
-            seq: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether a wait is recorded now.
-    #[inline]
-    pub fn is_recorded(&self) -> bool {
-        self.seq.load(Ordering::Relaxed) != 0
-    }
-
-    /// Ends the wait in the books now (from a shared reference: an abort through the handle).
-    #[inline]
-    pub fn end(&self) {
-        // A load first: most joins end with nothing recorded (their task had ended, or the
-        // detector is off), and a swap is a locked instruction.
-        if self.is_recorded() {
-            let seq = self.seq.swap(0, Ordering::Relaxed);
-            if seq != 0 {
-                joins::end(seq);
-            }
-        }
-    }
-}
-
-impl Drop for JoinWait {
-    // Inline: every send, receive or join that completes drops one (across crates, a
-    // function not marked so is a call), and most have nothing recorded.
-    #[inline]
-    fn drop(&mut self) {
-        self.end();
+impl Book for Joins {
+    fn end(seq: u64) {
+        joins::end(seq);
     }
 }
 
@@ -98,9 +66,7 @@ pub fn join_begin(
         since_ns: clock::hold_now().max(l.last_precise_hold.get()),
         scope,
     });
-    JoinWait {
-        seq: AtomicU64::new(seq),
-    }
+    JoinWait::new(seq)
 }
 
 /// The actor of the tokio task with id `id` (what a join of its handle waits for).

@@ -32,14 +32,16 @@ mod hold_time;
 mod joins;
 mod order;
 mod permits;
+mod recorded;
 mod release;
 mod tasks;
 mod wait;
 
-pub use channels::{ChanOp, ChanWait, Channel, chan_wait_begin, channel};
+pub use channels::{ChanOp, ChanWait, ChanWaits, Channel, chan_wait_begin, channel};
 pub use hold::{Hold, acquired, acquired_at, acquired_quick, acquired_quick_task, now};
-pub use joins::{JoinTarget, JoinWait, SetMembers, Started, join_begin, task_actor};
+pub use joins::{JoinTarget, JoinWait, Joins, SetMembers, Started, join_begin, task_actor};
 pub use permits::{added_permits, closed, forgot, removed_permits};
+pub use recorded::{Book, Recorded};
 pub use release::{
     Released, release_books, release_own, release_quick, release_quick_shared, release_stats,
     released,
