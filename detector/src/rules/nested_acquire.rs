@@ -18,7 +18,7 @@
 //!   same code run concurrently), not reported; a real self-deadlock there still stays
 //!   blocked and is reported by `check_persisting` and the deadlock rule;
 //! - a wait that can never be granted while the hold lasts (a mutex, a write inside a read,
-//!   more permits than remain) is reported by [`Persisting`] only if it is still waiting a
+//!   more permits than remain) is reported by `Persisting` only if it is still waiting a
 //!   watchdog tick later, as the watchdog's own looks saw: a sibling's hold ends and the wait
 //!   is granted, while a true self-wait never is.
 
