@@ -225,6 +225,7 @@ mod tests {
         };
         assert_eq!(f[0].behind[0].name, "task 3");
         assert_eq!(kinds(&f[0].behind[0]), ["channel"]);
+        assert_eq!(f[0].behind[0].waits[0].for_ms, 980);
         for knot in &f[0].actors {
             assert_eq!(kinds(knot), ["mutex"], "{}", knot.name);
         }
@@ -243,5 +244,37 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].summary, cycle);
         assert!(f[0].behind.is_empty() && !f[0].key().contains('c'));
+    }
+
+    /// The model's stand-ins for sends, one per receiver owner, count down from far above
+    /// the primitives' ids, clear of the joins' stand-ins.
+    #[test]
+    fn the_stand_ins_of_sends_are_numbered_apart() {
+        use crate::rules::testkit::join;
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dlc/ids", PrimKind::Mutex, 1);
+        let mut s = state(
+            vec![at(
+                &m,
+                vec![hold(&m, task(1), Mode::Exclusive, 1, 10 * MS)],
+                vec![],
+            )],
+            &scope,
+            1_000 * MS,
+        );
+        s.joins = vec![join(1, task(1), vec![task(2)], 20 * MS)];
+        s.chan_waits = vec![
+            send(2, task(1), Some(task(3)), 20 * MS),
+            send(3, task(1), Some(task(4)), 20 * MS),
+        ];
+        let ids: Vec<u64> = crate::rules::deadlock::model(&s)
+            .iter()
+            .map(|p| p.id)
+            .collect();
+        let chans = &ids[2..];
+        assert_eq!(ids.len(), 4, "{ids:?}");
+        assert!(ids[0] == m.id().0 && ids[1] == u64::MAX, "{ids:?}");
+        assert!(chans[0] > chans[1] && chans[1] > u64::MAX / 2, "{ids:?}");
+        assert!(!chans.contains(&ids[1]), "{ids:?}");
     }
 }
