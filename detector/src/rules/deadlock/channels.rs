@@ -246,10 +246,10 @@ mod tests {
         assert!(f[0].behind.is_empty() && !f[0].key().contains('c'));
     }
 
-    /// The model's stand-ins for sends, one per receiver owner, count down from far above
-    /// the primitives' ids, clear of the joins' stand-ins.
+    /// The model's stand-ins for joins (one per joined task) and for sends (one per receiver
+    /// owner) count down from far above the primitives' ids, clear of each other.
     #[test]
-    fn the_stand_ins_of_sends_are_numbered_apart() {
+    fn the_stand_ins_of_joins_and_sends_are_numbered_apart() {
         use crate::rules::testkit::join;
         let scope = Scope::arm(10_000, 10_000, None);
         let m = scope.prim("dlc/ids", PrimKind::Mutex, 1);
@@ -262,7 +262,7 @@ mod tests {
             &scope,
             1_000 * MS,
         );
-        s.joins = vec![join(1, task(1), vec![task(2)], 20 * MS)];
+        s.joins = vec![join(1, task(1), vec![task(2), task(5)], 20 * MS)];
         s.chan_waits = vec![
             send(2, task(1), Some(task(3)), 20 * MS),
             send(3, task(1), Some(task(4)), 20 * MS),
@@ -271,10 +271,11 @@ mod tests {
             .iter()
             .map(|p| p.id)
             .collect();
-        let chans = &ids[2..];
-        assert_eq!(ids.len(), 4, "{ids:?}");
-        assert!(ids[0] == m.id().0 && ids[1] == u64::MAX, "{ids:?}");
+        assert_eq!(ids.len(), 5, "{ids:?}");
+        let (joins, chans) = (&ids[1..3], &ids[3..]);
+        assert_eq!(ids[0], m.id().0);
+        assert_eq!(joins, [u64::MAX, u64::MAX - 1]);
         assert!(chans[0] > chans[1] && chans[1] > u64::MAX / 2, "{ids:?}");
-        assert!(!chans.contains(&ids[1]), "{ids:?}");
+        assert!(!chans.iter().any(|c| joins.contains(c)), "{ids:?}");
     }
 }
