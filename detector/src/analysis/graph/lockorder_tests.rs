@@ -290,6 +290,28 @@ fn only_a_mutex_held_exclusively_gates_an_inversion() {
     }
 }
 
+/// A cycle is judged by each edge's gate over every sighting of it: `b -> a` seen under `g1`
+/// (serialised with `a -> b`, taken under `g1` and `g2`), then under `g2` alone, is held
+/// under no common mutex at every sighting, so the shrunk gate opens the cycle, told once.
+#[test]
+fn a_gate_shrunk_by_a_later_sighting_opens_the_cycle() {
+    use crate::state::prim::{PrimKind, register};
+    let site = Location::caller();
+    let actor = ActorId::from_thread_seq(1);
+    let acq = Acq::new(site, 1, Mode::Exclusive);
+    let mutex = |name: &str| register(Some(name.into()), PrimKind::Mutex, site, 1);
+    let (g1, g2) = (mutex("lockorder/shrink_g1"), mutex("lockorder/shrink_g2"));
+    let (a, b) = (mutex("lockorder/shrink_a"), mutex("lockorder/shrink_b"));
+    let x = |p: &Prim| held(p, Mode::Exclusive);
+    assert!(observe(&[x(&g1), x(&g2), x(&a)], &b, actor, &acq, 0).is_empty());
+    assert!(observe(&[x(&g1), x(&b)], &a, actor, &acq, 0).is_empty());
+    let found = observe(&[x(&g2), x(&b)], &a, actor, &acq, 0);
+    let cycle: Vec<(u64, u64)> = found.cycles[0].iter().map(|(f, t, _)| (*f, *t)).collect();
+    assert_eq!(cycle, [(b.id.0, a.id.0), (a.id.0, b.id.0)]);
+    assert!(found.cycles[0][0].2.gate.ids().is_empty());
+    assert!(observe(&[x(&g2), x(&b)], &a, actor, &acq, 0).is_empty());
+}
+
 /// A learned path against the declared levels (9 -> undeclared -> 1) is reported by the
 /// sighting whose new edge completes it, and not again when that edge is seen again.
 #[test]
