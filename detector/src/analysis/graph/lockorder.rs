@@ -155,7 +155,8 @@ fn slot(a: u64, b: u64) -> usize {
 /// mutants: replacing `^` with `|` or `&`, or `>>` with `<<`, is equivalent in behaviour: it
 /// is another mixing function, under which other sets share a key (two sets sharing a key
 /// would skip a sighting), and no test can pick the ids that collide under the real share
-/// rather than under a mutant's. A constant share (every set of one size alike) is caught.
+/// rather than under a mutant's. A constant share (every set of one size alike) is caught
+/// (`context_keys_tell_sets_of_holds_apart`).
 #[inline(always)]
 pub(crate) fn context_part(id: u64) -> u64 {
     let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
