@@ -312,6 +312,20 @@ fn a_gate_shrunk_by_a_later_sighting_opens_the_cycle() {
     assert!(observe(&[x(&g2), x(&b)], &a, actor, &acq, 0).is_empty());
 }
 
+/// A declared node reached along two paths of undeclared ones (a diamond) is found once,
+/// along the first.
+#[test]
+fn a_declared_node_behind_a_diamond_is_reached_once() {
+    let mut g = Graph::default();
+    g.levels.insert(23, 1);
+    for (a, b) in [(20, 21), (20, 22), (21, 23), (22, 23)] {
+        g.insert(a, b).unwrap();
+        g.edges.insert((a, b), info());
+    }
+    let down = g.declared_reach(20, |n| &n.out);
+    assert_eq!(down, [(23, vec![20, 21, 23])]);
+}
+
 /// A learned path against the declared levels (9 -> undeclared -> 1) is reported by the
 /// sighting whose new edge completes it, and not again when that edge is seen again.
 #[test]
