@@ -361,6 +361,14 @@ fn removal_breaks_cycles() {
     g.remove(2);
     assert!(g.insert(3, 1).is_ok());
     assert!(g.edges.is_empty());
+    // Inversions and reports go with either end, and only with them.
+    for e in [(3, 1), (1, 4), (5, 6)] {
+        g.inverted.insert(e, info());
+        g.reported.insert(e);
+    }
+    g.remove(1);
+    assert_eq!(g.inverted.keys().collect::<Vec<_>>(), [&(5, 6)]);
+    assert_eq!(g.reported, HashSet::from([(5, 6)]));
 }
 
 /// A gate keeps the smallest ids (at most `GATE_MAX`), sorted, and only shrinks: a meet
