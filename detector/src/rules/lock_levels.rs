@@ -46,6 +46,8 @@ fn told(l: Level) -> String {
 /// level `held`, breaks the declared order. Equal levels do, unless both are members of one
 /// `MultiLock` taken at one call (same site, in ascending id: see the module docs).
 fn breaks(held: Level, h: &HoldView, level: Level, id: u64, acq: &Acq) -> bool {
+    // mutants: `h.prim < id` -> `<=` is equivalent: `h` is never a hold of the primitive
+    // acquired (the lock-order graph's holds leave it out, as a nested acquire).
     held.rank() > level.rank()
         || (held.rank() == level.rank() && !(h.site == acq.site() && h.prim < id))
 }
@@ -250,6 +252,12 @@ mod tests {
             )
         );
         assert!(f.fix.starts_with("take \"lvl/one\" before \"lvl/two\""));
+        let made = |p: &Prim| prim_ref(p).created_at;
+        assert_eq!(
+            f.key(),
+            format!("lvl/one@{}|lvl/two@{}", made(&one), made(&two)),
+            "one bug, whichever way round"
+        );
         assert_eq!(f.orders.len(), 1);
         // Under 2 and 3: told for 3.
         let f = check(&[held(&two), held(&three)], &one, &acq).expect("1 under 3");
@@ -298,6 +306,16 @@ mod tests {
             )
         );
         assert_eq!(f.primitives.len(), 3);
+        let made = |p: &Prim| prim_ref(p).created_at;
+        assert_eq!(
+            f.key(),
+            format!(
+                "lvl/hi@{}|lvl/lo@{}|lvl/mid@{}",
+                made(&hi),
+                made(&lo),
+                made(&mid)
+            )
+        );
         assert!(contradicted(&vec![edge(&mid, &lo)], &pins).is_none());
         assert!(contradicted(&Vec::new(), &pins).is_none());
     }
