@@ -465,6 +465,17 @@ mod tests {
             f.summary
         );
         assert!(f.fix.ends_with("(or use read_recursive for parking_lot)"));
+        // An initialiser waiting for its own cell gets the cell's fix.
+        let cell = scope.prim("nested/tokio_cell", PrimKind::OnceCell, 1);
+        let init = hold(&cell, task(3), Mode::Exclusive, 1, 0);
+        let again = acq(1, Mode::Exclusive);
+        let f = reacquired(&cell, task(3), &again, &init, false, false).expect("reported");
+        assert!(
+            f.fix
+                .starts_with("an initialiser must not wait for its own cell"),
+            "{}",
+            f.fix
+        );
     }
 
     /// The watchdog's part: a task still queued, a tick after it began, for a tokio primitive

@@ -75,3 +75,77 @@ pub(crate) fn of_actor(state: &State, actor: ActorId) -> Vec<String> {
         .chain(chans.map(|c| chan_line(state, c)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{MS, Scope, join, send, state, task};
+
+    /// Each wait that is not for a primitive, in its words, with its age; only the actor's own.
+    #[test]
+    fn joins_and_channel_waits_are_told_in_words() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let mut s = state(vec![], &scope, 1_000 * MS);
+        let mut set = join(2, task(1), vec![task(3), task(4)], 40 * MS);
+        set.set = Some("JoinSet");
+        let unknown = join(3, task(1), vec![], 0);
+        s.joins = vec![join(1, task(1), vec![task(2)], 10 * MS), set, unknown];
+        let j = &s.joins[0];
+        let at = site_string(j.site);
+        assert_eq!(
+            join_line(&s, j),
+            format!(
+                "waits for the join of task 2 (spawned at {at}) for 990 ms, at {at} (only its end can end the wait)"
+            )
+        );
+        assert!(
+            join_line(&s, &s.joins[1])
+                .starts_with("waits for a join of any of 2 task(s) of a JoinSet for 960 ms")
+        );
+        assert!(
+            join_line(&s, &s.joins[2])
+                .starts_with("waits for the join of a thread not started yet for 1000 ms")
+        );
+
+        let sent = send(4, task(1), Some(task(5)), 20 * MS);
+        let noun = sent.chan.noun();
+        let at = site_string(sent.site);
+        assert_eq!(
+            chan_line(&s, &sent),
+            format!(
+                "waits to send to {noun} for 980 ms, at {at} (the receiver's owner, task 5, can end it)"
+            )
+        );
+        let who = |c: &ChanWaitView| {
+            let line = chan_line(&s, c);
+            line[line.rfind(" (").unwrap() + 2..line.len() - 1].to_owned()
+        };
+        let mut gone = sent.clone();
+        gone.receiver_gone = true;
+        assert_eq!(who(&gone), "the receiver is gone");
+        let mut unused = sent.clone();
+        unused.owner = None;
+        assert_eq!(who(&unused), "the receiver has not been used yet");
+        let mut recv = gone.clone();
+        recv.op = ChanOp::Recv;
+        assert_eq!(who(&recv), "open: any holder of a sender can end it");
+        assert!(chan_line(&s, &recv).starts_with(&format!("waits to receive from {noun}")));
+        let mut notified = sent.clone();
+        notified.op = ChanOp::Notified;
+        assert!(chan_line(&s, &notified).starts_with("waits to be notified by Notify \"jobs\""));
+        assert_eq!(
+            who(&notified),
+            "open: any task calling notify_one or notify_waiters can end it"
+        );
+        let mut barrier = sent.clone();
+        barrier.op = ChanOp::Barrier;
+        assert!(chan_line(&s, &barrier).starts_with("waits to pass Barrier \"jobs\""));
+        assert_eq!(who(&barrier), "open: the parties yet to arrive end it");
+
+        s.chan_waits = vec![sent, send(5, task(6), None, 0)];
+        let lines = of_actor(&s, task(1));
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[3].starts_with("waits to send to"));
+        assert_eq!(of_actor(&s, task(6)).len(), 1);
+    }
+}

@@ -237,6 +237,25 @@ mod tests {
         let sorted = starts(&all);
         let ahead: Vec<u64> = all.iter().map(|w| ahead_of(&sorted, w)).collect();
         assert_eq!(ahead, [0, 2, 3, 3]);
+        // A start so late that the bound saturates: the bound is its own start, so it is not
+        // counted among those before it (nor taken off them).
+        let last = wait(task(5), 5, Mode::Exclusive, 1, u64::MAX);
+        let sorted = starts(&[all[0].clone(), last.clone()]);
+        assert_eq!(ahead_of(&sorted, &last), 1);
+    }
+
+    /// A waiter seen once and gone at the next check is forgotten (its note of what was
+    /// ahead of it is dropped), and one still there is kept.
+    #[test]
+    fn a_waiter_gone_is_forgotten() {
+        let scope = Scope::arm(10_000, 100, None);
+        let p = scope.prim("starve/gone", PrimKind::BlockingMutex, 1);
+        let w = |n| wait(task(n), n, Mode::Exclusive, 1, 0);
+        let mut rule = Starvation::default();
+        check(&mut rule, vec![at(&p, vec![], vec![w(1), w(2)])], &scope, 1);
+        assert_eq!(rule.first_seen.len(), 2);
+        check(&mut rule, vec![at(&p, vec![], vec![w(2)])], &scope, 2);
+        assert_eq!(rule.first_seen.keys().collect::<Vec<_>>(), [&(p.id().0, 2)]);
     }
 
     /// A tick over a hundred thousand new waiters counts those ahead of each in O(n log n):

@@ -10,7 +10,9 @@ use std::time::Duration;
 use crate::analysis::snapshot::{PrimState, State};
 use crate::base::config::{self, Config};
 use crate::state::actor::{self, ActorId};
+use crate::state::channels::{ChanOp, ChanWaitView, Channel};
 use crate::state::held::{HoldView, Mode};
+use crate::state::joins::JoinView;
 use crate::state::prim::{Prim, PrimKind, register};
 use crate::state::wait::WaiterRec;
 
@@ -115,6 +117,19 @@ pub(crate) fn at(p: &Arc<Prim>, holds: Vec<HoldView>, waiters: Vec<WaiterRec>) -
     }
 }
 
+/// An ABBA of tasks 1 and 2 over the mutexes `a` and `b`: task 1 holds `a` and waits for `b`,
+/// task 2 the other way round (holds since 10 ms, waits since 30 ms, one queued on each).
+pub(crate) fn abba(a: &Arc<Prim>, b: &Arc<Prim>) -> Vec<PrimState> {
+    let side = |p: &Arc<Prim>, holder: u64, waiter: u64| {
+        at(
+            p,
+            vec![hold(p, task(holder), Mode::Exclusive, 1, 10 * MS)],
+            vec![wait(task(waiter), 1, Mode::Exclusive, 1, 30 * MS)],
+        )
+    };
+    vec![side(a, 1, 2), side(b, 2, 1)]
+}
+
 /// A state of `prims` read at `now` (both clocks), every hold and wait made in `scope`.
 pub(crate) fn state(mut prims: Vec<PrimState>, scope: &Scope, now: u64) -> State {
     for p in &mut prims {
@@ -152,4 +167,49 @@ pub(crate) fn deadlocks_confirmed(s: &State) -> Vec<crate::model::finding::Findi
 pub(crate) fn forgot_at(p: &Prim, site: &'static Location<'static>) {
     p.forgot_site
         .store(std::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+}
+
+/// A join by `waiter` of `targets` (each spawned at the caller), numbered `seq`, since
+/// `since_ns` (precise ns), at the caller, on thread 1 (not blocking it).
+#[track_caller]
+pub(crate) fn join(seq: u64, waiter: ActorId, targets: Vec<ActorId>, since_ns: u64) -> JoinView {
+    let here = Location::caller();
+    JoinView {
+        seq,
+        waiter,
+        thread: 1,
+        blocking: false,
+        targets: targets.into_iter().map(|t| (t, here)).collect(),
+        set: None,
+        site: here,
+        since_ns,
+        scope: 0,
+    }
+}
+
+/// A send by `waiter`, numbered `seq`, since `since_ns` (precise ns), into a full channel
+/// `jobs` of capacity 1 made at the caller (a new one each call) whose receiver `owner` last
+/// used, on thread 1 (not blocking it).
+#[track_caller]
+pub(crate) fn send(
+    seq: u64,
+    waiter: ActorId,
+    owner: Option<ActorId>,
+    since_ns: u64,
+) -> ChanWaitView {
+    let here = Location::caller();
+    ChanWaitView {
+        seq,
+        chan: Arc::new(Channel::new("mpsc", Some("jobs"), here, Some(1))),
+        op: ChanOp::Send,
+        waiter,
+        thread: 1,
+        blocking: false,
+        owner,
+        receiver_gone: false,
+        permits_out: 0,
+        site: here,
+        since_ns,
+        scope: 0,
+    }
 }

@@ -152,11 +152,11 @@ fn slot(a: u64, b: u64) -> usize {
 /// of its members' shares. The share is not linear in the id (the xor-shift between the two
 /// multiplications), so sets of sequential ids with equal sums still get different keys.
 ///
-/// mutants: replacing the body with 0, `^` with `|` or `&`, or `>>` with `<<` is equivalent in
-/// behaviour: a key only lets a sighting skip the graph when the same key was recorded before,
-/// and a constant or weaker share only makes more sets share a key (0 is never a hit: every
-/// sighting then takes the slow path, which is correct and slower). Two sets sharing a key
-/// would skip a sighting; no test can pick the ids that collide under the real share.
+/// mutants: replacing `^` with `|` or `&`, or `>>` with `<<`, is equivalent in behaviour: it
+/// is another mixing function, under which other sets share a key (two sets sharing a key
+/// would skip a sighting), and no test can pick the ids that collide under the real share
+/// rather than under a mutant's. A constant share (every set of one size alike) is caught
+/// (`context_keys_tell_sets_of_holds_apart`).
 #[inline(always)]
 pub(crate) fn context_part(id: u64) -> u64 {
     let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);

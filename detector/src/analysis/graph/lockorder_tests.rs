@@ -21,6 +21,22 @@ fn info() -> EdgeInfo {
     }
 }
 
+/// A hold of `p` as `mode` by thread 1, acquired at the caller.
+#[track_caller]
+fn held(p: &Prim, mode: Mode) -> HoldView {
+    HoldView {
+        prim: p.id.0,
+        actor: ActorId::from_thread_seq(1),
+        site: Location::caller(),
+        since: 0,
+        permits: 1,
+        mode,
+        flags: 0,
+        scope: 0,
+        thread: 1,
+    }
+}
+
 #[test]
 fn pearce_kelly_keeps_a_topological_order_and_finds_cycles() {
     let mut g = Graph::default();
@@ -136,15 +152,8 @@ fn an_edge_seen_again_past_the_caches_keeps_its_first_sighting() {
     let b = register(Some("lockorder/again_b".into()), PrimKind::Mutex, first, 1);
     let actor = ActorId::from_thread_seq(1);
     let holding = |p: &Prim| HoldView {
-        prim: p.id.0,
-        actor,
         site: first,
-        since: 0,
-        permits: 1,
-        mode: Mode::Exclusive,
-        flags: 0,
-        scope: 0,
-        thread: 1,
+        ..held(p, Mode::Exclusive)
     };
     let acq = |site| Acq::new(site, 1, Mode::Exclusive);
     // a -> b, then again from another site, straight to the slow path both times.
@@ -241,6 +250,109 @@ fn noted_edges_are_known_to_the_caches() {
     }
 }
 
+/// A context's key tells sets of holds apart (a key shared by two sets would let the second
+/// skip the graph, and its edges with it): each single primitive from the others, and sets
+/// of consecutive ids with equal sums; none is the caches' empty word.
+#[test]
+fn context_keys_tell_sets_of_holds_apart() {
+    let key = |ids: &[u64]| {
+        ids.iter()
+            .fold(0u64, |k, &id| k.wrapping_add(context_part(id)))
+    };
+    let sets: [&[u64]; 7] = [&[1], &[2], &[3], &[1, 4], &[2, 3], &[1, 2, 3], &[2, 4]];
+    let keys: HashSet<u64> = sets.iter().map(|s| key(s)).collect();
+    assert_eq!(keys.len(), sets.len(), "two sets share a key");
+    assert!(!keys.contains(&0));
+}
+
+/// An inversion under a mutex held exclusively at both sightings is serialised by it: no
+/// report. A read of an rwlock or a permit of a semaphore held at both is no gate (others
+/// hold them at once): the inversion is reported.
+#[test]
+fn only_a_mutex_held_exclusively_gates_an_inversion() {
+    use crate::state::prim::{PrimKind, register};
+    let site = Location::caller();
+    let actor = ActorId::from_thread_seq(1);
+    let acq = Acq::new(site, 1, Mode::Exclusive);
+    for (kind, mode, gated) in [
+        (PrimKind::Mutex, Mode::Exclusive, true),
+        (PrimKind::BlockingRwLock, Mode::Shared, false),
+        (PrimKind::BlockingRwLock, Mode::Exclusive, false),
+        (PrimKind::Semaphore, Mode::Permits, false),
+    ] {
+        let gate = register(Some("lockorder/gate".into()), kind, site, 2);
+        let a = register(Some("lockorder/gated_a".into()), PrimKind::Mutex, site, 1);
+        let b = register(Some("lockorder/gated_b".into()), PrimKind::Mutex, site, 1);
+        let under = |p: &Prim| [held(&gate, mode), held(p, Mode::Exclusive)];
+        assert!(observe(&under(&a), &b, actor, &acq, 0).is_empty());
+        let found = observe(&under(&b), &a, actor, &acq, 0);
+        assert_eq!(found.cycles.len(), usize::from(!gated), "{kind:?} {mode:?}");
+    }
+}
+
+/// A cycle is judged by each edge's gate over every sighting of it: `b -> a` seen under `g1`
+/// (serialised with `a -> b`, taken under `g1` and `g2`), then under `g2` alone, is held
+/// under no common mutex at every sighting, so the shrunk gate opens the cycle, told once.
+#[test]
+fn a_gate_shrunk_by_a_later_sighting_opens_the_cycle() {
+    use crate::state::prim::{PrimKind, register};
+    let site = Location::caller();
+    let actor = ActorId::from_thread_seq(1);
+    let acq = Acq::new(site, 1, Mode::Exclusive);
+    let mutex = |name: &str| register(Some(name.into()), PrimKind::Mutex, site, 1);
+    let (g1, g2) = (mutex("lockorder/shrink_g1"), mutex("lockorder/shrink_g2"));
+    let (a, b) = (mutex("lockorder/shrink_a"), mutex("lockorder/shrink_b"));
+    let x = |p: &Prim| held(p, Mode::Exclusive);
+    assert!(observe(&[x(&g1), x(&g2), x(&a)], &b, actor, &acq, 0).is_empty());
+    assert!(observe(&[x(&g1), x(&b)], &a, actor, &acq, 0).is_empty());
+    let found = observe(&[x(&g2), x(&b)], &a, actor, &acq, 0);
+    let cycle: Vec<(u64, u64)> = found.cycles[0].iter().map(|(f, t, _)| (*f, *t)).collect();
+    assert_eq!(cycle, [(b.id.0, a.id.0), (a.id.0, b.id.0)]);
+    assert!(found.cycles[0][0].2.gate.ids().is_empty());
+    assert!(observe(&[x(&g2), x(&b)], &a, actor, &acq, 0).is_empty());
+}
+
+/// A declared node reached along two paths of undeclared ones (a diamond) is found once,
+/// along the first.
+#[test]
+fn a_declared_node_behind_a_diamond_is_reached_once() {
+    let mut g = Graph::default();
+    g.levels.insert(23, 1);
+    for (a, b) in [(20, 21), (20, 22), (21, 23), (22, 23)] {
+        g.insert(a, b).unwrap();
+        g.edges.insert((a, b), info());
+    }
+    let down = g.declared_reach(20, |n| &n.out);
+    assert_eq!(down, [(23, vec![20, 21, 23])]);
+}
+
+/// A learned path against the declared levels (9 -> undeclared -> 1) is reported by the
+/// sighting whose new edge completes it, and not again when that edge is seen again.
+#[test]
+fn a_contradiction_of_the_levels_is_reported_by_the_new_edge_only() {
+    use crate::model::level::Level;
+    use crate::state::prim::{PrimKind, register};
+    let site = Location::caller();
+    let actor = ActorId::from_thread_seq(1);
+    let acq = Acq::new(site, 1, Mode::Exclusive);
+    let mutex = |name: &str| register(Some(name.into()), PrimKind::Mutex, site, 1);
+    let (hi, mid, lo) = (
+        mutex("lockorder/level_hi"),
+        mutex("lockorder/level_mid"),
+        mutex("lockorder/level_lo"),
+    );
+    assert!(hi.set_level(Level::new(9)) && lo.set_level(Level::new(1)));
+    let one = |p: &Prim| [held(p, Mode::Exclusive)];
+    assert!(observe(&one(&hi), &mid, actor, &acq, 0).is_empty());
+    let found = observe(&one(&mid), &lo, actor, &acq, 0);
+    let path: Vec<(u64, u64)> = found.contradictions[0]
+        .iter()
+        .map(|(a, b, _)| (*a, *b))
+        .collect();
+    assert_eq!(path, [(hi.id.0, mid.id.0), (mid.id.0, lo.id.0)]);
+    assert!(observe(&one(&mid), &lo, actor, &acq, 0).is_empty());
+}
+
 #[test]
 fn removal_breaks_cycles() {
     let mut g = Graph::default();
@@ -249,6 +361,14 @@ fn removal_breaks_cycles() {
     g.remove(2);
     assert!(g.insert(3, 1).is_ok());
     assert!(g.edges.is_empty());
+    // Inversions and reports go with either end, and only with them.
+    for e in [(3, 1), (1, 4), (5, 6)] {
+        g.inverted.insert(e, info());
+        g.reported.insert(e);
+    }
+    g.remove(1);
+    assert_eq!(g.inverted.keys().collect::<Vec<_>>(), [&(5, 6)]);
+    assert_eq!(g.reported, HashSet::from([(5, 6)]));
 }
 
 /// A gate keeps the smallest ids (at most `GATE_MAX`), sorted, and only shrinks: a meet

@@ -119,35 +119,14 @@ pub(super) fn access(c: &ChanWaitView, for_ns: u64) -> Access {
 
 #[cfg(test)]
 mod tests {
-    use std::panic::Location;
-    use std::sync::Arc;
-
     use crate::rules::Rule;
     use crate::rules::deadlock::Deadlock;
-    use crate::rules::testkit::{MS, Scope, at, deadlocks_confirmed, hold, state, task, wait};
-    use crate::state::actor::ActorId;
-    use crate::state::channels::{ChanOp, ChanWaitView, Channel};
+    use crate::rules::testkit::{
+        MS, Scope, abba, at, deadlocks_confirmed, hold, send, state, task, wait,
+    };
+    use crate::state::channels::ChanOp;
     use crate::state::held::Mode;
     use crate::state::prim::PrimKind;
-
-    #[track_caller]
-    fn send(seq: u64, waiter: ActorId, owner: Option<ActorId>, since_ns: u64) -> ChanWaitView {
-        let here = Location::caller();
-        ChanWaitView {
-            seq,
-            chan: Arc::new(Channel::new("mpsc", Some("jobs"), here, Some(1))),
-            op: ChanOp::Send,
-            waiter,
-            thread: 1,
-            blocking: false,
-            owner,
-            receiver_gone: false,
-            permits_out: 0,
-            site: here,
-            since_ns,
-            scope: 0,
-        }
-    }
 
     /// Task 1 holds `m` and waits to send to a full channel whose receiver task 2 last used;
     /// task 2 waits for `m`: a deadlock naming the channel, with the channel's fix.
@@ -222,5 +201,81 @@ mod tests {
         );
         free.chan_waits = vec![send(12, task(1), Some(task(2)), 20 * MS)];
         assert!(Deadlock::default().check(&free).is_empty());
+    }
+
+    /// A task sending into a full channel whose receiver one of a lock cycle's tasks owns is
+    /// stuck behind the cycle, but no part of it: counted, the send told as its own wait
+    /// (not the knot's), and the channel not named among what the knot waits for (nor is the
+    /// fix the channel's). A sender that ran since its send began (it took a hold since: a
+    /// `select!`) may leave the send: it is not even behind.
+    #[test]
+    fn a_send_behind_a_lock_cycle_is_counted_not_named() {
+        let scope = Scope::arm(10_000, 10_000, None);
+        let a = scope.prim("dlc/a", PrimKind::Mutex, 1);
+        let b = scope.prim("dlc/b", PrimKind::Mutex, 1);
+        let mut s = state(abba(&a, &b), &scope, 1_000 * MS);
+        s.chan_waits = vec![send(11, task(3), Some(task(1)), 20 * MS)];
+        let f = deadlocks_confirmed(&s);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        let cycle = "2 tasks can never proceed: each waits for mutex \"dlc/b\", mutex \"dlc/a\" held by another of them";
+        assert_eq!(f[0].summary, format!("{cycle}; 1 more waits behind it"));
+        assert!(f[0].key().ends_with(",c11"), "{}", f[0].key());
+        let kinds = |r: &crate::model::finding::ActorReport| -> Vec<&str> {
+            r.waits.iter().map(|w| w.primitive.kind).collect()
+        };
+        assert_eq!(f[0].behind[0].name, "task 3");
+        assert_eq!(kinds(&f[0].behind[0]), ["channel"]);
+        assert_eq!(f[0].behind[0].waits[0].for_ms, 980);
+        for knot in &f[0].actors {
+            assert_eq!(kinds(knot), ["mutex"], "{}", knot.name);
+        }
+        assert!(f[0].fix.starts_with("take primitives in one global order"));
+
+        let c = scope.prim("dlc/c", PrimKind::Mutex, 1);
+        let mut left = abba(&a, &b);
+        left.push(at(
+            &c,
+            vec![hold(&c, task(3), Mode::Exclusive, 1, 40 * MS)],
+            vec![],
+        ));
+        let mut s = state(left, &scope, 1_000 * MS);
+        s.chan_waits = vec![send(12, task(3), Some(task(1)), 20 * MS)];
+        let f = deadlocks_confirmed(&s);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].summary, cycle);
+        assert!(f[0].behind.is_empty() && !f[0].key().contains('c'));
+    }
+
+    /// The model's stand-ins for joins (one per joined task) and for sends (one per receiver
+    /// owner) count down from far above the primitives' ids, clear of each other.
+    #[test]
+    fn the_stand_ins_of_joins_and_sends_are_numbered_apart() {
+        use crate::rules::testkit::join;
+        let scope = Scope::arm(10_000, 10_000, None);
+        let m = scope.prim("dlc/ids", PrimKind::Mutex, 1);
+        let mut s = state(
+            vec![at(
+                &m,
+                vec![hold(&m, task(1), Mode::Exclusive, 1, 10 * MS)],
+                vec![],
+            )],
+            &scope,
+            1_000 * MS,
+        );
+        s.joins = vec![join(1, task(1), vec![task(2), task(5)], 20 * MS)];
+        s.chan_waits = vec![
+            send(2, task(1), Some(task(3)), 20 * MS),
+            send(3, task(1), Some(task(4)), 20 * MS),
+        ];
+        let ids: Vec<u64> = crate::rules::deadlock::model(&s)
+            .iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids.len(), 5, "{ids:?}");
+        let (joins, chans) = (&ids[1..3], &ids[3..]);
+        assert_eq!(ids[0], m.id().0);
+        assert_eq!(joins, [u64::MAX, u64::MAX - 1]);
+        assert!(chans[0] > chans[1] && chans[1] > u64::MAX / 2, "{ids:?}");
+        assert!(!chans.iter().any(|c| joins.contains(c)), "{ids:?}");
     }
 }

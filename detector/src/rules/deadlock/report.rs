@@ -270,6 +270,9 @@ pub fn report(state: &State, g: &Group) -> Finding {
     // The executor's reason leads when several actors are stuck, and for one actor that waits
     // on no primitive at all (a task pinned to a thread that a separate deadlock blocks): the
     // self-wait sentence would name no primitive.
+    // mutants: `knot > 1` -> `knot >= 1` is equivalent: a knot is never empty, and a knot of
+    // one with a reason from the executor is an actor that waits for nothing (the only kind
+    // `executor_details` tells), so `waited_names` is empty then anyway.
     let mut summary = if let Some(why) = stuck_on_executor
         .first()
         .filter(|_| knot > 1 || waited_names.is_empty())

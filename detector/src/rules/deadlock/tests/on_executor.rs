@@ -243,3 +243,40 @@ fn a_parked_block_on_future_needs_a_worker() {
         f[0].summary
     );
 }
+
+/// A holder pinned to a blocked thread is told by the executor's reason only when it waits
+/// for nothing: another actor's join or receive leaves the sentence as it is, and a holder
+/// that itself joins the task blocking its thread is in a plain cycle (worded by the join).
+#[test]
+fn only_a_pinned_holder_that_waits_for_nothing_is_worded_by_the_executor() {
+    use crate::rules::testkit::{join, send};
+    use crate::state::channels::ChanOp;
+    let scope = Scope::arm(10_000, 10_000, None);
+    let n = scope.prim("dl/pinned_waits", PrimKind::BlockingMutex, 1);
+    let mut h = hold(&n, task(4), Mode::Exclusive, 1, 0);
+    h.flags |= FLAG_PINNED_THREAD;
+    h.thread = 900_170;
+    let mut w = wait(task(5), 1, Mode::Exclusive, 1, 0);
+    w.thread = 900_170;
+    let pinned = "task 4 holds blocking_mutex \"dl/pinned_waits\" across an .await and can only resume on thread #900170 (a current_thread runtime or a LocalSet), which task 5 waiting for blocking_mutex \"dl/pinned_waits\" blocks: it can never run to release it";
+    let books = || state(vec![at(&n, vec![h], vec![w.clone()])], &scope, MS);
+    // Someone else joins a free task, or receives: no part of it.
+    let mut s = books();
+    s.joins = vec![join(1, task(60), vec![task(61)], 0)];
+    assert_eq!(confirmed(&s)[0].summary, pinned);
+    let mut s = books();
+    let mut recv = send(2, task(62), None, 0);
+    recv.op = ChanOp::Recv;
+    s.chan_waits = vec![recv];
+    assert_eq!(confirmed(&s)[0].summary, pinned);
+    // Task 4 joins task 5: a lock and a join closing on each other.
+    let mut s = books();
+    s.joins = vec![join(3, task(4), vec![task(5)], 0)];
+    let f = confirmed(&s);
+    assert!(
+        f[0].summary.starts_with("2 tasks can never proceed: each waits for blocking_mutex \"dl/pinned_waits\" held by another of them, or for join of task 5"),
+        "{}",
+        f[0].summary
+    );
+    assert!(f[0].traceable);
+}
