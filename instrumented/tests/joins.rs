@@ -310,19 +310,26 @@ async fn a_join_set_drained_while_holding_a_lock_the_tasks_do_not_need_is_silent
     assert_eq!(sum, 28);
 }
 
+/// Spawns a task that adds one under `m` (which the caller holds), waits until it queues for
+/// it, and races its handle against a 5 ms timer, which wins: the handle, awaited once.
+async fn outwaited_by_a_timer(m: &Arc<Mutex<u64>>) -> task::JoinHandle<()> {
+    let m2 = m.clone();
+    let mut h = task::spawn(async move { *m2.lock().await += 1 });
+    until_waited(m).await;
+    tokio::select! {
+        _ = &mut h => unreachable!("the task waits for the lock"),
+        _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+    }
+    h
+}
+
 /// A handle polled once, then dropped (detached): no wait is left behind, so the lock held
 /// while the task waits for it for a few ticks is no deadlock.
 #[lockscope::test]
 async fn a_dropped_handle_leaves_no_wait() {
     let m = Arc::new(Mutex::named("neg_join_detached", 0));
     let g = m.lock().await;
-    let m2 = m.clone();
-    let mut h = task::spawn(async move { *m2.lock().await += 1 });
-    until_waited(&m).await;
-    tokio::select! {
-        _ = &mut h => unreachable!("the task waits for the lock"),
-        _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-    }
+    let h = outwaited_by_a_timer(&m).await;
     drop(h);
     tokio::time::sleep(Duration::from_millis(400)).await;
     drop(g);
@@ -356,13 +363,7 @@ async fn a_select_of_a_join_and_a_timer_is_silent_however_often_the_analysis_run
     let m = Arc::new(Mutex::named("neg_join_select_hammered", 0));
     for round in 0..100 {
         let g = m.lock().await;
-        let m2 = m.clone();
-        let mut h = task::spawn(async move { *m2.lock().await += 1 });
-        until_waited(&m).await;
-        tokio::select! {
-            _ = &mut h => unreachable!("the task waits for the lock"),
-            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-        }
+        let h = outwaited_by_a_timer(&m).await;
         drop(g);
         h.await.unwrap();
         assert_eq!(*m.lock().await, round + 1);

@@ -213,3 +213,46 @@ pub(crate) fn send(
         scope: 0,
     }
 }
+
+/// A task 3 whose wait (added to a state by `add`, given the wait's number) is for task 1 of
+/// an ABBA cycle over `{prefix}/a` and `{prefix}/b` is stuck behind the cycle, but no part of
+/// it: counted, its wait not named among what the knot waits for, the fix the cycle's, and
+/// the finding's key ends with `{tag}11` (its number). Then the same with task 3 holding a
+/// third lock since after its wait began (it ran since: a `select!`): it may leave its wait,
+/// so it is not even behind. Returns the first finding, for the caller's own checks.
+pub(crate) fn behind_a_lock_cycle(
+    prefix: &str,
+    tag: char,
+    add: impl Fn(&mut State, u64),
+) -> crate::model::finding::Finding {
+    let scope = Scope::arm(10_000, 10_000, None);
+    let a = scope.prim(&format!("{prefix}/a"), PrimKind::Mutex, 1);
+    let b = scope.prim(&format!("{prefix}/b"), PrimKind::Mutex, 1);
+    let mut s = state(abba(&a, &b), &scope, 1_000 * MS);
+    add(&mut s, 11);
+    let f = deadlocks_confirmed(&s);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let cycle = format!(
+        "2 tasks can never proceed: each waits for mutex \"{prefix}/b\", mutex \"{prefix}/a\" held by another of them"
+    );
+    assert_eq!(f[0].summary, format!("{cycle}; 1 more waits behind it"));
+    assert!(f[0].key().ends_with(&format!(",{tag}11")), "{}", f[0].key());
+    assert_eq!(f[0].behind[0].name, "task 3");
+    assert!(f[0].fix.starts_with("take primitives in one global order"));
+    let found = f.into_iter().next().expect("one finding");
+
+    let c = scope.prim(&format!("{prefix}/c"), PrimKind::Mutex, 1);
+    let mut left = abba(&a, &b);
+    left.push(at(
+        &c,
+        vec![hold(&c, task(3), Mode::Exclusive, 1, 40 * MS)],
+        vec![],
+    ));
+    let mut s = state(left, &scope, 1_000 * MS);
+    add(&mut s, 12);
+    let f = deadlocks_confirmed(&s);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].summary, cycle);
+    assert!(f[0].behind.is_empty() && !f[0].key().contains(tag));
+    found
+}

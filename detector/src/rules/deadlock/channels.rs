@@ -122,7 +122,7 @@ mod tests {
     use crate::rules::Rule;
     use crate::rules::deadlock::Deadlock;
     use crate::rules::testkit::{
-        MS, Scope, abba, at, deadlocks_confirmed, hold, send, state, task, wait,
+        MS, Scope, at, behind_a_lock_cycle, deadlocks_confirmed, hold, send, state, task, wait,
     };
     use crate::state::channels::ChanOp;
     use crate::state::held::Mode;
@@ -210,40 +210,17 @@ mod tests {
     /// `select!`) may leave the send: it is not even behind.
     #[test]
     fn a_send_behind_a_lock_cycle_is_counted_not_named() {
-        let scope = Scope::arm(10_000, 10_000, None);
-        let a = scope.prim("dlc/a", PrimKind::Mutex, 1);
-        let b = scope.prim("dlc/b", PrimKind::Mutex, 1);
-        let mut s = state(abba(&a, &b), &scope, 1_000 * MS);
-        s.chan_waits = vec![send(11, task(3), Some(task(1)), 20 * MS)];
-        let f = deadlocks_confirmed(&s);
-        assert_eq!(f.len(), 1, "{f:#?}");
-        let cycle = "2 tasks can never proceed: each waits for mutex \"dlc/b\", mutex \"dlc/a\" held by another of them";
-        assert_eq!(f[0].summary, format!("{cycle}; 1 more waits behind it"));
-        assert!(f[0].key().ends_with(",c11"), "{}", f[0].key());
+        let f = behind_a_lock_cycle("dlc", 'c', |s, seq| {
+            s.chan_waits = vec![send(seq, task(3), Some(task(1)), 20 * MS)];
+        });
         let kinds = |r: &crate::model::finding::ActorReport| -> Vec<&str> {
             r.waits.iter().map(|w| w.primitive.kind).collect()
         };
-        assert_eq!(f[0].behind[0].name, "task 3");
-        assert_eq!(kinds(&f[0].behind[0]), ["channel"]);
-        assert_eq!(f[0].behind[0].waits[0].for_ms, 980);
-        for knot in &f[0].actors {
+        assert_eq!(kinds(&f.behind[0]), ["channel"]);
+        assert_eq!(f.behind[0].waits[0].for_ms, 980);
+        for knot in &f.actors {
             assert_eq!(kinds(knot), ["mutex"], "{}", knot.name);
         }
-        assert!(f[0].fix.starts_with("take primitives in one global order"));
-
-        let c = scope.prim("dlc/c", PrimKind::Mutex, 1);
-        let mut left = abba(&a, &b);
-        left.push(at(
-            &c,
-            vec![hold(&c, task(3), Mode::Exclusive, 1, 40 * MS)],
-            vec![],
-        ));
-        let mut s = state(left, &scope, 1_000 * MS);
-        s.chan_waits = vec![send(12, task(3), Some(task(1)), 20 * MS)];
-        let f = deadlocks_confirmed(&s);
-        assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].summary, cycle);
-        assert!(f[0].behind.is_empty() && !f[0].key().contains('c'));
     }
 
     /// The model's stand-ins for joins (one per joined task) and for sends (one per receiver

@@ -159,7 +159,7 @@ mod tests {
     use crate::rules::Rule;
     use crate::rules::deadlock::Deadlock;
     use crate::rules::testkit::{
-        MS, Scope, abba, at, deadlocks_confirmed, hold, join, state, task, wait,
+        MS, Scope, at, behind_a_lock_cycle, deadlocks_confirmed, hold, join, state, task, wait,
     };
     use crate::state::held::Mode;
     use crate::state::prim::PrimKind;
@@ -208,32 +208,9 @@ mod tests {
     /// may leave the join: it is not even behind.
     #[test]
     fn a_join_behind_a_lock_cycle_is_counted_not_named() {
-        let scope = Scope::arm(10_000, 10_000, None);
-        let a = scope.prim("dlj/a", PrimKind::Mutex, 1);
-        let b = scope.prim("dlj/b", PrimKind::Mutex, 1);
-        let mut s = state(abba(&a, &b), &scope, 1_000 * MS);
-        s.joins = vec![join(11, task(3), vec![task(1)], 20 * MS)];
-        let f = deadlocks_confirmed(&s);
-        assert_eq!(f.len(), 1, "{f:#?}");
-        let cycle = "2 tasks can never proceed: each waits for mutex \"dlj/b\", mutex \"dlj/a\" held by another of them";
-        assert_eq!(f[0].summary, format!("{cycle}; 1 more waits behind it"));
-        assert!(f[0].key().ends_with(",j11"), "{}", f[0].key());
-        assert_eq!(f[0].behind[0].name, "task 3");
-        assert!(f[0].fix.starts_with("take primitives in one global order"));
-
-        let c = scope.prim("dlj/c", PrimKind::Mutex, 1);
-        let mut left = abba(&a, &b);
-        left.push(at(
-            &c,
-            vec![hold(&c, task(3), Mode::Exclusive, 1, 40 * MS)],
-            vec![],
-        ));
-        let mut s = state(left, &scope, 1_000 * MS);
-        s.joins = vec![join(12, task(3), vec![task(1)], 20 * MS)];
-        let f = deadlocks_confirmed(&s);
-        assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].summary, cycle);
-        assert!(f[0].behind.is_empty() && !f[0].key().contains('j'));
+        behind_a_lock_cycle("dlj", 'j', |s, seq| {
+            s.joins = vec![join(seq, task(3), vec![task(1)], 20 * MS)];
+        });
     }
 
     /// The same books, but the joiner took its hold after the join began (it ran since: a
