@@ -16,7 +16,7 @@
 //! textbook use). For the tokio primitives, then:
 //! - a second acquisition at the same call site as the hold is taken for such a sibling (the
 //!   same code run concurrently), not reported; a real self-deadlock there still stays
-//!   blocked and is reported by `check_persisting` and the deadlock rule;
+//!   blocked and is reported by `Persisting` and the deadlock rule;
 //! - a wait that can never be granted while the hold lasts (a mutex, a write inside a read,
 //!   more permits than remain) is reported by `Persisting` only if it is still waiting a
 //!   watchdog tick later, as the watchdog's own looks saw: a sibling's hold ends and the wait
