@@ -496,6 +496,7 @@ fn wait_blockers(
         .copied()
         .filter(|&other| other != wi)
         .find(|&other| {
+            // mutants: `<` -> `<=` is equivalent: `other` is never `wi` (filtered above).
             let pair = if other < wi {
                 [Some(other), Some(wi)]
             } else {
