@@ -225,17 +225,22 @@ async fn a_cancelled_initialiser_and_the_next_taking_over_are_silent() {
 }
 
 /// An initialiser that panics: its hold ends as its task unwinds, and a waiter initialises.
+/// The waiter is spawned once the first initialiser runs (else it may initialise first, and
+/// the first never panics).
 #[lockscope::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_initialiser_is_silent() {
     let cell = Arc::new(OnceCell::<u32>::named("neg_cell_panic"));
     let c = cell.clone();
+    let (started, running) = tokio::sync::oneshot::channel();
     let first = task::spawn(async move {
-        *c.get_or_init(|| async {
+        *c.get_or_init(|| async move {
+            let _ = started.send(());
             tokio::time::sleep(Duration::from_millis(50)).await;
             panic!("the initialiser's own bug")
         })
         .await
     });
+    running.await.expect("the first initialiser runs");
     let c = cell.clone();
     let second = task::spawn(async move { *c.get_or_init(|| async { 3 }).await });
     assert!(first.await.unwrap_err().is_panic());
