@@ -27,16 +27,12 @@ pub(crate) fn acq(site: &'static Location<'static>, mode: Mode) -> Acq {
 /// [`probe::blocking`] for a lock whose blocking form cannot fail (std's poisoning is part
 /// of `P`, not a failure: the lock is held either way). With the detector off it is `block()`
 /// and a branch, inlined into the wrapper (`prim` is not even looked up). Recording, the
-/// uncontended grant (`fast`'s first try and [`probe::granted_quick`]) is inline too; the
-/// waits stay out of line, so that they do not keep the wrapper from inlining.
-///
-/// `stays`: the guard made of `P` cannot leave this thread (it is `!Send`; see
-/// [`Token::quick`](crate::probe::Token)).
+/// uncontended grant (`fast`'s first try and [`probe::granted`]) is inline too; the waits
+/// stay out of line, so that they do not keep the wrapper from inlining.
 #[inline(always)]
 pub(crate) fn blocking<'p, P>(
     prim: impl FnOnce() -> &'p Prim,
     acq: Acq,
-    stays: bool,
     mut fast: impl FnMut() -> Option<P>,
     block: impl FnOnce() -> P,
 ) -> (P, Token) {
@@ -47,9 +43,9 @@ pub(crate) fn blocking<'p, P>(
         crate::stress::pause_blocking(acq.site(), &mut fast);
     }
     let prim = prim();
-    // Uncontended, the common case: one `try_` and the probe's quick grant, inline.
+    // Uncontended, the common case: one `try_` and the grant, inline.
     if let Some(p) = fast() {
-        return (p, probe::granted_quick(prim, acq, stays));
+        return (p, probe::grant(prim, acq));
     }
     blocking_recorded(prim, acq, fast, block)
 }

@@ -63,7 +63,7 @@ impl<K: Eq + Hash + Clone + fmt::Display, M> Keyed<K, M> {
         let mut keys = self.keys();
         let (mutex, users) = keys.entry(key.clone()).or_insert_with(|| {
             let name = format!("{}[{key}]", self.name);
-            let cell = PrimCell::in_series(&name, &self.name, kind, self.site, 1);
+            let cell = PrimCell::in_series(&name, &self.name, kind, self.site);
             (Arc::new(make(cell)), 0)
         });
         *users += 1;

@@ -17,7 +17,7 @@ use std::ops::{Deref, DerefMut};
 use lockscope_detector::hooks;
 use lockscope_detector::prim::Prim;
 
-use crate::probe::{self, Token};
+use crate::probe::Token;
 
 /// What a guard holds its lock through (a reference to the wrapper, an `Arc` of it, or the
 /// bare primitive for a mapped guard), and how the lock is handed back.
@@ -28,18 +28,18 @@ pub(crate) trait Owner<G> {
     /// The primitive whose books the guard's token is in.
     fn prim(&self) -> &Prim;
 
-    /// Whether the primitive is a mutex (`PrimKind::is_mutex`), when the owner's type says so
-    /// (`None`: the release reads the primitive's kind).
-    const MUTEX: Option<bool> = None;
+    /// What the guard's type knows of its primitive: a mutex, not one, or either (see
+    /// [`hooks::Class`]).
+    type Class: hooks::Class;
 
-    /// Whether the guard's holds are mostly quick ones (a blocking lock's): its drop then
-    /// keeps only the quick release inline, and the rest out of line.
-    const QUICK: bool = false;
+    /// Whether the guard stays on the thread that took it: lock_api's guard marker, as the
+    /// guard's auto traits follow it (see [`hooks::GuardMarker`]).
+    type Marker: hooks::GuardMarker;
 
-    /// Whether the guard is an async primitive's (tokio's): its token is never a quick one
-    /// (those are for guards that cannot leave their thread), and its whole release is out
-    /// of line (see [`Guard::drop_async`]).
-    const ASYNC: bool = false;
+    /// Where the release's code goes, not what it does: `true` puts the whole release out of
+    /// line, for tokio's guards (see [`Guard::drop_out_of_line`]); `false` keeps the release
+    /// inline, whose slow half the detector keeps out of line itself.
+    const OUT_OF_LINE: bool = false;
 
     /// [`Owner::prim`], without the check a lazily registered primitive needs.
     ///
@@ -59,8 +59,13 @@ pub(crate) trait Owner<G> {
     }
 }
 
-/// A mapped blocking guard keeps only the primitive: its inner guard unlocks by itself.
+/// A mapped blocking guard and a std guard keep only the primitive: the inner guard unlocks
+/// by itself. Either kind of primitive, and a guard that may have moved (a mapped parking_lot
+/// guard is `Send` with its `send_guard` feature).
 impl<G> Owner<G> for &Prim {
+    type Class = hooks::AnyPrim;
+    type Marker = hooks::GuardSend;
+
     #[inline]
     fn prim(&self) -> &Prim {
         self
@@ -74,13 +79,11 @@ impl<G> Owner<G> for &Prim {
 /// auto traits of the fields it had before; guards whose wrapped type says otherwise still
 /// spell their impls out.
 ///
-/// The fields are in a fixed order, token first: a three-word guard moved before its drop (a
-/// `drop(guard)`) is copied as a 16-byte chunk and a word, and the drop reads them back at
-/// once, which costs store-forwarding stalls that depend on which fields share the chunk.
-/// Of the three orders measured on a nested pair of parking_lot locks (the yardstick's S4b,
-/// when their guards were three words), this one was the fastest: 2.24x raw, against 2.30x
-/// and 2.41x. (parking_lot's guards are two words now, see `parking_lot::guard::Held`; a
-/// tokio guard or permit is still three.)
+/// The fields are in a fixed order, token first: a three-word guard (a tokio guard or
+/// permit) moved before its drop (a `drop(guard)`) is copied as a 16-byte chunk and a word,
+/// and the drop reads them back at once, which costs store-forwarding stalls that depend on
+/// which fields share the chunk; this order measured the fastest of three
+/// (docs/performance.md, "Store forwarding").
 #[repr(C)]
 pub(crate) struct Guard<O: Owner<G>, G> {
     /// Released (or dropped) by `Drop` on every path: not dropped again by the glue, so that
@@ -148,92 +151,47 @@ impl<O: Owner<G>, G> Guard<O, G> {
 impl<O: Owner<G>, G> Drop for Guard<O, G> {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: `inner` is taken once, here, and never used again (moving it out does not
-        // unlock: `unlock` below does).
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        if O::ASYNC {
-            // SAFETY: the token is read once, here, and never dropped (`ManuallyDrop`).
-            let token = unsafe { ManuallyDrop::take(&mut self.token) };
-            return Self::drop_async(token, &self.owner, inner);
-        }
-        if self.token.is_quick() {
-            // The thread's own untimed hold, on the thread that took it: the books in two
-            // stores, the unlock, then the hold time (see `hooks::release_own`).
-            // SAFETY: the token is read once, here, and never dropped (`ManuallyDrop`).
-            let hold = unsafe { ManuallyDrop::take(&mut self.token) }.into_quick();
-            // SAFETY: a quick token was recorded for this owner's primitive, so it is there.
-            let prim = unsafe { self.owner.prim_registered() };
-            let mutex = Self::is_mutex(prim);
-            // SAFETY: the hold of a quick token, released once (the token is now empty), on
-            // its thread (quick tokens are made only for guards that cannot leave it).
-            let released = unsafe { hooks::release_own(prim, hold, mutex) };
-            self.owner.unlock(inner);
-            return probe::release_stats(prim, released);
-        }
-        if O::QUICK {
-            self.drop_other(inner)
+        // SAFETY: `inner` and `token` are taken once, here, and never used again (moving
+        // `inner` out does not unlock: `unlock` does; the token is `ManuallyDrop`).
+        let (inner, token) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.inner),
+                ManuallyDrop::take(&mut self.token),
+            )
+        };
+        if O::OUT_OF_LINE {
+            Self::drop_out_of_line(token, &self.owner, inner);
         } else {
-            self.release_other(inner)
+            Self::release_and_unlock(token, &self.owner, inner);
         }
     }
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {
-    /// Whether `prim` (the owner's) is a mutex: known from the owner's type, or read.
+    /// The release: the books, the unlock, the statistics (see the module docs). With the
+    /// detector off (nothing recorded), the unlock alone: not even the primitive is looked up.
     #[inline(always)]
-    fn is_mutex(prim: &Prim) -> bool {
-        O::MUTEX.unwrap_or_else(|| prim.kind().is_mutex())
-    }
-
-    /// The whole release of an async guard ([`Owner::ASYNC`]), out of line and given the
-    /// guard's words (in registers: the owner's by reference), so that the guard's drop is a
-    /// call small enough to inline into the caller: a guard dropped out of line is read back
-    /// from memory right after it was written, which stalls on store forwarding.
-    #[inline(never)]
-    fn drop_async(mut token: Token, owner: &O, inner: G) {
+    fn release_and_unlock(mut token: Token, owner: &O, inner: G) {
         if token.is_none() {
             return owner.unlock(inner);
         }
-        if O::MUTEX == Some(false)
-            && let Some(released) = token.release_books_shared()
-        {
-            // The common release of a semaphore's permits: the primitive is looked up only if
-            // the statistics need it, after the unlock (see `hooks::release_quick_shared`).
-            owner.unlock(inner);
-            if released.has_stats() {
-                probe::release_stats(owner.prim(), released);
-            }
-            return;
-        }
-        let prim = owner.prim();
-        let released = token.release_books(prim, Self::is_mutex(prim));
+        // SAFETY: the token recorded a hold of this owner's primitive, so it was looked up.
+        let prim = || unsafe { owner.prim_registered() };
+        let released = token.release_books::<O::Class, O::Marker>(prim);
         owner.unlock(inner);
-        probe::release_stats(prim, released);
-    }
-
-    /// [`Guard::release_other`] out of line, so that the quick release of a blocking lock's
-    /// guard is small enough to inline into the caller.
-    #[inline(never)]
-    fn drop_other(&mut self, inner: G) {
-        self.release_other(inner);
-    }
-
-    /// The rest of `drop`: a hold recorded on another path than the thread's quick one, or
-    /// none.
-    #[inline(always)]
-    fn release_other(&mut self, inner: G) {
-        if self.token.is_none() {
-            // Nothing recorded (the detector was off): not even the primitive is looked up.
-            return self.owner.unlock(inner);
+        if released.has_stats() {
+            // The primitive outlives the unlock (the owner keeps it).
+            hooks::release_stats(prim(), released);
         }
-        let prim = self.owner.prim();
-        let mutex = Self::is_mutex(prim);
-        let released = self.token.release_books(prim, mutex);
-        self.owner.unlock(inner);
-        // The primitive outlives the unlock (the owner keeps it), so `prim` is still good.
-        probe::release_stats(prim, released);
-        // SAFETY: dropped once, here (released by now: this only checks).
-        unsafe { ManuallyDrop::drop(&mut self.token) };
+    }
+
+    /// [`Guard::release_and_unlock`] out of line ([`Owner::OUT_OF_LINE`]), given the
+    /// guard's words (in registers: the owner's by reference), so that the guard's drop is a
+    /// call small enough to inline into the caller: a tokio guard dropped out of line is read
+    /// back from memory right after it was written, which stalls on store forwarding.
+    #[inline(never)]
+    fn drop_out_of_line(token: Token, owner: &O, inner: G) {
+        Self::release_and_unlock(token, owner, inner);
     }
 }
 

@@ -73,7 +73,7 @@ pub const FLAG_SPLIT: u8 = 32;
 /// Flag: the hold's start is a precise reading (one acquisition in `SAMPLE_EVERY`), so its
 /// release times it precisely for the hold histogram.
 pub const FLAG_SAMPLED: u8 = 64;
-/// Flag: recorded by a thread's quick path (`hooks::acquired_quick`): the thread's own hold,
+/// Flag: recorded by the quick grant of a thread (`hooks::acquired`): the thread's own hold,
 /// in an inline entry of its table, untimed, in no task index, so that its release on that
 /// thread needs no other check.
 pub const FLAG_QUICK: u8 = 128;

@@ -68,17 +68,16 @@ impl PrimCell {
         Self::registered(books::register(name, kind, site, capacity), site, capacity)
     }
 
-    /// A registered cell named `name`, counted in the metrics series `series` (a keyed lock's
-    /// `"map[key]"` in the series `"map"`).
+    /// A registered cell of one permit (a keyed lock's entry), named `name` and counted in
+    /// the metrics series `series` (`"map[key]"` in the series `"map"`).
     pub fn in_series(
         name: &str,
         series: &str,
         kind: PrimKind,
         site: &'static Location<'static>,
-        capacity: u64,
     ) -> PrimCell {
-        let prim = books::register_in(Some(name.into()), Some(series), kind, site, capacity);
-        Self::registered(prim, site, capacity)
+        let prim = books::register_in(Some(name.into()), Some(series), kind, site, 1);
+        Self::registered(prim, site, 1)
     }
 
     /// The cell of `prim`, just registered (made at `site` with `capacity`), now watched.

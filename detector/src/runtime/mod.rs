@@ -10,3 +10,15 @@ pub(crate) mod test_timeout;
 pub mod testing;
 mod ticker;
 pub(crate) mod watchdog;
+
+/// Starts lockscope's thread `lockscope-{name}` running `f`. When the system refuses, it says
+/// so on stderr, with `otherwise` (what the program gets instead), and goes on:
+/// instrumentation never stops a program.
+fn start_thread(name: &str, f: fn(), otherwise: &str) {
+    let spawned = std::thread::Builder::new()
+        .name(format!("lockscope-{name}"))
+        .spawn(f);
+    if let Err(e) = spawned {
+        eprintln!("lockscope: cannot start the {name} thread ({e}){otherwise}");
+    }
+}

@@ -62,18 +62,20 @@ impl TestScope {
         let mut config = Config::test();
         let env = Config::from_env().unwrap_or_else(|e| panic!("lockscope: {e}"));
         let defaults = Config::production();
-        if env.stuck != defaults.stuck {
-            config.stuck = env.stuck;
+        // A variable set to other than its production default overrides the test default.
+        fn set_away<T: PartialEq>(test: &mut T, env: T, default: T) {
+            if env != default {
+                *test = env;
+            }
         }
-        if env.starvation != defaults.starvation {
-            config.starvation = env.starvation;
-        }
-        if env.leak != defaults.leak {
-            config.leak = env.leak;
-        }
-        if env.worker_stall != defaults.worker_stall {
-            config.worker_stall = env.worker_stall;
-        }
+        set_away(&mut config.stuck, env.stuck, defaults.stuck);
+        set_away(&mut config.starvation, env.starvation, defaults.starvation);
+        set_away(&mut config.leak, env.leak, defaults.leak);
+        set_away(
+            &mut config.worker_stall,
+            env.worker_stall,
+            defaults.worker_stall,
+        );
         // `0` (none) is a valid value here, so whether the variable is set decides, not a
         // comparison with the production default (which is none too).
         if std::env::var_os(config::TEST_TIMEOUT_VAR).is_some() {

@@ -258,8 +258,7 @@ mod tests {
 
     #[test]
     fn a_target_site_is_directed() {
-        let stress = Stress::start();
-        let site = Location::caller();
+        let (stress, site) = (Stress::start(), Location::caller());
         stress.begin_run(1, actor::current_scope());
         assert_eq!(stress.direct([crate::model::prim::site_string(site)]), 1);
         assert_eq!(decide(site), Perturb::Directed);

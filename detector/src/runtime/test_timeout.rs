@@ -212,13 +212,16 @@ mod tests {
         let other = Scope::arm(1000, 1000, None);
         let m = mine.prim("moving_mine", PrimKind::Mutex, 1);
         let o = other.prim("moving_other", PrimKind::Mutex, 1);
-        let idle = |granted: u64, other_granted: u64| {
-            let mut a = at(&m, vec![hold(&m, task(1), Mode::Exclusive, 1, 0)], vec![]);
+        // The digest when the test's mutex was granted `granted` times (held by task 1, and
+        // `waiters` waiting) and the other test's `other_granted` times, read at `now`.
+        let digest = |granted: u64, waiters, other_granted: u64, now| {
+            let mut a = at(&m, vec![hold(&m, task(1), Mode::Exclusive, 1, 0)], waiters);
             a.granted = granted;
             let mut b = at(&o, vec![], vec![]);
             b.granted = other_granted;
-            movement(&state(vec![a, b], &mine, 100 * MS), mine.0)
+            movement(&state(vec![a, b], &mine, now), mine.0)
         };
+        let idle = |granted, other_granted| digest(granted, vec![], other_granted, 100 * MS);
         let base = idle(1, 0);
         assert_eq!(base, idle(1, 0), "nothing moved: the same digest");
         assert_ne!(
@@ -232,23 +235,9 @@ mod tests {
             "another test's primitive, which this test does not use, does not"
         );
         // A new waiter is movement; the clock going on is not.
-        let mut a = at(&m, vec![hold(&m, task(1), Mode::Exclusive, 1, 0)], vec![]);
-        a.granted = 1;
-        let later = movement(
-            &state(vec![a, at(&o, vec![], vec![])], &mine, 900 * MS),
-            mine.0,
-        );
+        let later = digest(1, vec![], 0, 900 * MS);
         assert_eq!(base, later, "time alone moves nothing");
-        let mut a = at(
-            &m,
-            vec![hold(&m, task(1), Mode::Exclusive, 1, 0)],
-            vec![wait(task(2), 1, Mode::Exclusive, 1, 50 * MS)],
-        );
-        a.granted = 1;
-        let waiting = movement(
-            &state(vec![a, at(&o, vec![], vec![])], &mine, 100 * MS),
-            mine.0,
-        );
-        assert_ne!(base, waiting);
+        let waiter = wait(task(2), 1, Mode::Exclusive, 1, 50 * MS);
+        assert_ne!(base, digest(1, vec![waiter], 0, 100 * MS));
     }
 }

@@ -18,12 +18,11 @@ pub(crate) fn start_ticker() {
     }
     START.call_once(|| {
         clock::publish();
-        let spawned = std::thread::Builder::new()
-            .name("lockscope-clock".into())
-            .spawn(tick_forever);
-        if let Err(e) = spawned {
-            eprintln!("lockscope: cannot start the clock thread ({e}); holds are timed with the coarse clock");
-        }
+        super::start_thread(
+            "clock",
+            tick_forever,
+            "; holds are timed with the coarse clock",
+        );
     });
 }
 

@@ -64,12 +64,8 @@ pub fn inject_tick_panic() {
 pub fn ensure_started() {
     super::ticker::start_ticker();
     START.call_once(|| {
-        let spawned = std::thread::Builder::new()
-            .name("lockscope-watchdog".into())
-            .spawn(run);
-        if let Err(e) = spawned {
-            eprintln!("lockscope: cannot start the watchdog thread: {e}");
-        }
+        let otherwise = "; the periodic checks (deadlocks, stalls) do not run";
+        super::start_thread("watchdog", run, otherwise);
     });
 }
 

@@ -68,6 +68,15 @@ pub struct Prim {
 }
 
 impl Prim {
+    /// Publishes what the lock-free readers see of the wait queue `q` (this primitive's,
+    /// locked by the caller) after a change: whether a waiter is retrying, how many wait,
+    /// and tokio-console's waiter count.
+    pub(crate) fn queue_changed(&self, q: &WaitQueue) {
+        self.retrying.store(q.retrying(), Ordering::Relaxed);
+        self.waiting.store(q.len() as u32, Ordering::Relaxed);
+        self.resource.waiters(q.len());
+    }
+
     /// The primitive's id.
     pub fn id(&self) -> PrimitiveId {
         self.id

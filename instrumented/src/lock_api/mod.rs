@@ -279,13 +279,15 @@ pub(crate) fn release(core: &Core, token: Token, unlock: impl FnOnce()) {
 /// The shell's owner for one raw release: the "inner guard" is the inner unlock itself.
 struct Unlock<'a>(&'a Prim);
 
+/// Either kind of lock (the adapter wraps mutexes and rwlocks), released on any thread.
 impl<F: FnOnce()> Owner<F> for Unlock<'_> {
+    type Class = hooks::AnyPrim;
+    type Marker = hooks::GuardSend;
+
     #[inline]
     fn prim(&self) -> &Prim {
         self.0
     }
-
-    const QUICK: bool = true;
 
     #[inline]
     fn unlock(&self, unlock: F) {

@@ -121,7 +121,6 @@ unsafe impl<R: ::lock_api::RawMutex> ::lock_api::RawMutex for RawMutex<R> {
         let ((), token) = blocking(
             || self.prim(site),
             acq(site, Mode::Exclusive),
-            false,
             || self.inner.try_lock().then_some(()),
             || self.inner.lock(),
         );

@@ -139,14 +139,7 @@ impl<R: ::lock_api::RawRwLock> RawRwLock<R> {
             return Token::none();
         }
         let mut fast = fast;
-        blocking(
-            || self.prim(site),
-            acq(),
-            false,
-            || fast().then_some(()),
-            block,
-        )
-        .1
+        blocking(|| self.prim(site), acq(), || fast().then_some(()), block).1
     }
 
     /// A `try_` form at `site` as `acq`: `got` is `R`'s answer, asked after `acq` was made.

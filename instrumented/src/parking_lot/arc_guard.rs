@@ -17,6 +17,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lockscope_detector::hooks;
 use lockscope_detector::prim::Prim;
 
 use super::guard::token_of;
@@ -121,8 +122,11 @@ trait SharedData {}
 impl<T: ?Sized + Sync> SharedData for Mutex<T> {}
 impl<T: ?Sized + Sync> SharedData for RwLock<T> {}
 
+/// Either kind of lock, and a guard that may be `Send` (as parking_lot's arc guards are with
+/// its `send_guard` feature).
 impl<L: ?Sized> Owner<()> for ArcLock<L> {
-    const QUICK: bool = true;
+    type Class = hooks::AnyPrim;
+    type Marker = hooks::GuardSend;
 
     #[inline]
     fn prim(&self) -> &Prim {

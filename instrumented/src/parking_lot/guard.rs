@@ -144,7 +144,7 @@ real_mapped!(
 /// (`MutexGuard::mutex`, `rwlock`, `remutex`) keeps the lock; parking_lot's guard, made again
 /// from it, unlocks.
 macro_rules! lock_owner {
-    ($($lock:ident: $mutex:expr),*) => {$(
+    ($($lock:ident: $class:ident, $marker:ty);*) => {$(
         impl<'a, T: ?Sized> PrimRef<'a> for &'a $lock<T> {
             #[inline]
             fn prim_ref(self) -> &'a Prim {
@@ -153,6 +153,10 @@ macro_rules! lock_owner {
         }
 
         impl<'a, T: ?Sized, G: Remake<'a, $lock<T>>> Owner<Held<G>> for &'a $lock<T> {
+            type Class = ::lockscope_detector::hooks::$class;
+            // parking_lot's own marker: lockscope's guards have the auto traits of its guards.
+            type Marker = $marker;
+
             #[inline]
             fn prim(&self) -> &Prim {
                 $lock::prim(self)
@@ -164,9 +168,6 @@ macro_rules! lock_owner {
                 drop(unsafe { held.real(self) });
             }
 
-            const MUTEX: Option<bool> = Some($mutex);
-
-            const QUICK: bool = true;
 
             #[inline]
             unsafe fn prim_registered(&self) -> &Prim {
@@ -177,7 +178,11 @@ macro_rules! lock_owner {
     )*};
 }
 
-lock_owner!(Mutex: true, RwLock: false, ReentrantMutex: true);
+lock_owner!(
+    Mutex: IsMutex, <super::RawMutex as super::lock_api::RawMutex>::GuardMarker;
+    RwLock: NotMutex, <super::RawRwLock as super::lock_api::RawRwLock>::GuardMarker;
+    ReentrantMutex: IsMutex, <super::RawMutex as super::lock_api::RawMutex>::GuardMarker
+);
 
 /// Runs `f` (a user closure that takes a guard apart, as in `map`) so that, if it panics, the
 /// books are released before the inner guard unlocks on the way out: the detector never sees

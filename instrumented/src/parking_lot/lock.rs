@@ -174,7 +174,6 @@ macro_rules! lock_methods {
         let (inner, token) = $crate::blocking_shell::blocking(
             || $s.prim(),
             lock_methods!(@acq $s $site $acq $mode),
-            $crate::parking_lot::GUARDS_STAY,
             || $s.inner.$try(),
             || $s.inner.$block(),
         );

@@ -105,26 +105,6 @@ use lockscope_detector::{actor, held};
 // Shared with every blocking wrapper; the submodules import them from here.
 use crate::blocking_shell::{acq, blocking, tried};
 
-/// Whether parking_lot's guards are `!Send` (its `send_guard` feature off, the default): then
-/// every lockscope guard of a parking_lot lock stays on the thread that took it, as its
-/// auto traits follow parking_lot's guard marker.
-pub(crate) const GUARDS_STAY: bool =
-    !<<RawMutex as lock_api::RawMutex>::GuardMarker as SendMarker>::SEND
-        && !<<RawRwLock as lock_api::RawRwLock>::GuardMarker as SendMarker>::SEND;
-
-/// lock_api's two guard markers, told apart in a `const`.
-trait SendMarker {
-    const SEND: bool;
-}
-
-impl SendMarker for lock_api::GuardSend {
-    const SEND: bool = true;
-}
-
-impl SendMarker for lock_api::GuardNoSend {
-    const SEND: bool = false;
-}
-
 /// Whether the current thread or task holds `prim` in a way `pred` accepts, by lockscope's
 /// books (the current thread's table). With nothing held on this thread (the common case) it
 /// costs one thread-local read.

@@ -192,7 +192,6 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let (inner, token) = blocking(
             || prim,
             upgrade_acq(site),
-            super::GUARDS_STAY,
             || try_upgrade_in(&slot),
             // UNWRAP: the guard is in `slot` unless the fast path upgraded it, and then this
             // closure is not called.
@@ -343,7 +342,6 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let ((), token) = blocking(
             || prim,
             upgrade_acq(site),
-            super::GUARDS_STAY,
             // SAFETY: this guard holds the upgradable lock.
             || unsafe { raw.try_upgrade() }.then_some(()),
             // SAFETY: as above.

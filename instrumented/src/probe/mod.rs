@@ -4,13 +4,13 @@
 //!
 //! | state | event | next | detector call |
 //! |---|---|---|---|
-//! | start | first poll, granted | held | [`hooks::acquired`] (a blocking lock tries [`hooks::acquired_quick`] first, a task [`hooks::acquired_quick_task`]) |
+//! | start | first poll, granted | held | [`hooks::acquired`] |
 //! | start | first poll, pending | waiting | [`hooks::wait_begin`] |
 //! | waiting | granted | held | [`hooks::acquired_after_wait_ns`] |
 //! | waiting | future dropped | cancelled | [`hooks::wait_cancelled`] |
 //! | waiting | deadline passed | timed out | [`hooks::wait_timed_out`] |
 //! | waiting | semaphore closed | failed | [`hooks::wait_failed`] |
-//! | held | guard dropped | released | the [`Token`]'s release: a quick release first ([`hooks::release_quick`], [`hooks::release_quick_shared`], [`hooks::release_own`]), else [`hooks::release_books`], then [`hooks::release_stats`] after the inner unlock |
+//! | held | guard dropped | released | the [`Token`]'s release: [`hooks::release_books`], then [`hooks::release_stats`] after the inner unlock |
 //!
 //! Ordering rule, for every wrapper: `acquired` is recorded after the inner primitive granted
 //! the acquisition, and `released` before the inner primitive is released, so the detector
@@ -37,7 +37,7 @@ mod token;
 
 pub(crate) use timed::{Timed, TimedError, holders_of};
 
-pub(crate) use token::{SpanPtr, Token, release_stats};
+pub(crate) use token::{SpanPtr, Token};
 use token::{box_span, free};
 
 /// The `acquire` span, or `None` after one level check when nobody listens at TRACE.
@@ -135,7 +135,7 @@ macro_rules! acquire {
         // cache line with the semaphore's state, which every worker writes; read first, the
         // line came in shared and `$take`'s compare-and-swap took it a second time.
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
-            Ok($crate::probe::granted_in_task($prim, $acq))
+            Ok($crate::probe::granted($prim, $acq))
         } else {
             $crate::probe::Acquire::new($prim, $acq, $queue)
                 .await
@@ -157,9 +157,20 @@ pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
     grant(prim, acq)
 }
 
-/// [`granted`] once the detector is known to be on: the span, the hold, the `acquired` event.
+/// [`granted`] once the detector is known to be on: the hold ([`hooks::acquired`], whose
+/// common case is inline), and, when a subscriber listens at TRACE, the span and the
+/// `acquired` event, out of line.
 #[inline(always)]
-fn grant(prim: &Prim, acq: Acq) -> Token {
+pub(crate) fn grant(prim: &Prim, acq: Acq) -> Token {
+    if tracing::level_enabled!(Level::TRACE) {
+        return grant_traced(prim, acq);
+    }
+    Token::new(hooks::acquired(prim, acq), None)
+}
+
+#[cold]
+#[inline(never)]
+fn grant_traced(prim: &Prim, acq: Acq) -> Token {
     let span = span(prim, &acq);
     token(span, hooks::acquired(prim, acq), 0)
 }
@@ -189,44 +200,6 @@ fn ended_without(
     }
     free(span);
     hook(prim, w);
-}
-
-/// [`granted`], for a blocking lock just taken without waiting, on the detector's quick path
-/// when it applies (see [`hooks::acquired_quick`]) and nobody listens at TRACE; the general
-/// path stays out of line. `stays`: the guard cannot leave this thread (it is `!Send`), so
-/// the token may be a [`Token::quick`] one. The caller checked [`hooks::enabled`].
-#[inline(always)]
-pub(crate) fn granted_quick(prim: &Prim, acq: Acq, stays: bool) -> Token {
-    if !tracing::level_enabled!(Level::TRACE)
-        && let Some(hold) = hooks::acquired_quick(prim, acq)
-    {
-        return if stays {
-            Token::quick(hold)
-        } else {
-            Token::new(hold, None)
-        };
-    }
-    granted_general(prim, acq)
-}
-
-/// [`granted`] for an async primitive, on the detector's quick path for tasks (see
-/// [`hooks::acquired_quick_task`]) when it applies.
-#[inline(always)]
-pub(crate) fn granted_in_task(prim: &Prim, acq: Acq) -> Token {
-    if !hooks::enabled() {
-        return Token::none();
-    }
-    if !tracing::level_enabled!(Level::TRACE)
-        && let Some(hold) = hooks::acquired_quick_task(prim, acq)
-    {
-        return Token::new(hold, None);
-    }
-    granted_general(prim, acq)
-}
-
-#[inline(never)]
-fn granted_general(prim: &Prim, acq: Acq) -> Token {
-    granted(prim, acq)
 }
 
 /// A `try_` form succeeded.

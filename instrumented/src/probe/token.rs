@@ -2,7 +2,7 @@
 
 use std::ptr::NonNull;
 
-use lockscope_detector::hooks::{self, Hold, Released};
+use lockscope_detector::hooks::{self, AnyPrim, Class, GuardMarker, GuardSend, Hold, Released};
 use lockscope_detector::prim::{self, Prim, PrimitiveId};
 use tracing::{Level, Span};
 
@@ -30,12 +30,7 @@ unsafe impl Sync for Token {}
 /// bit is free in both: entries are 8-aligned (the detector asserts it), and so is `Spanned`.
 const SPANNED: usize = 1;
 const _: () = assert!(std::mem::align_of::<Spanned>() > SPANNED);
-
-/// The token's hold (never spanned) was recorded by the thread's quick path
-/// ([`hooks::acquired_quick`]) and its guard cannot leave the thread: the release needs no
-/// check (see [`Token::into_quick`]).
-const QUICK: usize = 2;
-const _: () = assert!(lockscope_detector::held::ENTRY_ALIGN > QUICK | SPANNED);
+const _: () = assert!(lockscope_detector::held::ENTRY_ALIGN > SPANNED);
 
 /// A hold with its span (the slow path: a subscriber listens at TRACE).
 struct Spanned {
@@ -77,26 +72,6 @@ impl Token {
         }
     }
 
-    /// A hold of the thread's quick path whose guard stays on the thread (see [`QUICK`]).
-    #[inline(always)]
-    pub(super) fn quick(hold: Hold) -> Token {
-        Token(hold.into_raw().map_addr(|a| a | QUICK))
-    }
-
-    /// Whether the token is a [`Token::quick`] one.
-    #[inline(always)]
-    pub(crate) fn is_quick(&self) -> bool {
-        self.0.addr() & QUICK != 0
-    }
-
-    /// The hold of a [`Token::quick`] token, as [`Hold::into_raw`] gave it, for
-    /// [`hooks::release_own`]; the token is consumed (it is not dropped: see
-    /// [`Guard`](crate::shell::Guard)'s drop).
-    #[inline(always)]
-    pub(crate) fn into_quick(self) -> *mut () {
-        std::mem::ManuallyDrop::new(self).0.map_addr(|a| a & !QUICK)
-    }
-
     #[cold]
     fn spanned(hold: Hold, span: SpanPtr) -> Token {
         let b = Box::into_raw(Box::new(Spanned { hold, span })).cast::<()>();
@@ -116,10 +91,7 @@ impl Token {
         if raw.addr() & SPANNED == 0 {
             // SAFETY: a pointer from `Hold::into_raw` (or null), its tag cleared, taken once
             // (the token is now null).
-            (
-                unsafe { Hold::from_raw(raw.map_addr(|a| a & !QUICK)) },
-                None,
-            )
+            (unsafe { Hold::from_raw(raw) }, None)
         } else {
             // SAFETY: the box `spanned` leaked, taken once (the token is now null).
             let b = unsafe { Box::from_raw(raw.map_addr(|a| a & !SPANNED).cast::<Spanned>()) };
@@ -130,11 +102,10 @@ impl Token {
     /// Runs `f` on the hold in place.
     fn with_hold<R>(&mut self, f: impl FnOnce(&mut Hold) -> R) -> R {
         if self.0.addr() & SPANNED == 0 {
-            let quick = self.0.addr() & QUICK;
             // SAFETY: as in `take`; the word is put back below, so the hold stays owned once.
-            let mut hold = unsafe { Hold::from_raw(self.0.map_addr(|a| a & !QUICK)) };
+            let mut hold = unsafe { Hold::from_raw(self.0) };
             let r = f(&mut hold);
-            self.0 = hold.into_raw().map_addr(|a| a | quick);
+            self.0 = hold.into_raw();
             r
         } else {
             // SAFETY: the live box `spanned` leaked, borrowed mutably through `&mut self`.
@@ -142,7 +113,9 @@ impl Token {
         }
     }
 
-    /// Records the release. Call before releasing the inner primitive.
+    /// Records the whole release (books and statistics) of a guard that unlocks after it
+    /// by a way of its own (`unlock_fair`, a `leak`, a condvar wait). Call before releasing
+    /// the inner primitive.
     ///
     /// A token that recorded nothing (detector off) returns at once: the recording half is
     /// out of line, so that a guard's `Drop` with the detector off stays a test and a branch.
@@ -155,59 +128,38 @@ impl Token {
 
     #[inline(never)]
     fn release_recorded(&mut self, prim: &Prim) {
-        let (hold, span) = self.take();
-        if let Some(span) = span {
-            emit_released(take_span(span), &hold);
-        }
-        hooks::released(prim, hold);
+        let released = self.release_books::<AnyPrim, GuardSend>(|| prim);
+        hooks::release_stats(prim, released);
     }
 
     /// Releases the hold in the books only (call before the inner unlock); give what it
-    /// returns to [`release_stats`] after the unlock, so that the clock read and the
-    /// statistics stay out of the lock's critical section.
-    ///
-    /// `mutex`: whether `prim` is a mutex (`PrimKind::is_mutex`), which the guard's type may
-    /// know. The caller checked that the token recorded something ([`Token::is_none`]).
+    /// returns to [`hooks::release_stats`] after the unlock, so that the clock read and the
+    /// statistics stay out of the lock's critical section. `C` and `M` are what the guard's
+    /// type knows (see [`hooks::release_books`]); `prim` is called only if the primitive is
+    /// needed. The token records nothing after it.
     #[inline(always)]
-    pub(crate) fn release_books(&mut self, prim: &Prim, mutex: bool) -> Released {
-        // The common release, inline: no span, the detector's quick path.
-        match self.release_quick_with(|raw| hooks::release_quick(prim, raw, mutex)) {
-            Some(released) => released,
-            None => self.release_books_general(prim),
+    pub(crate) fn release_books<'p, C: Class, M: GuardMarker>(
+        &mut self,
+        prim: impl FnOnce() -> &'p Prim,
+    ) -> Released {
+        if self.0.addr() & SPANNED != 0 {
+            return self.release_spanned::<C, M>(prim());
         }
+        let raw = std::mem::replace(&mut self.0, std::ptr::null_mut());
+        // SAFETY: a pointer from `Hold::into_raw` (or null), untagged, taken once (the token
+        // is now null).
+        hooks::release_books::<C, M>(unsafe { Hold::from_raw(raw) }, prim)
     }
 
-    /// [`Token::release_books`] for a primitive that is not a mutex, on the detector's quick
-    /// path only, without the primitive (see [`hooks::release_quick_shared`]); `None`: nothing
-    /// was done, the caller takes [`Token::release_books`]. The caller checked that the token
-    /// recorded something.
-    #[inline(always)]
-    pub(crate) fn release_books_shared(&mut self) -> Option<Released> {
-        self.release_quick_with(hooks::release_quick_shared)
-    }
-
-    /// The hold released by `quick` (a quick release of the detector's, given the hold's raw
-    /// word), for a token with no span and not [`Token::quick`]; `None`: nothing was done.
-    #[inline(always)]
-    fn release_quick_with(&mut self, quick: impl FnOnce(*mut ()) -> Released) -> Option<Released> {
-        if self.0.addr() & (SPANNED | QUICK) != 0 {
-            return None;
-        }
-        let released = quick(self.0);
-        if !released.is_done() {
-            return None;
-        }
-        self.0 = std::ptr::null_mut();
-        Some(released)
-    }
-
+    /// [`Token::release_books`] of a hold with its span: the `released` event first.
+    #[cold]
     #[inline(never)]
-    fn release_books_general(&mut self, prim: &Prim) -> Released {
+    fn release_spanned<C: Class, M: GuardMarker>(&mut self, prim: &Prim) -> Released {
         let (hold, span) = self.take();
         if let Some(span) = span {
             emit_released(take_span(span), &hold);
         }
-        hooks::release_books(prim, hold)
+        hooks::release_books::<C, M>(hold, || prim)
     }
 
     #[cold]
@@ -247,12 +199,6 @@ impl Token {
         }
         hooks::forgot(prim, hold, permits);
     }
-}
-
-/// The second half of [`Token::release_books`], after the inner unlock.
-#[inline]
-pub(crate) fn release_stats(prim: &Prim, released: Released) {
-    hooks::release_stats(prim, released);
 }
 
 /// An owned `Box<Span>` as a raw pointer: no drop glue, freed by [`take_span`] or [`free`].

@@ -71,9 +71,9 @@ impl<'a, T: ?Sized> From<&'a Mutex<T>> for SemRef<'a> {
 }
 
 /// `SemOwner` and `Owner` (any [`Hold`]: `unlock` returns its permits) for one owner type;
-/// `$mutex` is [`Owner::MUTEX`] (whether its primitive is a mutex, when the type says).
+/// `$class` is its [`Owner::Class`] (whether its primitive is a mutex, when the type says).
 macro_rules! sem_owner {
-    ([$($gen:tt)*] $ty:ty, |$s:ident| $sem:expr, $prim:expr, $mutex:expr) => {
+    ([$($gen:tt)*] $ty:ty, |$s:ident| $sem:expr, $prim:expr, $class:ident) => {
         impl<$($gen)*> SemOwner for $ty {
             #[inline]
             fn sem(&self) -> &tokio::sync::Semaphore {
@@ -88,8 +88,10 @@ macro_rules! sem_owner {
         }
 
         impl<$($gen)* H: Hold> Owner<H> for $ty {
-            const ASYNC: bool = true;
-            const MUTEX: Option<bool> = $mutex;
+            type Class = ::lockscope_detector::hooks::$class;
+            // A tokio guard or permit is `Send`.
+            type Marker = ::lockscope_detector::hooks::GuardSend;
+            const OUT_OF_LINE: bool = true;
 
             #[inline]
             fn prim(&self) -> &Prim {
@@ -103,12 +105,12 @@ macro_rules! sem_owner {
     };
 }
 
-sem_owner!([] SemRef<'_>, |s| s.sem, s.prim, None);
-sem_owner!([T: ?Sized,] &Mutex<T>, |s| &s.sem, s.cell.get(), Some(true));
-sem_owner!([T: ?Sized,] Arc<Mutex<T>>, |s| &s.sem, s.cell.get(), Some(true));
-sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.sem, s.cell.get(), None);
-sem_owner!([] & Semaphore, |s| &s.ll, s.cell.get(), Some(false));
-sem_owner!([] Arc<Semaphore>, |s| &s.ll, s.cell.get(), Some(false));
+sem_owner!([] SemRef<'_>, |s| s.sem, s.prim, AnyPrim);
+sem_owner!([T: ?Sized,] &Mutex<T>, |s| &s.sem, s.cell.get(), IsMutex);
+sem_owner!([T: ?Sized,] Arc<Mutex<T>>, |s| &s.sem, s.cell.get(), IsMutex);
+sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.sem, s.cell.get(), AnyPrim);
+sem_owner!([] & Semaphore, |s| &s.ll, s.cell.get(), NotMutex);
+sem_owner!([] Arc<Semaphore>, |s| &s.ll, s.cell.get(), NotMutex);
 
 /// The same hold under another owner (a `MutexGuard` mapped: its owner becomes a [`SemRef`]).
 #[inline]

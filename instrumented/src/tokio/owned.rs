@@ -101,7 +101,7 @@ where
             }
             if let Poll::Ready(true) = probe::poll_fast(cx, || take(owner.sem(), n)) {
                 // The primitive is read after the take (see `probe::acquire!`).
-                let token = probe::granted_in_task(owner.prim(), acq);
+                let token = probe::granted(owner.prim(), acq);
                 this.state = State::Done;
                 return Poll::Ready(this.give(Ok(token)));
             }

@@ -1,6 +1,7 @@
-//! Recording a hold: the [`Hold`] a guard or permit keeps, and the grants that make one, on
-//! the quick paths (a thread's own inline entry, a task that holds nothing) or the general
-//! one ([`acquired_at`]), which runs the acquire-time checks of `order` first.
+//! Recording a hold: the [`Hold`] a guard or permit keeps, and the grants that make one:
+//! [`acquired`], whose inline half records the common holds (a thread's own inline entry, a
+//! task that holds nothing) and whose other half ([`acquired_at`]) runs the acquire-time
+//! checks of `order` first.
 
 use crate::base::clock;
 use crate::state::actor::{self, ActorId};
@@ -114,106 +115,105 @@ pub fn now() -> u64 {
     clock::hold_now()
 }
 
-/// The primitive was granted without waiting.
-#[inline]
+/// The primitive was granted without waiting. Inline, the quick grant of the common cases
+/// (see [`quick_grant`]); everything else out of line, through [`acquired_at`].
+#[inline(always)]
 pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
+    match quick_grant(prim, acq) {
+        Some(hold) => hold,
+        None => acquired_slow(prim, acq),
+    }
+}
+
+#[inline(never)]
+fn acquired_slow(prim: &Prim, acq: Acq) -> Hold {
     acquired_at(prim, acq, clock::hold_now())
 }
 
-/// The fast path of [`acquired`] for a thread (not a task), for a lock just granted without
-/// waiting, with no sample due, where every other hold of the thread is on its inline entries
-/// and is known to come before `prim` in the lock order (so no check has anything to report).
-/// `None`: the caller takes [`acquired`], which handles everything else (a nested acquire, a
-/// new lock-order edge, tasks, the first use of a thread, the sampled acquisition).
+/// The quick grant: on a thread, a hold beside holds that are all on its inline entries and
+/// known to come before `prim` in the lock order (so no check has anything to report); in a
+/// task, see [`quick_task_hold`]. Never when a sample is due or the thread has no table yet.
+/// `None`: the caller takes the general path, which handles everything else (a nested
+/// acquire, a new lock-order edge, the first use of a thread, the sampled acquisition).
 ///
-/// The actor is the thread and the start is the published clock; it writes the entry and
-/// nothing more, all of it inside the lock's critical section: a lock taken again by the
+/// A thread's hold starts at the published clock and is marked [`FLAG_QUICK`], its own
+/// untimed inline hold: its release on that thread needs no other check. It writes the entry
+/// and nothing more, all of it inside a lock's critical section: a lock taken again by the
 /// thread that just released it (the common case when two threads share a short critical
 /// section) is handed over the least often when little runs between release and re-take.
 #[inline(always)]
-pub fn acquired_quick(prim: &Prim, acq: Acq) -> Option<Hold> {
+fn quick_grant(prim: &Prim, acq: Acq) -> Option<Hold> {
     let l = local();
+    if let Some(task) = tokio::task::try_id() {
+        return quick_task_hold(
+            l,
+            ActorId::task(task),
+            prim,
+            acq,
+            clock::published_word(),
+            false,
+        );
+    }
     // A sample countdown above 0 means this thread has its table (see `record_hold`).
     let left = l.hold_sample.get();
     let since = clock::published_word();
     if (left == 0) | (since == 0) {
         return None;
     }
-    let th = l.held.get();
-    let mask = l.mask.get();
     let actor = ActorId::from_thread_seq(l.thread_seq.get());
-    if mask != 0 && !quick_nested(th, mask, prim, actor, acq) {
-        return None;
-    }
-    if tokio::task::try_id().is_some() {
+    if l.mask.get() != 0 && !quick_nested(l, prim, actor, acq) {
         return None;
     }
     let acq = acq.with_flags(FLAG_QUICK);
-    Some(quick_push(l, th, mask, prim, actor, acq, since & TIME))
+    Some(quick_push(l, prim, actor, acq, since & TIME))
 }
 
-/// The quick path of [`acquired`] for a task: one that holds nothing (as the task index knows), taking a
-/// primitive that is not a blocking lock, on a thread where no task holds a blocking guard.
-/// `None` (also outside a task): the caller takes [`acquired`].
-#[inline(always)]
-pub fn acquired_quick_task(prim: &Prim, acq: Acq) -> Option<Hold> {
-    quick_task_hold(local(), prim, acq, clock::published_word(), false)
-}
-
-/// A task's hold of `prim` from `since`, on the quick path when it applies (no sample due,
-/// room in the table, a clock reading, not a blocking lock, no task's blocking guard on this
-/// thread): one read of the task's index slot, the entry written in place. `waited`: granted
-/// after a wait, whose start made the checks a nested acquisition needs, so a task that holds
-/// something takes it too; else only one that holds nothing (or a `try_`/re-entry form).
-/// `None`: the caller takes the general path.
+/// Task `actor`'s hold of `prim` from `since`, on the quick path when it applies (no sample
+/// due, room in the table, a clock reading, not a blocking lock, no task's blocking guard on
+/// this thread): one read of the task's index slot, the entry written in place. `waited`:
+/// granted after a wait, whose start made the checks a nested acquisition needs, so a task
+/// that holds something takes it too; else only one that holds nothing (or a `try_`/re-entry
+/// form). `None`: the caller takes the general path.
 #[inline(always)]
 pub(super) fn quick_task_hold(
     l: &Local,
+    actor: ActorId,
     prim: &Prim,
     acq: Acq,
     since: u64,
     waited: bool,
 ) -> Option<Hold> {
-    let th = l.held.get();
     // A sample countdown above 0 means this thread has its table (see `record_hold`).
     let left = l.hold_sample.get();
-    let mask = l.mask.get();
     if (left == 0)
-        | (mask == held::FULL)
+        | (l.mask.get() == held::FULL)
         | (since == 0)
         | prim.kind.is_blocking()
         | (l.blocking_in_task.get() != 0)
     {
         return None;
     }
-    let actor = ActorId::task(tokio::task::try_id()?);
     // Read once: whether the task holds anything, and where its first hold is indexed.
     let look = held::task_look(actor.as_u64());
     if !waited && acq.flags() & (FLAG_TRY | FLAG_REENTRY) == 0 && look.holds() {
         return None;
     }
-    let hold = quick_push(l, th, mask, prim, actor, acq, since & TIME);
+    let hold = quick_push(l, prim, actor, acq, since & TIME);
     if let Some(e) = &hold.entry {
         e.index_looked(actor.as_u64(), look);
     }
     Some(hold)
 }
 
-/// The entry of a quick acquisition, on this thread's table `th` with inline entries `mask`
-/// in use (not full).
+/// The entry of a quick acquisition, on this thread's table (`l`), whose inline entries are
+/// not all in use.
 #[inline(always)]
-pub(super) fn quick_push(
-    l: &Local,
-    th: *const held::ThreadHeld,
-    mask: u32,
-    prim: &Prim,
-    actor: ActorId,
-    acq: Acq,
-    since: u64,
-) -> Hold {
+fn quick_push(l: &Local, prim: &Prim, actor: ActorId, acq: Acq, since: u64) -> Hold {
+    let (th, mask) = (l.held.get(), l.mask.get());
     l.hold_sample.set(l.hold_sample.get() - 1);
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());
-    // SAFETY: the callers read `th` and `mask` from this thread's locals, `mask` not full.
+    // SAFETY: `th` and `mask` are this thread's, and the callers checked that `mask` is not
+    // full (and that the table exists: a sample countdown above 0).
     let entry = unsafe { held::push_quick(l, th, mask, new_hold(l, prim, actor, acq, since)) };
     Hold { entry: Some(entry) }
 }
@@ -277,7 +277,7 @@ pub(super) fn record_hold(
     match &entry {
         Some(e) if actor.is_task() => e.index_task(actor.as_u64()),
         Some(_) => {}
-        // No table (the thread is exiting): the quick paths must not run (see `acquired_quick`).
+        // No table (the thread is exiting): the quick grant must not run (see `quick_grant`).
         None => l.hold_sample.set(0),
     }
     prim.resource.acquired(prim.kind, acq.mode(), acq.permits());

@@ -1,19 +1,20 @@
 //! Entry points for instrumentation: what a wrapper tells the detector, in order.
 //!
-//! `lockscope`'s wrappers call these; a crate that wants to instrument a primitive lockscope
-//! does not wrap can call the general column and need not know the quick one. The life of
-//! one acquisition:
+//! `lockscope`'s wrappers call these, and so can a crate that instruments a primitive
+//! lockscope does not wrap. Each step has one entry point, which says what happened; whether
+//! the detector records it on its inline fast half or its out-of-line slow half is its own
+//! business. The life of one acquisition:
 //!
-//! | step | general | quick form, tried first (it says when it did nothing) |
-//! |---|---|---|
-//! | granted at once | [`acquired`], or [`acquired_at`] with a start read by [`now`] before the lock | [`acquired_quick`] (a thread), [`acquired_quick_task`] (a task that holds nothing) |
-//! | it must wait | [`wait_begin`] ([`wait_begin_timed_precisely`]: a wait whose length is shown) | |
-//! | granted after waiting | [`acquired_after_wait`] ([`acquired_after_wait_ns`]: with its length) | |
-//! | the acquire future is dropped | [`wait_cancelled`] | |
-//! | a timed form gives up | [`wait_timed_out`] ([`timed_out_at_once`]: it never queued) | |
-//! | the wait fails (a closed semaphore) | [`wait_failed`] | |
-//! | a `try_` form gives up | [`try_failed`] | |
-//! | the guard or permit is dropped | [`released`], or [`release_books`] before the inner unlock and [`release_stats`] after it | [`release_quick`], [`release_quick_shared`] (no primitive read), [`release_own`] (an [`acquired_quick`] hold on its thread) |
+//! | step | entry point |
+//! |---|---|
+//! | granted at once | [`acquired`], or [`acquired_at`] with a start read by [`now`] before the lock |
+//! | it must wait | [`wait_begin`] ([`wait_begin_timed_precisely`]: a wait whose length is shown) |
+//! | granted after waiting | [`acquired_after_wait`] ([`acquired_after_wait_ns`]: with its length) |
+//! | the acquire future is dropped | [`wait_cancelled`] |
+//! | a timed form gives up | [`wait_timed_out`] ([`timed_out_at_once`]: it never queued) |
+//! | the wait fails (a closed semaphore) | [`wait_failed`] |
+//! | a `try_` form gives up | [`try_failed`] |
+//! | the guard or permit is dropped | [`release_books`] before the inner unlock and [`release_stats`] after it, told what the guard's type knows ([`Class`], [`GuardMarker`]); or [`released`], both at once |
 //!
 //! A semaphore's capacity changes through [`forgot`], [`added_permits`], [`removed_permits`]
 //! and [`closed`]; channels and joins have their waits in [`chan_wait_begin`] and
@@ -22,9 +23,9 @@
 //!
 //! The modules follow the steps: `hold` (the grants), `order` (the checks a grant or a wait
 //! makes first), `wait`, `release`, `permits`, and `hold_time` (where a hold's time goes).
-//! The quick forms and the uncontended grants are the hot path: no lock, no allocation, no
-//! precise clock read but for a sample, relaxed stores into the thread's hold table;
-//! everything that waits is `#[cold]`.
+//! The inline halves of [`acquired`] and [`release_books`] are the hot path: no lock, no
+//! allocation, no precise clock read but for a sample, relaxed stores into the thread's hold
+//! table; everything that waits is `#[cold]`.
 
 mod channels;
 mod hold;
@@ -38,13 +39,13 @@ mod tasks;
 mod wait;
 
 pub use channels::{ChanOp, ChanWait, ChanWaits, Channel, chan_wait_begin, channel};
-pub use hold::{Hold, acquired, acquired_at, acquired_quick, acquired_quick_task, now};
+pub use hold::{Hold, acquired, acquired_at, now};
 pub use joins::{JoinTarget, JoinWait, Joins, SetMembers, Started, join_begin, task_actor};
 pub use permits::{added_permits, closed, forgot, removed_permits};
 pub use recorded::{Book, Recorded};
 pub use release::{
-    Released, release_books, release_own, release_quick, release_quick_shared, release_stats,
-    released,
+    AnyPrim, Class, GuardMarker, GuardNoSend, GuardSend, IsMutex, NotMutex, Released,
+    release_books, release_stats, released,
 };
 pub use tasks::{task_ended, task_poll_ended};
 pub use wait::{

@@ -24,15 +24,11 @@ use crate::state::tls::{LOCAL, Local};
 
 use super::Acq;
 
-/// Whether [`acquired_quick`](super::acquired_quick) may record `prim` beside the holds `mask` (not 0) of this thread.
+/// Whether the quick grant of [`acquired`](super::acquired) may record `prim` beside the holds
+/// of this thread (`l`, whose mask of inline entries in use is not 0).
 #[inline(always)]
-pub(super) fn quick_nested(
-    th: *const held::ThreadHeld,
-    mask: u32,
-    prim: &Prim,
-    actor: ActorId,
-    acq: Acq,
-) -> bool {
+pub(super) fn quick_nested(l: &Local, prim: &Prim, actor: ActorId, acq: Acq) -> bool {
+    let (th, mask) = (l.held.get(), l.mask.get());
     let unchecked = acq.flags() & (FLAG_TRY | FLAG_REENTRY) != 0;
     // The key of the holds the lock-order graph sees (see `check_held_slow`).
     let (mut ctx, mut any) = (0u64, false);
@@ -193,28 +189,28 @@ pub(super) fn report_order(
         .iter()
         .filter_map(|&id| books::get(books::PrimitiveId(id)))
         .collect();
+    let scope = actor::current_scope();
     let Some(me) = pins.iter().find(|p| p.id() == prim.id()).cloned() else {
         // Not in the registry (nothing to pin): built here, as the sighting cannot wait.
-        let scope = actor::current_scope();
-        let f = order_findings(&found, held, prim, actor, acq, scope, &pins);
+        let f = order_findings(&found, (held, prim, actor, acq, scope), &pins);
         crate::report::finding::report_all(f);
         return;
     };
-    let (held, acq, scope) = (held.to_vec(), *acq, actor::current_scope());
+    let (held, acq) = (held.to_vec(), *acq);
     pending::defer(None, pins, move |pins: &[Arc<Prim>]| {
-        order_findings(&found, &held, &me, actor, &acq, scope, pins)
+        order_findings(&found, (&held, &me, actor, &acq, scope), pins)
     });
 }
 
-/// The findings of a lock-order sighting (see [`report_order`]), by `actor` in test scope
-/// `scope`, with the primitives it names looked up in `pins` first.
+/// Who sighted what: the holds, the primitive acquired under them, the actor, its
+/// acquisition and its test scope.
+type Sighting<'a> = (&'a [held::HoldView], &'a Prim, ActorId, &'a Acq, u32);
+
+/// The findings of a lock-order sighting (see [`report_order`]), with the primitives it names
+/// looked up in `pins` first.
 fn order_findings(
     found: &graph::lockorder::Observed,
-    held: &[held::HoldView],
-    prim: &Prim,
-    actor: ActorId,
-    acq: &Acq,
-    scope: u32,
+    (held, prim, actor, acq, scope): Sighting<'_>,
     pins: &[Arc<Prim>],
 ) -> Vec<crate::model::finding::Finding> {
     let mut out = Vec::new();

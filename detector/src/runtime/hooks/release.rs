@@ -1,6 +1,9 @@
-//! Releasing a hold: the general [`released`] (and its two halves [`release_books`] and
-//! [`release_stats`], either side of the inner unlock), and the quick releases of the common
-//! cases, which a wrapper tries first and which say when they did nothing.
+//! Releasing a hold: one path, [`release_books`] before the inner unlock and
+//! [`release_stats`] after it ([`released`] is both at once, for a caller with nothing to
+//! unlock in between). Its inline half releases the common holds (the thread's own, or one
+//! taken on this thread that nothing else points at); everything else goes to its `#[cold]`
+//! half. A wrapper says what its guard's type knows ([`Class`], [`GuardMarker`]), never which
+//! half to take.
 
 use crate::base::clock;
 use crate::state::held::{
@@ -14,31 +17,171 @@ use super::hold::{Hold, TIME};
 use super::hold_time::{hold_time, record_hold_time, record_mutex_hold};
 use super::tasks::blocking_released;
 
-/// The guard or permit was dropped (or forgotten: see [`forgot`](super::forgot)). Call before releasing the
-/// inner primitive.
-///
-/// The hold's time goes to the statistics as `hold_time` says: a hold shorter than a tick of
-/// the published clock (the common case) is counted in this thread's tally (per-thread counts
-/// that scrapes add up); a longer one goes to the primitive's histogram, without an atomic RMW
-/// when the holder is exclusive.
+pub use parking_lot::lock_api::{GuardNoSend, GuardSend};
+
+/// What a guard's type says of the thread its holds are released on: lock_api's guard
+/// markers. [`GuardNoSend`]: the guard cannot leave the thread that took it, so a hold the
+/// thread recorded as its own is released without a check; [`GuardSend`]: it may have moved.
+pub trait GuardMarker: sealed::Sealed {
+    /// Whether the guard stays on the thread that took it.
+    const STAYS: bool;
+}
+
+impl GuardMarker for GuardNoSend {
+    const STAYS: bool = true;
+}
+
+impl GuardMarker for GuardSend {
+    const STAYS: bool = false;
+}
+
+/// What a guard's type says of the primitive it holds: a mutex ([`IsMutex`]: its holder
+/// counts its hold time before the unlock, alone), not one ([`NotMutex`]: the common release
+/// does not even read the primitive), or either ([`AnyPrim`]: the primitive's kind says).
+pub trait Class: sealed::Sealed {
+    /// `Some(is a mutex)` when the type knows it.
+    const MUTEX: Option<bool>;
+}
+
+/// A mutex's guard (see [`Class`]).
+pub struct IsMutex;
+/// A guard of a primitive that is not a mutex: a semaphore's permit, a read-write lock's
+/// (see [`Class`]).
+pub struct NotMutex;
+/// A guard that may be either (see [`Class`]).
+pub struct AnyPrim;
+
+impl Class for IsMutex {
+    const MUTEX: Option<bool> = Some(true);
+}
+impl Class for NotMutex {
+    const MUTEX: Option<bool> = Some(false);
+}
+impl Class for AnyPrim {
+    const MUTEX: Option<bool> = None;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::GuardNoSend {}
+    impl Sealed for super::GuardSend {}
+    impl Sealed for super::IsMutex {}
+    impl Sealed for super::NotMutex {}
+    impl Sealed for super::AnyPrim {}
+}
+
+/// The guard or permit was dropped (or forgotten: see [`forgot`](super::forgot)), with
+/// nothing to unlock between the books and the statistics: [`release_books`] then
+/// [`release_stats`]. Call before releasing the inner primitive.
 #[inline]
 pub fn released(prim: &Prim, hold: Hold) {
-    let Some(e) = hold.entry else { return };
+    let r = release_books::<AnyPrim, GuardSend>(hold, || prim);
+    release_stats(prim, r);
+}
+
+/// The first half of a release: clears the hold from the books (call before the inner
+/// unlock), and returns what [`release_stats`] records after it, so that an atomic
+/// read-modify-write and the precise clock stay out of the critical section. `prim` is
+/// called only when the primitive itself is needed (never on the common release of a
+/// [`NotMutex`] hold).
+///
+/// A mutex's holder is alone until the unlock, so it records its hold time here with plain
+/// loads and stores, and leaves nothing for [`release_stats`]: every update of a mutex's
+/// statistics is made by its holder, which the mutex itself orders, so none is lost. A hold
+/// shorter than a tick of the published clock (the common case) of any other primitive is
+/// counted in this thread's tally (per-thread counts that scrapes add up).
+#[inline(always)]
+pub fn release_books<'p, C: Class, M: GuardMarker>(
+    hold: Hold,
+    prim: impl FnOnce() -> &'p Prim,
+) -> Released {
+    let Some(e) = hold.entry else {
+        return Released::default();
+    };
     let (since, meta) = e.since_and_meta();
-    let time = hold_time(since, meta);
-    // The books first, the count after: a scrape in between sees the acquisition neither live
-    // nor completed (an undercount its clamp hides), never both (an overcount that would stick).
-    // The inner primitive is still held, so an exclusive holder still needs no atomic RMW.
+    let short = since == clock::published_word() & TIME;
+    let l = local();
+    let flags = meta_flags(meta);
+    if flags & FLAG_QUICK != 0 && (M::STAYS || held::is_mine(&e, l)) {
+        // The thread's own untimed hold, on its thread: the books in two stores.
+        held::release_own(&e, l);
+        let prim = prim();
+        console_released(prim, meta);
+        if is_mutex::<C>(prim) {
+            return mutex_released(prim, since, meta, short);
+        }
+        return Released::stats(since, meta);
+    }
+    if M::STAYS {
+        // A guard that stays on its thread and did not take the quick grant: rare (a sample,
+        // a nested acquisition, a `try_`), and kept out of the caller's inline code.
+        return release_slow(prim(), e, since, meta, short, C::MUTEX);
+    }
+    if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
+        && !cfg!(feature = "console")
+        && C::MUTEX == Some(false)
+    {
+        // A semaphore's or read-write lock's common release: its id is the hold's, and the
+        // wrapper's pointer to the primitive, which may share a cache line with the wrapped
+        // semaphore's state (written by every worker), is not read.
+        let id = e.prim_id();
+        if held::release_quick(&e, l) {
+            return released_shared(l, id, since, meta, short);
+        }
+    }
+    release_slow(prim(), e, since, meta, short, C::MUTEX)
+}
+
+/// Whether `prim` is a mutex: known from the guard's type, or read.
+#[inline(always)]
+fn is_mutex<C: Class>(prim: &Prim) -> bool {
+    C::MUTEX.unwrap_or_else(|| prim.kind.is_mutex())
+}
+
+/// The rest of [`release_books`]: a hold taken on this thread that nothing else points at
+/// (released in place), else the general release (any thread's entry, a task's indexed or
+/// blocking hold, a sampled or split one, a mutex's long hold).
+#[inline(never)]
+fn release_slow(
+    prim: &Prim,
+    e: EntryRef,
+    since: u64,
+    meta: u64,
+    short: bool,
+    mutex: Option<bool>,
+) -> Released {
+    let mutex = mutex.unwrap_or_else(|| prim.kind.is_mutex());
+    let l = local();
+    if meta_flags(meta) & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
+        && (short || !mutex)
+        && held::release_quick(&e, l)
+    {
+        // (The entry is cleared: its view is gone, its meta word still says what was held.)
+        console_released(prim, meta);
+        if mutex {
+            return mutex_released(prim, since, meta, true);
+        }
+        return released_shared(l, prim.id.0, since, meta, short);
+    }
+    release_general(prim, e, since, meta, mutex)
+}
+
+/// Any hold, wherever it was recorded: off its thread's inline entries, in the task index,
+/// a task's blocking guard, a sampled or split hold; also while the thread's locals are
+/// being torn down.
+#[cold]
+fn release_general(prim: &Prim, e: EntryRef, since: u64, meta: u64, mutex: bool) -> Released {
     if LOCAL
-        .try_with(|l| {
-            release_entry(prim, &e, meta, Some(l));
-            record_hold_time(prim, time, Some(l), meta_mode(meta).is_exclusive());
-        })
+        .try_with(|l| release_entry(prim, &e, meta, Some(l)))
         .is_err()
     {
         release_entry(prim, &e, meta, None);
-        record_hold_time(prim, time, None, false);
     }
+    if mutex {
+        record_mutex_hold(prim, hold_time(since, meta));
+        return Released::default();
+    }
+    Released::stats(since, meta)
 }
 
 #[inline]
@@ -60,143 +203,21 @@ pub(super) fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Loc
     e.release_in(l);
 }
 
-/// The fast path of [`release_books`], for the common release: a hold taken on this thread
-/// (by the thread or a task), not split, no blocking guard of a task, and for a mutex a short
-/// one (under a tick of the published clock, not sampled). `raw` is the hold's
-/// [`Hold::into_raw`]. It returns what to give [`release_stats`] after the unlock, or, when
-/// nothing was done ([`Released::is_done`] false), the caller takes [`release_books`] with
-/// the hold. (Not an `Option`: two words come back in registers, three through memory.)
-///
-/// A mutex's holder counts the hold before the unlock (see [`release_books`]), with plain
-/// loads and stores, and leaves nothing for [`release_stats`]. `mutex` is
-/// `prim.kind().is_mutex()`, which a wrapper may know from its type.
-#[inline(always)]
-pub fn release_quick(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
-    let Some((e, since, meta, short)) = quick_view(raw) else {
-        return Released::UNDONE;
-    };
-    debug_assert_eq!(mutex, prim.kind.is_mutex());
-    let l = local();
-    let flags = meta_flags(meta);
-    if flags & FLAG_QUICK != 0 {
-        // A thread's own untimed hold on its inline entry, released as such if this is still
-        // its thread (a guard may be `Send`).
-        if !held::is_mine(&e, l) {
-            return Released::UNDONE;
-        }
-        return release_own_entry(prim, &e, (since, meta, short), mutex);
-    }
-    if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0
-        || (mutex && !short)
-        || !held::release_quick(&e, l)
-    {
-        // The caller keeps the hold when nothing was done (`EntryRef` has no drop).
-        return Released::UNDONE;
-    }
-    // (The entry is cleared: its view is gone, its meta word still says what was held.)
-    console_released(prim, meta);
-    if mutex {
-        return mutex_released(prim, since, meta, true);
-    }
-    released_shared(l, prim.id.0, since, meta, short)
-}
-
-/// A quick release's view of the hold `raw` (a [`Hold::into_raw`], not turned back yet): its
-/// entry, start and meta word, and whether it is short (untimed and started at the published
-/// time now: under a tick; a sampled start is a precise reading, not the published word, but
-/// its flag sends it to the general path). `None`: nothing was recorded.
-#[inline(always)]
-pub(super) fn quick_view(raw: *mut ()) -> Option<(EntryRef, u64, u64, bool)> {
-    // SAFETY: as the callers' callers promise: a pointer from `Hold::into_raw`, or null.
-    let e = unsafe { EntryRef::from_ptr(raw.cast()) }?;
-    let (since, meta, short) = entry_view(&e);
-    Some((e, since, meta, short))
-}
-
-/// A live hold's start and meta word, and whether it is short (see [`quick_view`]).
-#[inline(always)]
-pub(super) fn entry_view(e: &EntryRef) -> (u64, u64, bool) {
-    let (since, meta) = e.since_and_meta();
-    (since, meta, since == clock::published_word() & TIME)
-}
-
-/// The end of a quick release of a hold of `prim` (an id) that is not a mutex's, its entry
+/// The end of a release of a hold of `prim` (an id) that is not a mutex's, its entry
 /// cleared: a short hold in this thread's tally when the tally has its slot (plain loads and
 /// stores on this thread's table, nothing left for after the unlock), else its start and
 /// flags for [`release_stats`].
 #[inline(always)]
-pub(super) fn released_shared(
-    l: &Local,
-    prim: u64,
-    since: u64,
-    meta: u64,
-    short: bool,
-) -> Released {
+fn released_shared(l: &Local, prim: u64, since: u64, meta: u64, short: bool) -> Released {
     if short && held::tally_quick(l, prim) {
         return Released::default();
     }
     Released::stats(since, meta)
 }
 
-/// [`release_quick`] for a primitive that is not a mutex, without the primitive itself: its id
-/// is the hold's. A wrapper's pointer to its primitive can share a cache line with the
-/// wrapped semaphore's state, which every worker writes: this release does not read it.
-/// Never done with the `console` feature (the primitive's resource is updated then).
-#[inline(always)]
-pub fn release_quick_shared(raw: *mut ()) -> Released {
-    if cfg!(feature = "console") {
-        return Released::UNDONE;
-    }
-    let Some((e, since, meta, short)) = quick_view(raw) else {
-        return Released::UNDONE;
-    };
-    let l = local();
-    if meta_flags(meta) & (FLAG_QUICK | FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) != 0 {
-        return Released::UNDONE;
-    }
-    let prim = e.prim_id();
-    if !held::release_quick(&e, l) {
-        return Released::UNDONE;
-    }
-    released_shared(l, prim, since, meta, short)
-}
-
-/// [`release_quick`] for a hold of [`acquired_quick`](super::acquired_quick) (its [`Hold::into_raw`]), on the thread
-/// that took it: the books in two stores, no check; a mutex's short hold counted by its
-/// holder (plain loads and stores, as in [`release_books`]). Call before the inner unlock, and
-/// give what it returns to [`release_stats`] after it. `mutex` as for [`release_quick`].
-///
-/// # Safety
-///
-/// `raw` is the hold of an [`acquired_quick`](super::acquired_quick) that returned it on this thread, not released
-/// yet, and released once (this call).
-#[inline(always)]
-pub unsafe fn release_own(prim: &Prim, raw: *mut (), mutex: bool) -> Released {
-    // SAFETY: as the caller promises: a live entry of this thread's table (non-null).
-    let e = unsafe { EntryRef::from_ptr_unchecked(raw.cast()) };
-    release_own_entry(prim, &e, entry_view(&e), mutex)
-}
-
-/// The body of [`release_own`]: `e` is a live hold of [`acquired_quick`](super::acquired_quick), on this thread,
-/// `view` its [`entry_view`] (read before the entry is cleared).
-#[inline(always)]
-pub(super) fn release_own_entry(
-    prim: &Prim,
-    e: &EntryRef,
-    (since, meta, short): (u64, u64, bool),
-    mutex: bool,
-) -> Released {
-    held::release_own(e, local());
-    console_released(prim, meta);
-    if mutex {
-        return mutex_released(prim, since, meta, short);
-    }
-    Released::stats(since, meta)
-}
-
-/// The tail of a quick release of a mutex's hold (its entry cleared, the mutex still held):
-/// its holder counts it, a short one with one add (see `Stats::count_short`), a longer one
-/// with its time. Nothing is left for [`release_stats`].
+/// The tail of a release of a mutex's hold (its entry cleared, the mutex still held): its
+/// holder counts it, a short one with one add (see `Stats::count_short`), a longer one with
+/// its time. Nothing is left for [`release_stats`].
 #[inline(always)]
 fn mutex_released(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
     if short {
@@ -228,7 +249,8 @@ pub(super) extern "C" fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
     record_mutex_hold(prim, hold_time(since, meta));
 }
 
-/// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags.
+/// What [`release_books`] leaves for [`release_stats`]: the hold's start and flags, or
+/// nothing (a start of 0).
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Released {
     since: u64,
@@ -236,12 +258,10 @@ pub struct Released {
 }
 
 impl Released {
-    /// [`release_quick`] did nothing (a start is never 1: its low bits are cleared).
-    const UNDONE: Released = Released { since: 1, meta: 0 };
-
-    /// A hold that started at `since` (packed `meta`), for [`release_stats`] to time. Never
-    /// 0 for a real start (the clock counts from boot, and 0 means "nothing"), never 1
-    /// ([`UNDONE`](Released::UNDONE)).
+    /// A hold that started at `since` (packed `meta`), for [`release_stats`] to time: never
+    /// 0, which means "nothing" (the coarse clock counts from the process's start, so a
+    /// start in its first nanoseconds is moved to 8, the first reading with its low bits
+    /// cleared).
     #[inline(always)]
     fn stats(since: u64, meta: u64) -> Released {
         Released {
@@ -250,45 +270,12 @@ impl Released {
         }
     }
 
-    /// Whether [`release_quick`] released the hold.
-    #[inline(always)]
-    pub fn is_done(&self) -> bool {
-        self.since != 1
-    }
-
     /// Whether [`release_stats`] has anything to record (else it need not be called, nor the
     /// primitive looked up for it).
     #[inline(always)]
     pub fn has_stats(&self) -> bool {
         self.since != 0
     }
-}
-
-/// The first half of a release: clears the hold from the books (call before the inner
-/// unlock). [`release_stats`] (after the unlock) records the statistics, so that an atomic
-/// read-modify-write and the precise clock stay out of the critical section.
-///
-/// A mutex's holder is alone until the unlock, so it records its hold time here with plain
-/// loads and stores (the published clock; the precise one for a sampled hold only), and
-/// leaves nothing for [`release_stats`]: every update of a mutex's statistics is made by its
-/// holder, which the mutex itself orders, so none is lost.
-#[inline]
-pub fn release_books(prim: &Prim, hold: Hold) -> Released {
-    let Some(e) = hold.entry else {
-        return Released::default();
-    };
-    let (since, meta) = e.since_and_meta();
-    if LOCAL
-        .try_with(|l| release_entry(prim, &e, meta, Some(l)))
-        .is_err()
-    {
-        release_entry(prim, &e, meta, None);
-    }
-    if prim.kind.is_mutex() {
-        record_mutex_hold(prim, hold_time(since, meta));
-        return Released::default();
-    }
-    Released::stats(since, meta)
 }
 
 #[inline]

@@ -192,9 +192,7 @@ pub(super) fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool)
         if q.mixed_from == 0 && prim.mixed.load(Ordering::Relaxed) {
             q.mixed_from = seq;
         }
-        prim.retrying.store(q.retrying(), Ordering::Relaxed);
-        prim.waiting.store(q.len() as u32, Ordering::Relaxed);
-        prim.resource.waiters(q.len());
+        prim.queue_changed(&q);
         seq
     };
     Waiting::queued(seq, since_ns, precise)
@@ -288,9 +286,7 @@ pub(super) fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
             let t = *now.insert(clock::precise_now());
             q.gave_up(rec, t);
         }
-        prim.retrying.store(q.retrying(), Ordering::Relaxed);
-        prim.waiting.store(q.len() as u32, Ordering::Relaxed);
-        prim.resource.waiters(q.len());
+        prim.queue_changed(&q);
         rec
     };
     if let Some(rec) = rec
@@ -334,8 +330,13 @@ pub fn acquired_after_wait_ns(prim: &Prim, acq: Acq, mut w: Waiting) -> (Hold, u
             if w.precise() {
                 l.last_precise_hold.set(now);
             }
-            quick_task_hold(l, prim, acq, now, true)
-                .unwrap_or_else(|| record_hold(l, prim, actor::current_in(l), acq, now))
+            let actor = actor::current_in(l);
+            let quick = if actor.is_task() {
+                quick_task_hold(l, actor, prim, acq, now, true)
+            } else {
+                None
+            };
+            quick.unwrap_or_else(|| record_hold(l, prim, actor, acq, now))
         })
         .unwrap_or_else(|_| {
             count_wait(prim, time, exclusive, None);

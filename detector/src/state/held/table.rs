@@ -229,17 +229,6 @@ impl EntryRef {
         NonNull::new(ptr).map(EntryRef)
     }
 
-    /// [`EntryRef::from_ptr`] of a pointer known not to be null.
-    ///
-    /// # Safety
-    ///
-    /// As for `from_ptr`, and `ptr` is not null.
-    #[inline(always)]
-    pub(crate) unsafe fn from_ptr_unchecked(ptr: *mut Entry) -> EntryRef {
-        // SAFETY: as the caller promises.
-        EntryRef(unsafe { NonNull::new_unchecked(ptr) })
-    }
-
     /// The lockscope number of the thread whose table holds this entry.
     pub fn thread(&self) -> u64 {
         self.table().thread.load(Ordering::Relaxed)

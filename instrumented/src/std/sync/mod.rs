@@ -171,8 +171,7 @@ fn locked<'a, G, W>(
     wrap: impl FnOnce(&'a Prim, G, Token) -> W,
 ) -> LockResult<W> {
     let mut try_ = try_;
-    // std's guards are `!Send`: they stay on this thread.
-    let (r, token) = blocking(|| cell.get(), acq, true, || fast(try_()), lock);
+    let (r, token) = blocking(|| cell.get(), acq, || fast(try_()), lock);
     wrap_lock(r, |g| wrap(cell.get(), g, token))
 }
 
