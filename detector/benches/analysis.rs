@@ -15,8 +15,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use lockscope_detector::graph::waitfor::reduce;
-use lockscope_detector::rules::deadlock::{blocked_groups, model};
+use lockscope_detector::__private::graph::waitfor::reduce;
+use lockscope_detector::__private::rules::deadlock::{blocked_groups, model};
 
 #[path = "../tests/scale.rs"]
 mod scale;

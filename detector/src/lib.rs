@@ -59,8 +59,8 @@
 // docs.rs builds with `--cfg docsrs` (Cargo.toml): each feature-gated item gets its feature badge.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// The layers, top to bottom (see the map at the top of this file). Internal: `pub(crate)`;
-// the old flat paths below stay for lockscope's crates.
+// The layers, top to bottom (see the map at the top of this file). Internal: `pub(crate)`,
+// reached by lockscope's own crates through `__private` only.
 // 1.
 pub(crate) mod base;
 // 2.
@@ -70,8 +70,7 @@ pub(crate) mod state;
 // 4.
 pub(crate) mod analysis;
 // 5.
-#[doc(hidden)]
-pub mod rules;
+pub(crate) mod rules;
 // 6.
 pub(crate) mod report;
 // 7.
@@ -93,7 +92,7 @@ pub mod config {
     //! | `LOCKSCOPE_LEAK_MS` | a permit held this long by a holder gone quiet: `leaked-permit` | 60000 (test: end of test) |
     //! | `LOCKSCOPE_WORKER_STALL_MS` | a blocking wait stalls an async worker this long: `blocking-in-async` | 50 (test: 10) |
     //! | `LOCKSCOPE_TEST_TIMEOUT_MS` | an armed test with nothing moving this long fails with a dump of its live state (`docs/testing.md`); `0`: none | none (test: 60000) |
-    //! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (see [`crate::clock`]); `0`: none, holds read the coarse clock | 0 |
+    //! | `LOCKSCOPE_CLOCK_TICK_MS` | period of a `lockscope-clock` thread that times holds (docs/performance.md, "Clocks"); `0`: none, holds read the coarse clock | 0 |
     //!
     //! The environment is read once, when the first primitive is created or the detector is first
     //! asked anything; an invalid value is reported on stderr and as an `ERROR` event, and the
@@ -104,40 +103,30 @@ pub mod config {
     pub use crate::runtime::configure::set_enabled;
 }
 
-// Internal modules under their old flat paths: `pub` only because lockscope's own crates (the
-// wrappers, the exporter, the tests) reach into them, and hidden from the documentation: they
-// are not part of the API and change without notice. Their one sanctioned path is `__private`.
-#[doc(hidden)]
-pub use analysis::{graph, snapshot, status};
-#[doc(hidden)]
-pub use base::{clock, stats};
-#[doc(hidden)]
-pub use report::ci;
-#[doc(hidden)]
-pub use report::metrics;
-#[doc(hidden)]
-pub use runtime::cell as prim;
-#[doc(hidden)]
-pub use runtime::{hooks, scope, stress, testing};
-#[doc(hidden)]
-pub use state::{actor, held, wait};
-
-/// Findings: the model's types, the store's functions, the end-of-test check.
-#[doc(hidden)]
-pub mod finding {
-    pub use crate::model::finding::*;
-    pub use crate::report::finding::*;
-    pub use crate::runtime::scope::assert_clean;
-}
-
 /// Not part of the API: the detector's internals, for lockscope's own crates (the wrappers
-/// feed the detector through `hooks`). Anything here may change in any release.
+/// feed the detector through `hooks`; the exporter reads `snapshot`, `status` and `metrics`;
+/// the tests reach into the books). This is their one path; anything here may change in any
+/// release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::{
-        actor, clock, finding, graph, held, hooks, metrics, prim, rules, scope, snapshot, stats,
-        testing, wait,
-    };
+    pub use crate::analysis::{graph, snapshot, status};
+    pub use crate::base::{clock, stats};
+    pub use crate::report::{ci, metrics};
+    pub use crate::runtime::cell as prim;
+    pub use crate::runtime::{hooks, scope, stress, testing};
+    pub use crate::state::{actor, held, wait};
+
+    /// The rules (pure: state in, findings out), for the detector's benches and tests.
+    pub mod rules {
+        pub use crate::rules::*;
+    }
+
+    /// Findings: the model's types, the store's functions, the end-of-test check.
+    pub mod finding {
+        pub use crate::model::finding::*;
+        pub use crate::report::finding::*;
+        pub use crate::runtime::scope::assert_clean;
+    }
 }
 
 pub use analysis::graph_snapshot::{GraphSnapshot, WaitEdge, WaitNode, graph, graph_limited};

@@ -4,8 +4,8 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 use tokio::sync::oneshot;
 
 /// A primitive for tasks to share (kept for the whole test process).
@@ -27,7 +27,7 @@ async fn hold_across_await(
     let (ready, held) = oneshot::channel::<()>();
     let (go, wait) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let h = hooks::acquired(cell.get(), Acq::new(site, 1, Mode::Exclusive));
+        let h = hooks::acquired::<hooks::Threads>(cell.get(), Acq::new(site, 1, Mode::Exclusive));
         ready.send(()).unwrap();
         wait.await.unwrap();
         hooks::released(cell.get(), h);
@@ -53,7 +53,10 @@ fn a_task_running_where_another_holds_a_blocking_guard_reports_that_guard() {
         // Task B runs on the same thread meanwhile.
         let b = tokio::spawn(async move {
             let p = next.get();
-            let h = hooks::acquired(p, Acq::new(Location::caller(), 1, Mode::Exclusive));
+            let h = hooks::acquired::<hooks::Threads>(
+                p,
+                Acq::new(Location::caller(), 1, Mode::Exclusive),
+            );
             hooks::released(p, h);
             tokio::task::id()
         });

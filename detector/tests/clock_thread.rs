@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use lockscope_detector::clock::{hold_now, precise_now};
+use lockscope_detector::__private::clock::{hold_now, precise_now};
 use lockscope_detector::{Config, set_enabled};
 
 fn clock_thread_running() -> bool {

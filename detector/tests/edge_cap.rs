@@ -4,9 +4,9 @@
 
 use std::panic::Location;
 
-use lockscope_detector::graph::lockorder;
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::PrimCell;
+use lockscope_detector::__private::graph::lockorder;
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::PrimCell;
 use lockscope_detector::{Config, PrimKind, dropped_counts};
 
 fn dropped_edges() -> u64 {
@@ -19,8 +19,8 @@ fn dropped_edges() -> u64 {
 /// Takes `outer`, then `inner` inside it, then releases both: the edge `outer -> inner`.
 fn nest(outer: &PrimCell, inner: &PrimCell) {
     let site = Location::caller();
-    let a = hooks::acquired(outer.get(), Acq::new(site, 1, Mode::Exclusive));
-    let b = hooks::acquired(inner.get(), Acq::new(site, 1, Mode::Exclusive));
+    let a = hooks::acquired::<hooks::Threads>(outer.get(), Acq::new(site, 1, Mode::Exclusive));
+    let b = hooks::acquired::<hooks::Threads>(inner.get(), Acq::new(site, 1, Mode::Exclusive));
     hooks::released(inner.get(), b);
     hooks::released(outer.get(), a);
 }

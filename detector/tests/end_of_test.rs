@@ -8,9 +8,10 @@
 use std::panic::Location;
 use std::sync::Mutex;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{self, PrimCell, PrimKind};
-use lockscope_detector::{Finding, ScopeOptions, TestScope, actor, held::FLAG_MOVABLE};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::{self, PrimCell, PrimKind};
+use lockscope_detector::__private::{actor, held::FLAG_MOVABLE};
+use lockscope_detector::{Finding, ScopeOptions, TestScope};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -38,7 +39,7 @@ fn summaries(findings: &[Finding]) -> Vec<&str> {
 
 /// Forgets `n` permits of a semaphore, acquired at `site`.
 fn forget(sem: &PrimCell, site: &'static Location<'static>, n: u32) {
-    let h = hooks::acquired(sem.get(), Acq::new(site, n, Mode::Permits));
+    let h = hooks::acquired::<hooks::Threads>(sem.get(), Acq::new(site, n, Mode::Permits));
     hooks::forgot(sem.get(), h, u64::from(n));
 }
 
@@ -54,19 +55,25 @@ fn a_scope_is_told_of_what_it_left_held_or_forgotten_and_of_nothing_else() {
     forget(&outside_sem, before, 1);
     let borrowed = cell("end/borrowed", PrimKind::Mutex, 1);
     let outside_mutex = cell("end/outside_mutex", PrimKind::Mutex, 1);
-    let held_before = hooks::acquired(outside_mutex.get(), Acq::new(before, 1, Mode::Exclusive));
+    let held_before = hooks::acquired::<hooks::Threads>(
+        outside_mutex.get(),
+        Acq::new(before, 1, Mode::Exclusive),
+    );
 
     let scope = TestScope::arm("end_of_test", ScopeOptions::default());
     let pool = cell("end/pool", PrimKind::Semaphore, 5);
-    let p1 = hooks::acquired(pool.get(), Acq::new(pool_site, 2, Mode::Permits));
-    let p2 = hooks::acquired(
+    let p1 = hooks::acquired::<hooks::Threads>(pool.get(), Acq::new(pool_site, 2, Mode::Permits));
+    let p2 = hooks::acquired::<hooks::Threads>(
         pool.get(),
         Acq::new(pool_site, 2, Mode::Permits).with_flags(FLAG_MOVABLE),
     );
     let forgetful = cell("end/forgetful", PrimKind::Semaphore, 3);
     forget(&forgetful, pool_site, 1);
     // A primitive from outside, held in the test: the hold is the test's.
-    let b = hooks::acquired(borrowed.get(), Acq::new(borrowed_site, 1, Mode::Exclusive));
+    let b = hooks::acquired::<hooks::Threads>(
+        borrowed.get(),
+        Acq::new(borrowed_site, 1, Mode::Exclusive),
+    );
     let found = scope.finish();
 
     assert_eq!(found.len(), 3, "{:#?}", summaries(&found));
@@ -129,12 +136,13 @@ fn a_tests_primitive_dropped_with_holds_or_forgotten_permits_is_reported() {
     let forgetful = cell("end/dropped_forgetful", PrimKind::Semaphore, 3);
     let other = cell("end/dropped_other", PrimKind::Mutex, 1);
     // Leaked: never released (as `std::mem::forget` of a guard leaves them).
-    let _m = hooks::acquired(mutex.get(), Acq::new(site, 1, Mode::Exclusive));
-    let _s1 = hooks::acquired(sem.get(), Acq::new(site, 1, Mode::Permits));
-    let _s2 = hooks::acquired(sem.get(), Acq::new(site, 2, Mode::Permits));
+    let _m = hooks::acquired::<hooks::Threads>(mutex.get(), Acq::new(site, 1, Mode::Exclusive));
+    let _s1 = hooks::acquired::<hooks::Threads>(sem.get(), Acq::new(site, 1, Mode::Permits));
+    let _s2 = hooks::acquired::<hooks::Threads>(sem.get(), Acq::new(site, 2, Mode::Permits));
     forget(&forgetful, site, 2);
     // Held, but not by a primitive being dropped.
-    let o = hooks::acquired(other.get(), Acq::new(other_site, 1, Mode::Exclusive));
+    let o =
+        hooks::acquired::<hooks::Threads>(other.get(), Acq::new(other_site, 1, Mode::Exclusive));
     drop((mutex, sem, forgetful));
     let found = scope.findings();
     assert_eq!(found.len(), 3, "{:#?}", summaries(&found));
@@ -177,7 +185,7 @@ fn assert_clean_reports_what_the_calling_thread_left() {
     let sem = cell("end/plain_sem", PrimKind::Semaphore, 2);
     forget(&sem, site, 1);
     let mutex = cell("end/plain_mutex", PrimKind::Mutex, 1);
-    let h = hooks::acquired(mutex.get(), Acq::new(held_site, 1, Mode::Exclusive));
+    let h = hooks::acquired::<hooks::Threads>(mutex.get(), Acq::new(held_site, 1, Mode::Exclusive));
     // Another thread's semaphore with a forgotten permit, and its hold of ours: not ours.
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -185,7 +193,7 @@ fn assert_clean_reports_what_the_calling_thread_left() {
         let theirs = cell("end/foreign_sem", PrimKind::Semaphore, 2);
         forget(&theirs, Location::caller(), 1);
         let their_mutex = cell("end/foreign_mutex", PrimKind::Mutex, 1);
-        let h = hooks::acquired(
+        let h = hooks::acquired::<hooks::Threads>(
             their_mutex.get(),
             Acq::new(Location::caller(), 1, Mode::Exclusive),
         );
@@ -229,7 +237,10 @@ fn a_primitive_of_no_test_dropped_with_a_hold_is_not_reported() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     lockscope_detector::clear_findings();
     let m = cell("end/no_test", PrimKind::Mutex, 1);
-    let _h = hooks::acquired(m.get(), Acq::new(Location::caller(), 1, Mode::Exclusive));
+    let _h = hooks::acquired::<hooks::Threads>(
+        m.get(),
+        Acq::new(Location::caller(), 1, Mode::Exclusive),
+    );
     prim::unregister(m.get());
     assert!(lockscope_detector::findings().is_empty());
     drop(m);

@@ -8,9 +8,9 @@
 
 use std::panic::Location;
 
+use lockscope_detector::__private::graph::lockorder::OrderEdgeSnapshot;
+use lockscope_detector::__private::prim::{MAX_NAME_LEN, register};
 use lockscope_detector::config::parse_ms;
-use lockscope_detector::graph::lockorder::OrderEdgeSnapshot;
-use lockscope_detector::prim::{MAX_NAME_LEN, register};
 use lockscope_detector::{GraphSnapshot, PrimKind, WaitEdge, WaitNode, validate_name};
 use proptest::prelude::*;
 

@@ -33,8 +33,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::PrimCell;
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::PrimCell;
 use lockscope_detector::{Finding, FindingKind, PrimKind, findings};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -104,7 +104,8 @@ impl Case {
         let mut held = Vec::new();
         for &i in order {
             if let Some(c) = &self.slots[i] {
-                let h = hooks::acquired(c.get(), Acq::new(site, 1, Mode::Exclusive));
+                let h =
+                    hooks::acquired::<hooks::Threads>(c.get(), Acq::new(site, 1, Mode::Exclusive));
                 held.push((c, h));
             }
         }

@@ -43,8 +43,8 @@
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
-use lockscope_detector::graph::waitfor::{MHold, MPrim, MWait, Policy, reduce};
-use lockscope_detector::held::Mode;
+use lockscope_detector::__private::graph::waitfor::{MHold, MPrim, MWait, Policy, reduce};
+use lockscope_detector::__private::held::Mode;
 use proptest::prelude::*;
 use proptest::sample::Index;
 

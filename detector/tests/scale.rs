@@ -13,12 +13,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::panic::Location;
 use std::sync::Arc;
 
+use lockscope_detector::__private::held::{FLAG_MOVABLE, HoldView, Mode};
+use lockscope_detector::__private::hooks::{self, Acq};
+use lockscope_detector::__private::prim::{self, Prim, PrimCell, PrimKind};
+use lockscope_detector::__private::snapshot::{PrimState, State};
+use lockscope_detector::__private::wait::WaiterRec;
 use lockscope_detector::ActorId;
-use lockscope_detector::held::{FLAG_MOVABLE, HoldView, Mode};
-use lockscope_detector::hooks::{self, Acq};
-use lockscope_detector::prim::{self, Prim, PrimCell, PrimKind};
-use lockscope_detector::snapshot::{PrimState, State};
-use lockscope_detector::wait::WaiterRec;
 
 /// Tasks in the state.
 pub const TASKS: u64 = 10_000;
@@ -424,7 +424,7 @@ fn templates() -> (HoldView, WaiterRec) {
             .map(|s| (s.holds, s.waiters))
             .unwrap_or_default()
     };
-    let h = hooks::acquired(p, Acq::new(site, 1, Mode::Exclusive));
+    let h = hooks::acquired::<hooks::Threads>(p, Acq::new(site, 1, Mode::Exclusive));
     let hold = books().0.first().copied();
     hooks::released(p, h);
     let w = hooks::wait_begin(p, Acq::new(site, 1, Mode::Exclusive), false);
@@ -439,7 +439,7 @@ fn templates() -> (HoldView, WaiterRec) {
 
 #[test]
 fn analysis_finds_exactly_the_hidden_deadlocks() {
-    use lockscope_detector::rules::deadlock::{blocked_groups, model};
+    use lockscope_detector::__private::rules::deadlock::{blocked_groups, model};
     use std::time::Duration;
 
     /// The CPU time this thread has used (Linux's `CLOCK_THREAD_CPUTIME_ID`).

@@ -3,7 +3,7 @@
 
 use std::panic::Location;
 
-use lockscope_detector::held::{for_each_all, push, table_counts};
+use lockscope_detector::__private::held::{for_each_all, push, table_counts};
 
 #[test]
 fn exited_threads_tables_are_recycled_once_empty() {

@@ -12,8 +12,8 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use lockscope_detector::hooks::{self, Acq, Hold, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Hold, Mode};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 
 const PRIMITIVES: usize = 10_000;
 const BUDGET: Duration = Duration::from_millis(100);
@@ -33,10 +33,13 @@ fn workload() -> (Vec<PrimCell>, Vec<(usize, Hold)>) {
     let mut live = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
         let prim = cell.get();
-        let hold = hooks::acquired(prim, Acq::new(site, 1, Mode::Permits));
+        let hold = hooks::acquired::<hooks::Threads>(prim, Acq::new(site, 1, Mode::Permits));
         hooks::released(prim, hold);
         if i % 10 == 0 {
-            live.push((i, hooks::acquired(prim, Acq::new(site, 2, Mode::Permits))));
+            live.push((
+                i,
+                hooks::acquired::<hooks::Threads>(prim, Acq::new(site, 2, Mode::Permits)),
+            ));
         }
     }
     (cells, live)

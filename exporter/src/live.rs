@@ -102,7 +102,7 @@ pub(crate) struct Status {
 pub(crate) fn status() -> Status {
     let cfg = config::current();
     let (series, folded_series) =
-        lockscope_detector::prim::with_series(|all, dropped, _| (all.len(), dropped));
+        lockscope_detector::__private::prim::with_series(|all, dropped, _| (all.len(), dropped));
     let [findings, edges, events, ticks] = lockscope_detector::dropped_counts();
     let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     Status {
@@ -119,11 +119,11 @@ pub(crate) fn status() -> Status {
         tick_ms: ms(cfg.tick),
         watchdog_ticks: lockscope_detector::watchdog_ticks(),
         uptime_ms: ms(STARTED.elapsed()),
-        live_primitives: lockscope_detector::prim::live_count(),
+        live_primitives: lockscope_detector::__private::prim::live_count(),
         series,
         max_series: cfg.max_series,
         folded_series,
-        lock_order_edges: lockscope_detector::graph::lockorder::edge_count(),
+        lock_order_edges: lockscope_detector::__private::graph::lockorder::edge_count(),
         max_edges: cfg.max_edges,
         dropped_findings: findings.1,
         dropped_edges: edges.1,

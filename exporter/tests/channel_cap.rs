@@ -7,8 +7,8 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::Channel;
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::Channel;
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 
 #[test]
 fn channels_past_the_label_cap_fold_into_other() {

@@ -6,8 +6,8 @@ use std::panic::Location;
 use std::time::Duration;
 
 use common::{get, request, request_with};
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 use lockscope_exporter::{ServeErrorKind, ServeOptions};
 
 #[tokio::test]
@@ -116,7 +116,10 @@ async fn debug_endpoints_are_json_and_dot() {
         Location::caller(),
         1,
     );
-    let hold = hooks::acquired(m.get(), Acq::new(Location::caller(), 1, Mode::Exclusive));
+    let hold = hooks::acquired::<hooks::Threads>(
+        m.get(),
+        Acq::new(Location::caller(), 1, Mode::Exclusive),
+    );
 
     let r = get(addr, "/debug/locks").await;
     assert_eq!(r.status, 200);
@@ -430,7 +433,7 @@ async fn a_limit_bounds_the_listings_but_not_the_counts_or_a_cycle() {
     let sem = cell("limit/sem", PrimKind::Semaphore, 1);
     let held = cell("limit/held", PrimKind::Mutex, 1);
     let acq = || Acq::new(Location::caller(), 1, Mode::Exclusive);
-    let sem_hold = hooks::acquired(sem.get(), acq());
+    let sem_hold = hooks::acquired::<hooks::Threads>(sem.get(), acq());
 
     // Four threads wait on the semaphore in turn; the last holds the mutex while it waits.
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -441,7 +444,7 @@ async fn a_limit_bounds_the_listings_but_not_the_counts_or_a_cycle() {
         let queued = Arc::new(Barrier::new(2));
         let q = queued.clone();
         threads.push(std::thread::spawn(move || {
-            let hold = (i == 3).then(|| hooks::acquired(held.get(), acq()));
+            let hold = (i == 3).then(|| hooks::acquired::<hooks::Threads>(held.get(), acq()));
             let w = hooks::wait_begin(sem.get(), acq(), false);
             q.wait();
             // Err: the test failed and is unwinding; end the wait all the same.

@@ -8,8 +8,8 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use common::{get, request};
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 
 fn mutex(name: &str) -> PrimCell {
     PrimCell::new(Some(name.into()), PrimKind::Mutex, Location::caller(), 1)
@@ -58,11 +58,11 @@ async fn the_report_is_what_a_failing_test_prints() {
     // An inversion: report/a then report/b, later report/b then report/a.
     let (a, b) = (mutex("report/a"), mutex("report/b"));
     for (first, second) in [(&a, &b), (&b, &a)] {
-        let h1 = hooks::acquired(
+        let h1 = hooks::acquired::<hooks::Threads>(
             first.get(),
             Acq::new(Location::caller(), 1, Mode::Exclusive),
         );
-        let h2 = hooks::acquired(
+        let h2 = hooks::acquired::<hooks::Threads>(
             second.get(),
             Acq::new(Location::caller(), 1, Mode::Exclusive),
         );
@@ -196,7 +196,12 @@ async fn hostile_names_are_labels_in_dot() {
     let cells: Vec<PrimCell> = names.iter().map(|n| mutex(n)).collect();
     let holds: Vec<_> = cells
         .iter()
-        .map(|c| hooks::acquired(c.get(), Acq::new(Location::caller(), 1, Mode::Exclusive)))
+        .map(|c| {
+            hooks::acquired::<hooks::Threads>(
+                c.get(),
+                Acq::new(Location::caller(), 1, Mode::Exclusive),
+            )
+        })
         .collect();
     let r = get(server.local_addr(), "/debug/graph?format=dot").await;
     assert_eq!(r.status, 200);

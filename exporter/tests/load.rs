@@ -8,7 +8,7 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use common::{exchange, get, parse};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 use lockscope_exporter::ServeOptions;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

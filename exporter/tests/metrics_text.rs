@@ -7,8 +7,8 @@ mod common;
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 
 fn cell(name: &str, kind: PrimKind, capacity: u64) -> PrimCell {
     PrimCell::new(Some(name.into()), kind, Location::caller(), capacity)
@@ -55,7 +55,7 @@ fn zero_histogram(family: &str, labels: &str) -> String {
 fn a_held_mutex_with_failed_tries_and_a_timeout() {
     let m = cell("text/mutex", PrimKind::Mutex, 1);
     let prim = m.get();
-    let hold = hooks::acquired(prim, acq(1, Mode::Exclusive));
+    let hold = hooks::acquired::<hooks::Threads>(prim, acq(1, Mode::Exclusive));
     hooks::try_failed(prim);
     hooks::try_failed(prim);
     hooks::timed_out_at_once(prim);
@@ -86,7 +86,7 @@ fn a_held_mutex_with_failed_tries_and_a_timeout() {
 fn a_semaphore_shows_its_permits() {
     let s = cell("text/sem", PrimKind::Semaphore, 5);
     let prim = s.get();
-    let hold = hooks::acquired(prim, acq(3, Mode::Permits));
+    let hold = hooks::acquired::<hooks::Threads>(prim, acq(3, Mode::Permits));
     hooks::added_permits(prim, 2);
 
     let text = lockscope_exporter::render();
@@ -141,9 +141,9 @@ fn huge_semaphores_sharing_a_name_saturate_their_gauges() {
 fn primitives_sharing_a_name_share_a_series() {
     let a = cell("text/shared", PrimKind::RwLock, 8);
     let b = cell("text/shared", PrimKind::RwLock, 8);
-    let ha = hooks::acquired(a.get(), acq(1, Mode::Shared));
-    let hb = hooks::acquired(b.get(), acq(1, Mode::Shared));
-    let hb2 = hooks::acquired(b.get(), acq(1, Mode::Shared));
+    let ha = hooks::acquired::<hooks::Threads>(a.get(), acq(1, Mode::Shared));
+    let hb = hooks::acquired::<hooks::Threads>(b.get(), acq(1, Mode::Shared));
+    let hb2 = hooks::acquired::<hooks::Threads>(b.get(), acq(1, Mode::Shared));
     let text = lockscope_exporter::render();
     let l = r#"lock="text/shared",kind="rwlock""#;
     assert_eq!(value(&text, &format!("lockscope_holders{{{l}}}")), 3.0);
@@ -180,7 +180,7 @@ fn blocking_mutexes_and_reentrant_mutexes_of_one_name_are_one_series() {
     // Both are kind="blocking_mutex": the detector keeps two series, the exporter one.
     let m = cell("text/blocking", PrimKind::BlockingMutex, 1);
     let r = cell("text/blocking", PrimKind::BlockingReentrantMutex, 1);
-    let hm = hooks::acquired(m.get(), acq(1, Mode::Exclusive));
+    let hm = hooks::acquired::<hooks::Threads>(m.get(), acq(1, Mode::Exclusive));
     hooks::try_failed(r.get());
     let text = lockscope_exporter::render();
     let l = r#"lock="text/blocking",kind="blocking_mutex""#;
@@ -200,7 +200,7 @@ fn waits_cancellations_and_timeouts_are_counted_and_timed() {
     let m = cell("text/contended", PrimKind::Mutex, 1);
     let prim = m.get();
     let l = r#"lock="text/contended",kind="mutex""#;
-    let hold = hooks::acquired(prim, acq(1, Mode::Exclusive));
+    let hold = hooks::acquired::<hooks::Threads>(prim, acq(1, Mode::Exclusive));
     std::thread::scope(|s| {
         // Another thread queues behind the holder; one more gives up, one more is cancelled.
         let (queued_tx, queued_rx) = std::sync::mpsc::channel();
@@ -293,7 +293,7 @@ fn any_name_is_a_valid_label_value() {
 #[test]
 fn every_family_has_samples_after_a_workload() {
     let s = cell("text/every", PrimKind::Semaphore, 2);
-    let h = hooks::acquired(s.get(), acq(1, Mode::Permits));
+    let h = hooks::acquired::<hooks::Threads>(s.get(), acq(1, Mode::Permits));
     hooks::released(s.get(), h);
     let _chan = channel("text/every_channel", Some(1));
     let text = lockscope_exporter::render();

@@ -10,8 +10,8 @@ mod common;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::{PrimCell, PrimKind};
 
 const PRIMITIVES: usize = 10_000;
 
@@ -30,7 +30,7 @@ async fn a_scrape_of_10k_primitives_is_fast() {
         .collect();
     let mut live = Vec::new();
     for (i, c) in cells.iter().enumerate() {
-        let h = hooks::acquired(c.get(), Acq::new(site, 1, Mode::Permits));
+        let h = hooks::acquired::<hooks::Threads>(c.get(), Acq::new(site, 1, Mode::Permits));
         if i % 10 == 0 {
             live.push((i, h));
         } else {

@@ -5,7 +5,7 @@
 use std::panic::Location;
 
 use libfuzzer_sys::fuzz_target;
-use lockscope_detector::prim::{MAX_NAME_LEN, clean_name, register, unregister};
+use lockscope_detector::__private::prim::{MAX_NAME_LEN, clean_name, register, unregister};
 use lockscope_detector::{PrimKind, validate_name};
 
 fuzz_target!(|data: &[u8]| {

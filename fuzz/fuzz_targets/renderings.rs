@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lockscope_detector::graph::lockorder::OrderEdgeSnapshot;
+use lockscope_detector::__private::graph::lockorder::OrderEdgeSnapshot;
 use lockscope_detector::{GraphSnapshot, WaitEdge, WaitNode};
 
 #[path = "../../detector/tests/common/dot.rs"]

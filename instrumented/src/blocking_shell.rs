@@ -9,10 +9,10 @@
 use std::convert::Infallible;
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::Prim;
 
-use lockscope_detector::hooks::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{PrimCell, PrimKind};
 
 use crate::probe::{self, Token};
 use crate::shell::Guard;
@@ -45,7 +45,10 @@ pub(crate) fn blocking<'p, P>(
     let prim = prim();
     // Uncontended, the common case: one `try_` and the grant, inline.
     if let Some(p) = fast() {
-        return (p, probe::grant(prim, acq));
+        return (
+            p,
+            probe::grant::<lockscope_detector::__private::hooks::Threads>(prim, acq),
+        );
     }
     blocking_recorded(prim, acq, fast, block)
 }
@@ -88,7 +91,7 @@ macro_rules! lock_struct {
     ) => {
         $(#[$doc])*
         pub struct $lock<T: ?Sized> {
-            cell: ::lockscope_detector::hooks::PrimCell,
+            cell: ::lockscope_detector::__private::hooks::PrimCell,
             $vis inner: $inner,
         }
 
@@ -113,7 +116,7 @@ macro_rules! lock_struct {
             $(#[$named_doc])*
             #[track_caller]
             pub fn named(name: impl AsRef<str>, $val: T) -> $lock<T> {
-                let kind = ::lockscope_detector::hooks::PrimKind::$kind;
+                let kind = ::lockscope_detector::__private::hooks::PrimKind::$kind;
                 $lock {
                     cell: $crate::blocking_shell::named_cell(name.as_ref(), kind, $capacity),
                     inner: <$inner>::new($val),
@@ -145,8 +148,8 @@ macro_rules! lock_struct {
         }
     };
     (@lazy $kind:ident, $capacity:expr) => {
-        ::lockscope_detector::hooks::PrimCell::lazy(
-            ::lockscope_detector::hooks::PrimKind::$kind,
+        ::lockscope_detector::__private::hooks::PrimCell::lazy(
+            ::lockscope_detector::__private::hooks::PrimKind::$kind,
             ::std::panic::Location::caller(),
             $capacity,
         )
@@ -189,7 +192,10 @@ pub(crate) use lock_traits;
 #[inline]
 pub(crate) fn tried<G>(prim: &Prim, acq: Acq, got: Option<G>) -> Option<(G, Token)> {
     match got {
-        Some(g) => Some((g, probe::try_acquired(prim, acq))),
+        Some(g) => Some((
+            g,
+            probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(prim, acq),
+        )),
         None => {
             probe::try_failed(prim, acq);
             None
@@ -253,7 +259,10 @@ impl<'g> Books<'g> {
     #[inline]
     pub(crate) fn regrant(&mut self) {
         if !self.held {
-            *self.token = probe::granted(self.prim, acq(self.site, Mode::Exclusive));
+            *self.token = probe::granted::<lockscope_detector::__private::hooks::Threads>(
+                self.prim,
+                acq(self.site, Mode::Exclusive),
+            );
             self.held = true;
         }
     }

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use lockscope_detector::__private::hooks::{self, PrimCell, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 use lockscope_detector::HolderSnapshot;
-use lockscope_detector::hooks::{self, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
 
 use crate::probe::Token;
 

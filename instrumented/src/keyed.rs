@@ -8,7 +8,7 @@ use std::hash::Hash;
 use std::panic::Location;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::{PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{PrimCell, PrimKind};
 
 /// The keys in use of one keyed mutex, each with its mutex `M` and its count of users
 /// (guards and waiters).
@@ -33,7 +33,7 @@ impl<K: Eq + Hash + Clone + fmt::Display, M> Keyed<K, M> {
     pub(crate) fn new(name: Option<&str>, site: &'static Location<'static>) -> Self {
         let name = match name {
             Some(n) => n.into(),
-            None => lockscope_detector::prim::site_string(site).into(),
+            None => lockscope_detector::__private::prim::site_string(site).into(),
         };
         Keyed {
             name,

@@ -149,6 +149,7 @@ pub use lockscope_detector::{Level, LockLevel};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::test_support::*;
+    pub use lockscope_detector::__private::scope::with_timeout;
 }
 
 /// The detector: findings, live state, graphs and configuration (`lockscope-detector`).

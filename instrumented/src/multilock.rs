@@ -17,7 +17,7 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::prim::Prim;
 use pin_project_lite::pin_project;
 
 /// One member of a lock set: a mutex (`M`), or the read or the write half of an rwlock (`R`).

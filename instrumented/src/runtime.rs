@@ -76,7 +76,7 @@ pub(crate) fn task_hooks(_builder: &mut tokio::runtime::Builder) {}
 /// Installs the task hooks of `--cfg tokio_unstable` builds.
 #[cfg(tokio_unstable)]
 pub(crate) fn task_hooks(builder: &mut tokio::runtime::Builder) {
-    use lockscope_detector::hooks;
+    use lockscope_detector::__private::hooks;
     builder
         .on_after_task_poll(|meta| hooks::task_poll_ended(meta.id()))
         .on_task_terminate(|meta| hooks::task_ended(meta.id()));
@@ -107,7 +107,7 @@ mod dumps {
     use std::sync::{Mutex, PoisonError};
     use std::time::{Duration, Instant};
 
-    use lockscope_detector::hooks;
+    use lockscope_detector::__private::hooks;
     use tokio::runtime::Handle;
 
     use super::Traced;

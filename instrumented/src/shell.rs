@@ -14,8 +14,8 @@
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
-use lockscope_detector::hooks;
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks;
+use lockscope_detector::__private::prim::Prim;
 
 use crate::probe::Token;
 

@@ -11,10 +11,10 @@
 //! `holders` read lockscope's books, so they answer `false` and nothing while the detector
 //! is off (`LOCKSCOPE_MODE=off`).
 
+use lockscope_detector::__private::hooks;
+use lockscope_detector::__private::prim::Prim;
+use lockscope_detector::__private::status;
 use lockscope_detector::HolderSnapshot;
-use lockscope_detector::hooks;
-use lockscope_detector::prim::Prim;
-use lockscope_detector::status;
 
 /// The holders of `prim` in lockscope's books, oldest first (none while the detector is off).
 pub(crate) fn holders(prim: &Prim) -> Vec<HolderSnapshot> {

@@ -1,5 +1,5 @@
 //! Stress mode at the wrappers' acquisition points: the perturbation the detector's
-//! [`decide`](lockscope_detector::stress::decide) asks for, before an acquisition starts.
+//! [`decide`](lockscope_detector::__private::stress::decide) asks for, before an acquisition starts.
 //!
 //! Off, a wrapper pays [`on`]: one relaxed load. The perturbation happens before the
 //! acquisition is attempted, so it changes no acquisition's semantics: an async one dropped
@@ -9,10 +9,10 @@
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use lockscope_detector::stress::{self, DIRECTED_BOUND, Perturb};
+use lockscope_detector::__private::stress::{self, DIRECTED_BOUND, Perturb};
 use parking_lot::Mutex;
 
-pub(crate) use lockscope_detector::stress::on;
+pub(crate) use lockscope_detector::__private::stress::on;
 
 /// The pause before an async acquisition at `site`, which would have to wait now when
 /// `would_wait` says so. Await it only when [`on`].

@@ -6,13 +6,14 @@ use std::process::{ExitCode, Termination};
 use std::task::Poll;
 use std::time::Duration;
 
-pub use lockscope_detector::scope::ScopeOptions;
+pub use lockscope_detector::__private::scope::ScopeOptions;
 pub use tokio;
 
 use std::sync::atomic::Ordering;
 
+use lockscope_detector::__private::{actor, ci, stress};
 use lockscope_detector::executor::{self, RuntimeKey};
-use lockscope_detector::{Finding, FindingKind, TestScope, actor, ci, render_all, stress};
+use lockscope_detector::{Finding, FindingKind, TestScope, render_all};
 
 /// Runs one armed test: arms a scope, stamps the runtime's threads with it, runs `body`
 /// until it ends or a live deadlock of this test is reported, then checks for leftover

@@ -960,12 +960,12 @@ fn many_task_waiters_are_in_the_books_once_and_drain() {
             .collect();
         until_waiters(NAME, N).await;
         assert_eq!(series(NAME).waiters, N as u64);
-        let in_slots = detector::held::waits_by_prim()
+        let in_slots = detector::__private::held::waits_by_prim()
             .get(&snap(NAME).id)
             .map_or(0, Vec::len);
         assert_eq!(
             in_slots,
-            detector::held::WAITS,
+            detector::__private::held::WAITS,
             "the slots full, the rest queued"
         );
         let mut tasks: Vec<u64> = snap(NAME).waiters.iter().map(|w| w.actor_id).collect();

@@ -109,7 +109,7 @@ fn uncontended_fast_path_allocates_nothing_and_takes_no_global_lock() {
     // Creating primitives does take global locks: wait until they exist.
     ready_rx.recv().expect("warm-up");
     // Hold every global lock of the detector while the fast path runs.
-    let locks = lockscope::detector::testing::hold_global_locks();
+    let locks = lockscope::detector::__private::testing::hold_global_locks();
     go_tx.send(()).expect("start");
     let allocs = done_rx
         .recv_timeout(Duration::from_secs(60))

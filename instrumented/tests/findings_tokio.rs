@@ -564,7 +564,7 @@ fn inversions_are_found_when_tasks_move_between_workers() {
         rt.block_on(async {
             let (a1, b1) = (a.clone(), b.clone());
             tokio::spawn(async move {
-                lockscope::detector::actor::set_thread_scope(id);
+                lockscope::detector::__private::actor::set_thread_scope(id);
                 let _a = a1.lock().await;
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 tokio::task::yield_now().await;

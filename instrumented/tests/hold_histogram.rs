@@ -13,7 +13,7 @@ use histogram_check::{Exact, LONG, assert_like_exact, series, spin_for};
 #[test]
 fn sampled_hold_histogram_matches_exact_durations() {
     // About 100 samples, whatever the sampling rate.
-    const N: usize = 100 * lockscope::detector::clock::SAMPLE_EVERY as usize;
+    const N: usize = 100 * lockscope::detector::__private::clock::SAMPLE_EVERY as usize;
     let m = lockscope::parking_lot::Mutex::named("hold-histogram/synthetic", 0u64);
     let mut exact = Exact::default();
     for i in 0..N {

@@ -474,16 +474,16 @@ fn finished_and_scoped_joins_are_silent() {
 #[tokio::test]
 async fn the_joined_actor_is_the_one_locks_are_attributed_to() {
     use lockscope::detector::ActorId;
-    let h = task::spawn(async { lockscope::detector::actor::current() });
+    let h = task::spawn(async { lockscope::detector::__private::actor::current() });
     let id = h.id();
     assert_eq!(h.await.unwrap(), ActorId::task(id));
-    let h = task::spawn_blocking(lockscope::detector::actor::current);
+    let h = task::spawn_blocking(lockscope::detector::__private::actor::current);
     let id = h.id();
     assert_eq!(h.await.unwrap(), ActorId::task(id));
     let local = task::LocalSet::new();
     local
         .run_until(async {
-            let h = task::spawn_local(async { lockscope::detector::actor::current() });
+            let h = task::spawn_local(async { lockscope::detector::__private::actor::current() });
             let id = h.id();
             assert_eq!(h.await.unwrap(), ActorId::task(id));
         })

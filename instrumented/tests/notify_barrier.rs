@@ -10,8 +10,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockscope::detector::__private::snapshot::State;
 use lockscope::detector::FindingKind;
-use lockscope::detector::snapshot::State;
 use lockscope::tokio::{Barrier, Mutex, Notify, broadcast, task, watch};
 use tokio_test::task::spawn;
 use tokio_test::{assert_pending, assert_ready};

@@ -102,11 +102,11 @@ fn a_nested_acquire_is_built_elsewhere_and_reaches_the_threads_own_subscriber() 
     let me = thread::current().id();
     tracing::subscriber::with_default(subscriber, || {
         let rw = RwLock::named("off_nested_sink", 0);
-        let before = detector::finding::built_here();
+        let before = detector::__private::finding::built_here();
         let _a = rw.read();
         let _b = rw.read(); // latent: a writer queued in between deadlocks both
         assert_eq!(
-            detector::finding::built_here(),
+            detector::__private::finding::built_here(),
             before,
             "the finding was built inside the critical section"
         );
@@ -114,7 +114,7 @@ fn a_nested_acquire_is_built_elsewhere_and_reaches_the_threads_own_subscriber() 
         assert_ne!(on, me, "the event was formatted on the acquiring thread");
         assert!(text.contains("nested-acquire"), "{text}");
         assert!(text.contains("latent deadlock"), "{text}");
-        assert_eq!(detector::finding::built_here(), before);
+        assert_eq!(detector::__private::finding::built_here(), before);
     });
     // The subscriber was this thread's only: the event went to it, and once.
     assert_eq!(events.about("off_nested_sink").len(), 1);
@@ -152,14 +152,14 @@ fn a_lock_order_inversion_is_built_elsewhere_and_reaches_the_threads_own_subscri
             Mutex::named("off_abba_a", ()),
             Mutex::named("off_abba_b", ()),
         );
-        let before = detector::finding::built_here();
+        let before = detector::__private::finding::built_here();
         {
             let _a = a.lock();
             let _b = b.lock();
         }
         let _b = b.lock();
         let _a = a.lock(); // closes the cycle
-        assert_eq!(detector::finding::built_here(), before);
+        assert_eq!(detector::__private::finding::built_here(), before);
         let (on, text) = events.wait_for("off_abba_a");
         assert_ne!(on, me, "the event was formatted on the acquiring thread");
         assert!(text.contains("lock-order-inversion"), "{text}");
@@ -187,17 +187,21 @@ fn a_hot_loop_of_repeated_nested_acquires_leaves_the_queue_bounded() {
         let again: fn(&RwLock<i32>) = if i % 2 == 0 { read_here } else { read_there };
         again(&rw);
         if i % 1_000 == 0 {
-            most = most.max(detector::finding::pending_len());
+            most = most.max(detector::__private::finding::pending_len());
         }
     }
-    most = most.max(detector::finding::pending_len());
+    most = most.max(detector::__private::finding::pending_len());
     assert!(most <= 2, "{most} sightings pending at once");
     let nested = detector::findings()
         .into_iter()
         .filter(|f| f.kind == FindingKind::NestedAcquire && f.involves("off_hot_loop"))
         .count();
     assert_eq!(nested, 2, "one finding per pair of sites");
-    assert_eq!(detector::finding::pending_len(), 0, "findings() drained it");
+    assert_eq!(
+        detector::__private::finding::pending_len(),
+        0,
+        "findings() drained it"
+    );
 }
 
 fn read_here(rw: &RwLock<i32>) {

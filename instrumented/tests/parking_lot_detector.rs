@@ -395,7 +395,7 @@ fn condvar_wait_releases_the_hold_and_producer_consumer_is_silent() {
             1,
             "only this thread holds it: {books:?}"
         );
-        let me = detector::snapshot::current_actor_name();
+        let me = detector::__private::snapshot::current_actor_name();
         assert_eq!(books.holders[0].actor, me, "{books:?}");
         g.1 = true;
         cv.notify_one();

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard as StdGuard};
 
-use lockscope::detector::{self, prim};
+use lockscope::detector::{self, __private::prim};
 use lockscope::tokio::{Mutex, RwLock, Semaphore};
 
 const N: usize = 100_000;

@@ -17,7 +17,7 @@ fn a_scope_armed_after_100000_others_still_gets_its_findings() {
     assert!(id > 100_000, "scope id {id}");
     let permit = sem.try_acquire().expect("a free permit");
     let mut scopes = Vec::new();
-    lockscope::detector::held::for_each_all(|h| scopes.push(h.scope));
+    lockscope::detector::__private::held::for_each_all(|h| scopes.push(h.scope));
     assert!(
         scopes.contains(&id),
         "no hold carries scope {id} whole: {scopes:?}"

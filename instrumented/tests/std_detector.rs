@@ -301,7 +301,7 @@ fn condvar_wait_releases_the_hold_and_producer_consumer_is_silent() {
         );
         assert_eq!(
             books.holders[0].actor,
-            detector::snapshot::current_actor_name()
+            detector::__private::snapshot::current_actor_name()
         );
         g.1 = true;
         cv.notify_one();

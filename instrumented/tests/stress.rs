@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use lockscope::__private::{ScopeOptions, run_stressed};
-use lockscope::detector::scope::with_timeout;
+use lockscope::detector::__private::scope::with_timeout;
 use lockscope::tokio::{Mutex, Semaphore};
 
 /// Two tasks take `a` then `b` and `b` then `a`. On a current-thread runtime, with nothing

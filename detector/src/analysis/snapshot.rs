@@ -323,9 +323,9 @@ pub fn occupied(kind: PrimKind, h: &HoldView) -> u64 {
 /// Every live primitive with its holders and waiters (`/debug/locks`).
 ///
 /// ```
-/// let m = lockscope_detector::prim::PrimCell::new(
+/// let m = lockscope_detector::__private::prim::PrimCell::new(
 ///     Some("docs/locks".into()),
-///     lockscope_detector::prim::PrimKind::Mutex,
+///     lockscope_detector::__private::prim::PrimKind::Mutex,
 ///     std::panic::Location::caller(),
 ///     1,
 /// );

@@ -69,8 +69,9 @@ pub struct Config {
     pub max_edges: usize,
     /// How often the watchdog thread analyses the live state.
     pub tick: Duration,
-    /// Period of the clock thread that times holds (see [`crate::clock`]); `None` (the
-    /// default): no clock thread, holds read the time the watchdog publishes (every <= 100 ms).
+    /// Period of the clock thread that times holds (`docs/performance.md`, "Clocks"); `None`
+    /// (the default): no clock thread, holds read the time the watchdog publishes (every
+    /// <= 100 ms).
     pub clock_tick: Option<Duration>,
     /// Test timeout: an armed test (`#[lockscope::test]`) still running with nothing moving
     /// in it for this long fails with a dump of its live state. `None`: no timeout (the

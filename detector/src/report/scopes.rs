@@ -55,7 +55,7 @@ pub(crate) struct DeadlockSignal {
 }
 
 /// The test timeout of one armed test: what moved last, and the signal its body's
-/// [`WithTimeout`](crate::scope::WithTimeout) waits for.
+/// [`WithTimeout`](crate::runtime::scope::WithTimeout) waits for.
 pub(crate) struct TimeoutSignal {
     /// A digest of the test's movement counters at the last tick (`None`: not read yet).
     pub(crate) digest: Option<u64>,
@@ -63,7 +63,7 @@ pub(crate) struct TimeoutSignal {
     pub(crate) idle_since: Instant,
     /// The dump, once the timeout has fired, and when it fired.
     pub(crate) fired: Option<(Instant, String)>,
-    /// A [`WithTimeout`](crate::scope::WithTimeout) polls this test's body: the test can
+    /// A [`WithTimeout`](crate::runtime::scope::WithTimeout) polls this test's body: the test can
     /// fail by a panic instead of ending the process.
     pub(crate) listening: bool,
     /// The body's waker, woken when the timeout fires.

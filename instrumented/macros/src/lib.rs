@@ -315,9 +315,9 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
                     __builder
                 },
                 // Raced against the test timeout: a pending body that times out panics with
-                // the dump (see `lockscope::detector::scope::with_timeout`). A closure, as a
-                // stress test runs the body more than once.
-                || #krate::detector::scope::with_timeout(async #body),
+                // the dump (see the detector's `scope::with_timeout`). A closure, as a stress
+                // test runs the body more than once.
+                || #krate::__private::with_timeout(async #body),
             );
             __out
         }

@@ -73,9 +73,9 @@ use std::panic::Location;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use lockscope_detector::hooks::{self, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
-use lockscope_detector::{actor, held};
+use lockscope_detector::__private::hooks::{self, Mode, PrimCell, PrimKind};
+use lockscope_detector::__private::prim::Prim;
+use lockscope_detector::__private::{actor, held};
 
 use crate::probe::Token;
 use crate::shell::{Guard, Owner};

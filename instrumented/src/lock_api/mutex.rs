@@ -2,8 +2,8 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Mode, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, Mode, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 
 use super::{Core, release};
 use crate::blocking_shell::{acq, blocking, tried};
@@ -192,8 +192,9 @@ unsafe impl<R: ::lock_api::RawMutexFair> ::lock_api::RawMutexFair for RawMutex<R
         unsafe { self.inner.bump() };
         // SAFETY: held again.
         unsafe {
-            self.core
-                .put(probe::granted(prim, acq(site, Mode::Exclusive)))
+            self.core.put(probe::granted::<
+                lockscope_detector::__private::hooks::Threads,
+            >(prim, acq(site, Mode::Exclusive)))
         };
     }
 }

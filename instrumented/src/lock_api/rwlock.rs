@@ -7,8 +7,8 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, Acq, Mode, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 
 use super::{Core, Readers, holds_here, reentry_if, release};
 use crate::blocking_shell::{acq, blocking, tried};
@@ -211,7 +211,7 @@ impl<R: ::lock_api::RawRwLock> RawRwLock<R> {
         let prim = self.core.prim_registered();
         token.release(prim);
         bump();
-        probe::granted(prim, regrant(prim))
+        probe::granted::<lockscope_detector::__private::hooks::Threads>(prim, regrant(prim))
     }
 
     /// A plain read after a downgrade: the exclusive or upgradable hold in the slot becomes a

@@ -17,8 +17,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks;
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks;
+use lockscope_detector::__private::prim::Prim;
 
 use super::guard::token_of;
 use super::{

@@ -6,8 +6,8 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use lockscope_detector::__private::hooks::{Acq, Mode, PrimKind};
 use lockscope_detector::HolderSnapshot;
-use lockscope_detector::hooks::{Acq, Mode, PrimKind};
 
 use crate::global::{Backoff, Core};
 pub use crate::global::{GlobalLockGuard, global_lock_dir};
@@ -103,7 +103,13 @@ impl GlobalLock {
         let acq = Acq::new(Location::caller(), 1, Mode::Exclusive);
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
-            return Ok(self.core.guard(file, probe::granted(self.core.prim(), acq)));
+            return Ok(self.core.guard(
+                file,
+                probe::granted::<lockscope_detector::__private::hooks::Threads>(
+                    self.core.prim(),
+                    acq,
+                ),
+            ));
         }
         let block = || {
             self.core.describe_holder(&file);
@@ -124,7 +130,10 @@ impl GlobalLock {
         let acq = Acq::new(Location::caller(), 1, Mode::Exclusive);
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
-            let token = probe::try_acquired(self.core.prim(), acq);
+            let token = probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(
+                self.core.prim(),
+                acq,
+            );
             Ok(Some(self.core.guard(file, token)))
         } else {
             probe::try_failed(self.core.prim(), acq);
@@ -174,9 +183,13 @@ impl GlobalLock {
         let acq = Acq::new(site, 1, Mode::Exclusive);
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
-            return Ok(Some(
-                self.core.guard(file, probe::granted(self.core.prim(), acq)),
-            ));
+            return Ok(Some(self.core.guard(
+                file,
+                probe::granted::<lockscope_detector::__private::hooks::Threads>(
+                    self.core.prim(),
+                    acq,
+                ),
+            )));
         }
         let mut failed = None;
         let poll = || {

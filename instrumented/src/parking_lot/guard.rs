@@ -9,8 +9,8 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::Prim;
 
 use super::{Mutex, ReentrantMutex, RwLock, holds_here, holds_shared_here};
 use crate::blocking_shell::acq;
@@ -153,7 +153,7 @@ macro_rules! lock_owner {
         }
 
         impl<'a, T: ?Sized, G: Remake<'a, $lock<T>>> Owner<Held<G>> for &'a $lock<T> {
-            type Class = ::lockscope_detector::hooks::$class;
+            type Class = ::lockscope_detector::__private::hooks::$class;
             // parking_lot's own marker: lockscope's guards have the auto traits of its guards.
             type Marker = $marker;
 
@@ -246,7 +246,7 @@ pub(super) fn bumped(
 ) {
     token.release(prim);
     bump();
-    *token = probe::granted(prim, regrant());
+    *token = probe::granted::<lockscope_detector::__private::hooks::Threads>(prim, regrant());
 }
 
 /// The hold of a guard taken apart whose inner guard is forgotten, so that the lock stays

@@ -5,7 +5,7 @@ use std::hash::Hash;
 use std::panic::Location;
 use std::time::Duration;
 
-use lockscope_detector::hooks::PrimKind;
+use lockscope_detector::__private::hooks::PrimKind;
 
 use super::{Mutex, MutexGuard};
 use crate::keyed::{Keyed, KeyedGuard, Ticket};

@@ -40,7 +40,7 @@ macro_rules! lock_methods {
 
                 /// The detector's record of this lock.
                 #[inline]
-                pub(super) fn prim(&self) -> &::lockscope_detector::prim::Prim {
+                pub(super) fn prim(&self) -> &::lockscope_detector::__private::prim::Prim {
                     self.cell.get()
                 }
 
@@ -50,7 +50,7 @@ macro_rules! lock_methods {
                 ///
                 /// `prim` was called before on this lock.
                 #[inline]
-                pub(super) unsafe fn prim_registered(&self) -> &::lockscope_detector::prim::Prim {
+                pub(super) unsafe fn prim_registered(&self) -> &::lockscope_detector::__private::prim::Prim {
                     // SAFETY: as the caller promises.
                     unsafe { self.cell.get_registered() }
                 }
@@ -143,7 +143,7 @@ macro_rules! lock_methods {
             // SAFETY: the caller's contract is parking_lot's.
             let inner = unsafe { self.inner.$name() };
             let acq = lock_methods!(@acq self site $acq $mode);
-            $guard::new(self, inner, $crate::probe::try_acquired(self.prim(), acq))
+            $guard::new(self, inner, $crate::probe::try_acquired::<::lockscope_detector::__private::hooks::Threads>(self.prim(), acq))
         }
     };
     (@get [$(#[$doc:meta])*] $name:ident [] (&self) [$($ret:ty)?]) => {
@@ -180,10 +180,10 @@ macro_rules! lock_methods {
         $guard::new($s, inner, token)
     }};
     (@acq $s:ident $site:ident plain $mode:ident) => {
-        $crate::blocking_shell::acq($site, ::lockscope_detector::hooks::Mode::$mode)
+        $crate::blocking_shell::acq($site, ::lockscope_detector::__private::hooks::Mode::$mode)
     };
     (@acq $s:ident $site:ident $acq:ident $mode:ident) => {
-        $s.$acq($site, ::lockscope_detector::hooks::Mode::$mode)
+        $s.$acq($site, ::lockscope_detector::__private::hooks::Mode::$mode)
     };
 }
 

@@ -98,9 +98,9 @@ pub use parking_lot::{
 /// (the raw types are not instrumented: locking through them bypasses lockscope).
 pub use parking_lot::{RawMutex, RawRwLock, RawThreadId, WaitTimeoutResult};
 
-use lockscope_detector::hooks::{self, Mode};
-use lockscope_detector::prim::Prim;
-use lockscope_detector::{actor, held};
+use lockscope_detector::__private::hooks::{self, Mode};
+use lockscope_detector::__private::prim::Prim;
+use lockscope_detector::__private::{actor, held};
 
 // Shared with every blocking wrapper; the submodules import them from here.
 use crate::blocking_shell::{acq, blocking, tried};

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::prim::Prim;
 
 use super::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::multilock::{FromHeld, Held, MultiLockGuard as Guards, global_order};

@@ -261,7 +261,10 @@ crate::level::declared_levels! {
 impl<T> Mutex<T> {
     /// A mutex over `value` recorded as `cell`: a `KeyedMutex` key's, named and counted by
     /// its map.
-    pub(super) fn with_cell(cell: lockscope_detector::hooks::PrimCell, value: T) -> Self {
+    pub(super) fn with_cell(
+        cell: lockscope_detector::__private::hooks::PrimCell,
+        value: T,
+    ) -> Self {
         Mutex {
             cell,
             inner: parking_lot::Mutex::new(value),

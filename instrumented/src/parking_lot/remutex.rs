@@ -2,7 +2,7 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
 
 use super::remutex_guard::ReentrantMutexGuard;
 use super::{RawMutex, RawThreadId, acq};

@@ -10,8 +10,8 @@ use std::cell::Cell;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::Prim;
 use parking_lot::lock_api::{RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed};
 
 use super::guard::{Real, bump_upgradable};
@@ -226,7 +226,10 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let prim = lock.prim();
         match InnerUpgradable::try_upgrade(inner) {
             Ok(w) => {
-                let token = probe::try_acquired(prim, upgrade_acq(site));
+                let token = probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(
+                    prim,
+                    upgrade_acq(site),
+                );
                 old.release(prim);
                 Ok(RwLockWriteGuard::new(lock, w, token))
             }

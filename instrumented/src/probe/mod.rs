@@ -26,9 +26,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use lockscope_detector::hooks::{self, Acq, Waiting};
+use lockscope_detector::__private::hooks::{self, Acq, Takers, Tasks, Waiting};
+use lockscope_detector::__private::prim::Prim;
 use lockscope_detector::names;
-use lockscope_detector::prim::Prim;
 use pin_project_lite::pin_project;
 use tracing::Level;
 
@@ -135,7 +135,9 @@ macro_rules! acquire {
         // cache line with the semaphore's state, which every worker writes; read first, the
         // line came in shared and `$take`'s compare-and-swap took it a second time.
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
-            Ok($crate::probe::granted($prim, $acq))
+            Ok($crate::probe::granted::<
+                ::lockscope_detector::__private::hooks::Tasks,
+            >($prim, $acq))
         } else {
             $crate::probe::Acquire::new($prim, $acq, $queue)
                 .await
@@ -150,29 +152,29 @@ pub(crate) use acquire;
 
 /// Records an acquisition granted without waiting (also: a lock re-taken after a condvar wait).
 #[inline(always)]
-pub(crate) fn granted(prim: &Prim, acq: Acq) -> Token {
+pub(crate) fn granted<T: Takers>(prim: &Prim, acq: Acq) -> Token {
     if !hooks::enabled() {
         return Token::none();
     }
-    grant(prim, acq)
+    grant::<T>(prim, acq)
 }
 
 /// [`granted`] once the detector is known to be on: the hold ([`hooks::acquired`], whose
-/// common case is inline), and, when a subscriber listens at TRACE, the span and the
-/// `acquired` event, out of line.
+/// common case, for the takers `T` says, is inline), and, when a subscriber listens at
+/// TRACE, the span and the `acquired` event, out of line.
 #[inline(always)]
-pub(crate) fn grant(prim: &Prim, acq: Acq) -> Token {
+pub(crate) fn grant<T: Takers>(prim: &Prim, acq: Acq) -> Token {
     if tracing::level_enabled!(Level::TRACE) {
-        return grant_traced(prim, acq);
+        return grant_traced::<T>(prim, acq);
     }
-    Token::new(hooks::acquired(prim, acq), None)
+    Token::new(hooks::acquired::<T>(prim, acq), None)
 }
 
 #[cold]
 #[inline(never)]
-fn grant_traced(prim: &Prim, acq: Acq) -> Token {
+fn grant_traced<T: Takers>(prim: &Prim, acq: Acq) -> Token {
     let span = span(prim, &acq);
-    token(span, hooks::acquired(prim, acq), 0)
+    token(span, hooks::acquired::<T>(prim, acq), 0)
 }
 
 /// The token of a hold granted after waiting `waited_ns` (0: no wait), with the `acquired`
@@ -204,8 +206,8 @@ fn ended_without(
 
 /// A `try_` form succeeded.
 #[inline]
-pub(crate) fn try_acquired(prim: &Prim, acq: Acq) -> Token {
-    granted(prim, acq.with_flags(hooks::TRY))
+pub(crate) fn try_acquired<T: Takers>(prim: &Prim, acq: Acq) -> Token {
+    granted::<T>(prim, acq.with_flags(hooks::TRY))
 }
 
 /// A `try_` form gave up.
@@ -434,7 +436,7 @@ impl State {
             }
             None => {
                 *self = State::Done;
-                grant(prim, acq)
+                grant::<Tasks>(prim, acq)
             }
         }
     }

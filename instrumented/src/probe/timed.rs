@@ -6,8 +6,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use lockscope_detector::hooks::Acq;
-use lockscope_detector::prim::{Prim, site_string};
+use lockscope_detector::__private::hooks::Acq;
+use lockscope_detector::__private::prim::{Prim, site_string};
 use pin_project_lite::pin_project;
 
 use super::{Acquire, Token};
@@ -62,9 +62,9 @@ impl<P, E, F: Future<Output = Result<P, E>>> Future for Timed<'_, F> {
 
 /// The holders of `prim` now, for timeout errors: `(actor, site, held for)`.
 pub(crate) fn holders_of(prim: &Prim) -> Vec<(String, String, Duration)> {
-    let now = lockscope_detector::clock::coarse_now();
+    let now = lockscope_detector::__private::clock::coarse_now();
     let mut out = Vec::new();
-    lockscope_detector::held::for_each_all(|h| {
+    lockscope_detector::__private::held::for_each_all(|h| {
         if h.prim == prim.id().0 {
             out.push((
                 h.actor.describe(),

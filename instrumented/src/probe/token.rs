@@ -2,8 +2,10 @@
 
 use std::ptr::NonNull;
 
-use lockscope_detector::hooks::{self, AnyPrim, Class, GuardMarker, GuardSend, Hold, Released};
-use lockscope_detector::prim::{self, Prim, PrimitiveId};
+use lockscope_detector::__private::hooks::{
+    self, AnyPrim, Class, GuardMarker, GuardSend, Hold, Released,
+};
+use lockscope_detector::__private::prim::{self, Prim, PrimitiveId};
 use tracing::{Level, Span};
 
 /// What a guard or permit keeps of its acquisition, in one word: the detector's hold (its
@@ -30,7 +32,7 @@ unsafe impl Sync for Token {}
 /// bit is free in both: entries are 8-aligned (the detector asserts it), and so is `Spanned`.
 const SPANNED: usize = 1;
 const _: () = assert!(std::mem::align_of::<Spanned>() > SPANNED);
-const _: () = assert!(lockscope_detector::held::ENTRY_ALIGN > SPANNED);
+const _: () = assert!(lockscope_detector::__private::held::ENTRY_ALIGN > SPANNED);
 
 /// A hold with its span (the slow path: a subscriber listens at TRACE).
 struct Spanned {
@@ -140,7 +142,7 @@ impl Token {
     #[inline(always)]
     pub(crate) fn release_books<'p, C: Class, M: GuardMarker>(
         &mut self,
-        prim: impl FnOnce() -> &'p Prim,
+        prim: impl Fn() -> &'p Prim,
     ) -> Released {
         if self.0.addr() & SPANNED != 0 {
             return self.release_spanned::<C, M>(prim());

@@ -36,8 +36,8 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use lockscope_detector::actor;
-use lockscope_detector::hooks::{self, JoinTarget, JoinWait, SetMembers, Started};
+use lockscope_detector::__private::actor;
+use lockscope_detector::__private::hooks::{self, JoinTarget, JoinWait, SetMembers, Started};
 
 /// std's own thread items, passed through unchanged.
 pub use std::thread::{

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::panic::Location;
 use std::time::Duration;
 
-use lockscope_detector::hooks::{Acq, Mode};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{Acq, Mode};
+use lockscope_detector::__private::prim::Prim;
 use tokio::sync::{AcquireError, Semaphore, SemaphorePermit, TryAcquireError};
 
 use super::guard::{One, SemOwner};
@@ -167,7 +167,9 @@ pub(crate) fn try_take(
     match sem.try_acquire_many(n) {
         Ok(permit) => {
             permit.forget();
-            Ok(probe::try_acquired(prim, acq))
+            Ok(probe::try_acquired::<
+                lockscope_detector::__private::hooks::Tasks,
+            >(prim, acq))
         }
         Err(e) => {
             probe::try_failed(prim, acq);
@@ -282,8 +284,8 @@ macro_rules! lock_forms {
             async move {
                 let $l = self;
                 let n = lock_forms!(@n $n);
-                let acq = ::lockscope_detector::hooks::Acq::new(site, n, $mode)
-                    .with_flags(::lockscope_detector::hooks::MOVABLE);
+                let acq = ::lockscope_detector::__private::hooks::Acq::new(site, n, $mode)
+                    .with_flags(::lockscope_detector::__private::hooks::MOVABLE);
                 let $t = $crate::tokio::acquire::timed(&$l.sem, $l.prim(), acq, n, timeout);
                 let $t = $t.await?;
                 Ok($owned)
@@ -313,7 +315,7 @@ macro_rules! lock_forms {
     (@acquire $l:ident, $site:ident, $mode:expr, $n:expr) => {
         $crate::tokio::acquire::never_closed($crate::probe::acquire!(
             $l.prim(),
-            ::lockscope_detector::hooks::Acq::new($site, lock_forms!(@n $n), $mode),
+            ::lockscope_detector::__private::hooks::Acq::new($site, lock_forms!(@n $n), $mode),
             $crate::tokio::acquire::take(&$l.sem, lock_forms!(@n $n)),
             $crate::tokio::acquire::queue(&$l.sem, $n)
         ))
@@ -332,7 +334,7 @@ macro_rules! lock_forms {
     (@n $n:expr) => { $crate::tokio::acquire::Count::get($n) };
     // A borrowed form's `Acq` as it is; an owned one's marked movable.
     (@flags 0, $acq:expr) => { $acq };
-    (@flags MOVABLE, $acq:expr) => { $acq.with_flags(::lockscope_detector::hooks::MOVABLE) };
+    (@flags MOVABLE, $acq:expr) => { $acq.with_flags(::lockscope_detector::__private::hooks::MOVABLE) };
 }
 pub(crate) use lock_forms;
 

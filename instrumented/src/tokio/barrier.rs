@@ -13,7 +13,7 @@ use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::{self, ChanOp, Channel};
+use lockscope_detector::__private::hooks::{self, ChanOp, Channel};
 
 use super::chan_wait::Waiting;
 

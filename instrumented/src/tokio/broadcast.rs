@@ -31,8 +31,8 @@ use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
+use lockscope_detector::__private::hooks::{ChanOp, Channel};
 use lockscope_detector::ChannelReader;
-use lockscope_detector::hooks::{ChanOp, Channel};
 use tokio::sync::broadcast as raw;
 
 use super::chan_wait::{self, Waiting};

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{self, ChanOp, ChanWait, Channel};
+use lockscope_detector::__private::hooks::{self, ChanOp, ChanWait, Channel};
 use pin_project_lite::pin_project;
 
 /// How many messages a finished call moved, for the channel's metered counts (see

@@ -6,8 +6,8 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lockscope_detector::__private::hooks::{Acq, Mode, PrimKind};
 use lockscope_detector::HolderSnapshot;
-use lockscope_detector::hooks::{Acq, Mode, PrimKind};
 
 pub use crate::global::GlobalLockGuard;
 use crate::global::{Backoff, Core};
@@ -164,7 +164,10 @@ impl GlobalLock {
         let acq = Acq::new(Location::caller(), 1, Mode::Exclusive);
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
-            let token = probe::try_acquired(self.core.prim(), acq);
+            let token = probe::try_acquired::<lockscope_detector::__private::hooks::Tasks>(
+                self.core.prim(),
+                acq,
+            );
             Ok(Some(self.core.guard(file, token)))
         } else {
             probe::try_failed(self.core.prim(), acq);

@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use lockscope_detector::hooks::Mode;
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::Mode;
+use lockscope_detector::__private::prim::Prim;
 
 use super::{Mutex, RwLock, Semaphore};
 use crate::shell::{Guard, Owner};
@@ -88,9 +88,9 @@ macro_rules! sem_owner {
         }
 
         impl<$($gen)* H: Hold> Owner<H> for $ty {
-            type Class = ::lockscope_detector::hooks::$class;
+            type Class = ::lockscope_detector::__private::hooks::$class;
             // A tokio guard or permit is `Send`.
-            type Marker = ::lockscope_detector::hooks::GuardSend;
+            type Marker = ::lockscope_detector::__private::hooks::GuardSend;
             const OUT_OF_LINE: bool = true;
 
             #[inline]

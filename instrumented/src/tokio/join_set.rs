@@ -6,7 +6,7 @@ use std::panic::Location;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{self, JoinTarget, JoinWait, SetMembers};
+use lockscope_detector::__private::hooks::{self, JoinTarget, JoinWait, SetMembers};
 use tokio::runtime::Handle;
 use tokio::task::{AbortHandle, Id, JoinError, LocalSet};
 

@@ -6,7 +6,7 @@ use std::hash::Hash;
 use std::panic::Location;
 use std::pin::Pin;
 
-use lockscope_detector::hooks::PrimKind;
+use lockscope_detector::__private::hooks::PrimKind;
 
 use super::{Mutex, MutexGuard};
 use crate::keyed::{Keyed, KeyedGuard, Ticket};

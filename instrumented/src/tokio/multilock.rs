@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::time::Duration;
 
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::prim::Prim;
 
 use super::{
     Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TimeoutError, TryLockError,

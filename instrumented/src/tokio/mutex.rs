@@ -4,7 +4,7 @@ use std::cell::UnsafeCell;
 use std::panic::Location;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::{self, Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::__private::hooks::{self, Acq, Mode, PrimCell, PrimKind};
 
 use super::acquire::{blocking, lock_forms, lock_traits, never_closed};
 use super::guard::One;
@@ -299,7 +299,7 @@ lock_traits! {
 impl<T: ?Sized> Mutex<T> {
     /// The detector's record (for guards).
     #[inline]
-    pub(crate) fn prim(&self) -> &lockscope_detector::prim::Prim {
+    pub(crate) fn prim(&self) -> &lockscope_detector::__private::prim::Prim {
         self.cell.get()
     }
 }

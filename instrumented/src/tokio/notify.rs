@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{self, ChanOp, ChanWait, Channel};
+use lockscope_detector::__private::hooks::{self, ChanOp, ChanWait, Channel};
 use pin_project_lite::pin_project;
 use tokio::sync::futures::Notified as RawNotified;
 

@@ -28,8 +28,8 @@ use std::pin::Pin;
 use std::sync::Mutex as StdMutex;
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{Acq, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 use pin_project_lite::pin_project;
 
 use crate::probe::{State, Token};

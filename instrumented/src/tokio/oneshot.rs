@@ -31,7 +31,7 @@ use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{self, ChanOp, ChanWait};
+use lockscope_detector::__private::hooks::{self, ChanOp, ChanWait};
 use tokio::sync::oneshot as raw;
 
 /// tokio's own sender, re-exported unchanged: sending never waits.

@@ -21,7 +21,7 @@ use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::Acq;
+use lockscope_detector::__private::hooks::Acq;
 use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 
 use super::acquire::{forget, take};
@@ -101,7 +101,10 @@ where
             }
             if let Poll::Ready(true) = probe::poll_fast(cx, || take(owner.sem(), n)) {
                 // The primitive is read after the take (see `probe::acquire!`).
-                let token = probe::granted(owner.prim(), acq);
+                let token = probe::granted::<lockscope_detector::__private::hooks::Tasks>(
+                    owner.prim(),
+                    acq,
+                );
                 this.state = State::Done;
                 return Poll::Ready(this.give(Ok(token)));
             }
@@ -169,7 +172,7 @@ impl<O: SemOwner, Q, F, M> Owned<O, Q, F, M> {
 struct Unwind<'p, F> {
     inner: *mut F,
     state: *mut State,
-    prim: &'p lockscope_detector::prim::Prim,
+    prim: &'p lockscope_detector::__private::prim::Prim,
 }
 
 impl<F> Drop for Unwind<'_, F> {

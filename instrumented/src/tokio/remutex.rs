@@ -5,9 +5,9 @@ use std::ops::Deref;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use lockscope_detector::actor;
-use lockscope_detector::hooks::{Acq, Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::actor;
+use lockscope_detector::__private::hooks::{Acq, Mode, PrimCell, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 
 use super::TryLockError;
 use super::acquire::{never_closed, queue, take, try_take};

@@ -3,8 +3,8 @@
 use std::cell::UnsafeCell;
 use std::panic::Location;
 
-use lockscope_detector::hooks::{Mode, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{Mode, PrimCell, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 
 use super::MAX_READS;
 use super::acquire::{lock_forms, lock_traits};

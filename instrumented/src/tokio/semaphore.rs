@@ -3,8 +3,8 @@
 use std::fmt;
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, PrimCell, PrimKind};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, PrimCell, PrimKind};
+use lockscope_detector::__private::prim::Prim;
 
 /// Wrapper for [`tokio::sync::Semaphore`]: tokio's fair (FIFO) counting semaphore, with
 /// every acquisition, `forget`, `add_permits` and `close` visible to lockscope.

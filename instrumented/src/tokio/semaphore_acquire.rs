@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::prim::Prim;
 use pin_project_lite::pin_project;
 
 use super::acquire::{Count, block, owned, queue, take, timed, try_take};

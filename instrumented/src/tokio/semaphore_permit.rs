@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::Mode;
+use lockscope_detector::__private::hooks::Mode;
 
 use super::Semaphore;
 use super::guard::{Permits, SemOwner};

@@ -46,7 +46,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{self, JoinTarget, JoinWait};
+use lockscope_detector::__private::hooks::{self, JoinTarget, JoinWait};
 
 pub use super::join_set::JoinSet;
 /// tokio's own task items, passed through unchanged.

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::prim::Prim;
 
 /// A timed acquisition gave up: its deadline passed, or (semaphores) the semaphore was
 /// closed. `Display` names the primitive, how long it waited and who held it.

@@ -30,7 +30,7 @@ use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
-use lockscope_detector::hooks::{ChanOp, Channel};
+use lockscope_detector::__private::hooks::{ChanOp, Channel};
 use tokio::sync::watch as raw;
 
 use super::chan_wait::Waiting;

@@ -115,11 +115,33 @@ pub fn now() -> u64 {
     clock::hold_now()
 }
 
+/// Who usually takes a primitive, as the wrapper's type knows: [`Threads`] (a lock that
+/// blocks the thread: parking_lot's, std's) or [`Tasks`] (tokio's). It decides only which
+/// grant is inline at the call site; the other kind of taker is recorded all the same, out of
+/// line.
+pub trait Takers: super::release::sealed::Sealed {
+    /// Whether threads take it.
+    const THREADS: bool;
+}
+
+/// A lock that blocks the thread (see [`Takers`]).
+pub struct Threads;
+/// A tokio primitive, taken by tasks (see [`Takers`]).
+pub struct Tasks;
+
+impl Takers for Threads {
+    const THREADS: bool = true;
+}
+impl Takers for Tasks {
+    const THREADS: bool = false;
+}
+
 /// The primitive was granted without waiting. Inline, the quick grant of the common cases
-/// (see [`quick_grant`]); everything else out of line, through [`acquired_at`].
+/// (a thread's own hold beside holds known to come before it in the lock order, a task's
+/// first); everything else out of line, through [`acquired_at`].
 #[inline(always)]
-pub fn acquired(prim: &Prim, acq: Acq) -> Hold {
-    match quick_grant(prim, acq) {
+pub fn acquired<T: Takers>(prim: &Prim, acq: Acq) -> Hold {
+    match quick_grant::<T>(prim, acq) {
         Some(hold) => hold,
         None => acquired_slow(prim, acq),
     }
@@ -130,7 +152,7 @@ fn acquired_slow(prim: &Prim, acq: Acq) -> Hold {
     acquired_at(prim, acq, clock::hold_now())
 }
 
-/// The quick grant: on a thread, a hold beside holds that are all on its inline entries and
+/// The quick grant, of the kind of taker `T` says: on a thread, a hold beside holds that are all on its inline entries and
 /// known to come before `prim` in the lock order (so no check has anything to report); in a
 /// task, see [`quick_task_hold`]. Never when a sample is due or the thread has no table yet.
 /// `None`: the caller takes the general path, which handles everything else (a nested
@@ -142,17 +164,11 @@ fn acquired_slow(prim: &Prim, acq: Acq) -> Hold {
 /// thread that just released it (the common case when two threads share a short critical
 /// section) is handed over the least often when little runs between release and re-take.
 #[inline(always)]
-fn quick_grant(prim: &Prim, acq: Acq) -> Option<Hold> {
+fn quick_grant<T: Takers>(prim: &Prim, acq: Acq) -> Option<Hold> {
     let l = local();
-    if let Some(task) = tokio::task::try_id() {
-        return quick_task_hold(
-            l,
-            ActorId::task(task),
-            prim,
-            acq,
-            clock::published_word(),
-            false,
-        );
+    if !T::THREADS {
+        let task = ActorId::task(tokio::task::try_id()?);
+        return quick_task_hold(l, task, prim, acq, clock::published_word(), false);
     }
     // A sample countdown above 0 means this thread has its table (see `record_hold`).
     let left = l.hold_sample.get();
@@ -162,6 +178,9 @@ fn quick_grant(prim: &Prim, acq: Acq) -> Option<Hold> {
     }
     let actor = ActorId::from_thread_seq(l.thread_seq.get());
     if l.mask.get() != 0 && !quick_nested(l, prim, actor, acq) {
+        return None;
+    }
+    if tokio::task::try_id().is_some() {
         return None;
     }
     let acq = acq.with_flags(FLAG_QUICK);

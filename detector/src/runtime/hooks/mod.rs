@@ -1,13 +1,13 @@
 //! Entry points for instrumentation: what a wrapper tells the detector, in order.
 //!
-//! `lockscope`'s wrappers call these, and so can a crate that instruments a primitive
-//! lockscope does not wrap. Each step has one entry point, which says what happened; whether
+//! `lockscope`'s wrappers call these (through the detector's one internal path,
+//! `__private`). Each step has one entry point, which says what happened; whether
 //! the detector records it on its inline fast half or its out-of-line slow half is its own
 //! business. The life of one acquisition:
 //!
 //! | step | entry point |
 //! |---|---|
-//! | granted at once | [`acquired`], or [`acquired_at`] with a start read by [`now`] before the lock |
+//! | granted at once | [`acquired`], told who usually takes the primitive ([`Takers`]), or [`acquired_at`] with a start read by [`now`] before the lock |
 //! | it must wait | [`wait_begin`] ([`wait_begin_timed_precisely`]: a wait whose length is shown) |
 //! | granted after waiting | [`acquired_after_wait`] ([`acquired_after_wait_ns`]: with its length) |
 //! | the acquire future is dropped | [`wait_cancelled`] |
@@ -39,7 +39,7 @@ mod tasks;
 mod wait;
 
 pub use channels::{ChanOp, ChanWait, ChanWaits, Channel, chan_wait_begin, channel};
-pub use hold::{Hold, acquired, acquired_at, now};
+pub use hold::{Hold, Takers, Tasks, Threads, acquired, acquired_at, now};
 pub use joins::{JoinTarget, JoinWait, Joins, SetMembers, Started, join_begin, task_actor};
 pub use permits::{added_permits, closed, forgot, removed_permits};
 pub use recorded::{Book, Recorded};

@@ -12,6 +12,7 @@ use crate::state::held::{
 use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local, local};
 
+#[cfg(feature = "console")]
 use super::Mode;
 use super::hold::{Hold, TIME};
 use super::hold_time::{hold_time, record_hold_time, record_mutex_hold};
@@ -61,8 +62,10 @@ impl Class for AnyPrim {
     const MUTEX: Option<bool> = None;
 }
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
+    impl Sealed for super::super::hold::Threads {}
+    impl Sealed for super::super::hold::Tasks {}
     impl Sealed for super::GuardNoSend {}
     impl Sealed for super::GuardSend {}
     impl Sealed for super::IsMutex {}
@@ -93,7 +96,7 @@ pub fn released(prim: &Prim, hold: Hold) {
 #[inline(always)]
 pub fn release_books<'p, C: Class, M: GuardMarker>(
     hold: Hold,
-    prim: impl FnOnce() -> &'p Prim,
+    prim: impl Fn() -> &'p Prim,
 ) -> Released {
     let Some(e) = hold.entry else {
         return Released::default();
@@ -102,34 +105,71 @@ pub fn release_books<'p, C: Class, M: GuardMarker>(
     let short = since == clock::published_word() & TIME;
     let l = local();
     let flags = meta_flags(meta);
-    if flags & FLAG_QUICK != 0 && (M::STAYS || held::is_mine(&e, l)) {
-        // The thread's own untimed hold, on its thread: the books in two stores.
-        held::release_own(&e, l);
-        let prim = prim();
-        console_released(prim, meta);
-        if is_mutex::<C>(prim) {
-            return mutex_released(prim, since, meta, short);
-        }
-        return Released::stats(since, meta);
-    }
     if M::STAYS {
-        // A guard that stays on its thread and did not take the quick grant: rare (a sample,
-        // a nested acquisition, a `try_`), and kept out of the caller's inline code.
+        // A guard that stays on its thread, whose hold is most often the thread's own (the
+        // quick grant): the books in two stores. Anything else (a sample, a nested
+        // acquisition, a `try_`) is rare, and kept out of the caller's inline code.
+        if flags & FLAG_QUICK != 0 {
+            held::release_own(&e, l);
+            return own_released::<C>(prim(), since, meta, short);
+        }
         return release_slow(prim(), e, since, meta, short, C::MUTEX);
     }
-    if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
-        && !cfg!(feature = "console")
-        && C::MUTEX == Some(false)
-    {
-        // A semaphore's or read-write lock's common release: its id is the hold's, and the
-        // wrapper's pointer to the primitive, which may share a cache line with the wrapped
-        // semaphore's state (written by every worker), is not read.
-        let id = e.prim_id();
-        if held::release_quick(&e, l) {
-            return released_shared(l, id, since, meta, short);
+    if flags & FLAG_QUICK != 0 {
+        // A thread's own hold, if the guard has not moved to another thread.
+        if held::is_mine(&e, l) {
+            held::release_own(&e, l);
+            return own_released::<C>(prim(), since, meta, short);
+        }
+    } else if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0 {
+        // Most often a task's hold, taken on this thread, that nothing else points at.
+        if C::MUTEX == Some(false) && !cfg!(feature = "console") {
+            // A semaphore's or read-write lock's: its id is the hold's, and the wrapper's
+            // pointer to the primitive, which may share a cache line with the wrapped
+            // semaphore's state (written by every worker), is not read.
+            let id = e.prim_id();
+            if held::release_quick(&e, l) {
+                return released_shared(l, id, since, meta, short);
+            }
+        } else if let Some(r) = release_in_place(prim(), &e, l, (since, meta, short), C::MUTEX) {
+            return r;
         }
     }
     release_slow(prim(), e, since, meta, short, C::MUTEX)
+}
+
+/// The end of a release of the thread's own hold (its entry cleared): a mutex's hold counted
+/// by its holder, else its start and flags for [`release_stats`].
+#[inline(always)]
+fn own_released<C: Class>(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
+    console_released(prim, meta);
+    if is_mutex::<C>(prim) {
+        return mutex_released(prim, since, meta, short);
+    }
+    Released::stats(since, meta)
+}
+
+/// The release of a hold taken on this thread that nothing else points at, without a sample,
+/// a split or a task's blocking guard (the caller checked the flags), and for a mutex a short
+/// one: cleared in place. `None`: nothing was done.
+#[inline(always)]
+fn release_in_place(
+    prim: &Prim,
+    e: &EntryRef,
+    l: &Local,
+    (since, meta, short): (u64, u64, bool),
+    mutex: Option<bool>,
+) -> Option<Released> {
+    let mutex = mutex.unwrap_or_else(|| prim.kind.is_mutex());
+    if (mutex && !short) || !held::release_quick(e, l) {
+        return None;
+    }
+    // (The entry is cleared: its view is gone, its meta word still says what was held.)
+    console_released(prim, meta);
+    if mutex {
+        return Some(mutex_released(prim, since, meta, true));
+    }
+    Some(released_shared(l, prim.id.0, since, meta, short))
 }
 
 /// Whether `prim` is a mutex: known from the guard's type, or read.
@@ -150,20 +190,19 @@ fn release_slow(
     short: bool,
     mutex: Option<bool>,
 ) -> Released {
-    let mutex = mutex.unwrap_or_else(|| prim.kind.is_mutex());
-    let l = local();
+    let view = (since, meta, short);
     if meta_flags(meta) & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
-        && (short || !mutex)
-        && held::release_quick(&e, l)
+        && let Some(r) = release_in_place(prim, &e, local(), view, mutex)
     {
-        // (The entry is cleared: its view is gone, its meta word still says what was held.)
-        console_released(prim, meta);
-        if mutex {
-            return mutex_released(prim, since, meta, true);
-        }
-        return released_shared(l, prim.id.0, since, meta, short);
+        return r;
     }
-    release_general(prim, e, since, meta, mutex)
+    release_general(
+        prim,
+        e,
+        since,
+        meta,
+        mutex.unwrap_or_else(|| prim.kind.is_mutex()),
+    )
 }
 
 /// Any hold, wherever it was recorded: off its thread's inline entries, in the task index,
@@ -189,6 +228,7 @@ pub(super) fn meta_flags(meta: u64) -> u8 {
     crate::model::mode::meta_flags(meta)
 }
 
+#[cfg(feature = "console")]
 #[inline]
 pub(super) fn meta_mode(meta: u64) -> Mode {
     crate::model::mode::meta_mode(meta)

@@ -205,7 +205,7 @@ pub(super) fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool)
 /// wait. `None`: the caller queues it.
 ///
 /// Why only those: readers cannot tell the slots' waits apart in tokio's FIFO order (they are
-/// placed among the queue's by [`WaitQueue::ordered_with`](crate::wait::WaitQueue)), and the
+/// placed among the queue's by [`WaitQueue::ordered_with`](crate::state::wait::WaitQueue)), and the
 /// order matters to the wait-for graph only where waits ask for different amounts (a large
 /// `acquire_many` blocks later small ones; a queued writer blocks later readers). A semaphore
 /// turns "mixed" at its first wait for more than one permit, and its waits queue from then on.

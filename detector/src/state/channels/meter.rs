@@ -198,7 +198,7 @@ impl Channel {
     ///
     /// ```
     /// # use std::panic::Location;
-    /// use lockscope_detector::hooks::Channel;
+    /// use lockscope_detector::__private::hooks::Channel;
     ///
     /// let chan = Channel::metered("mpsc", Some("doc/jobs"), Location::caller(), Some(4));
     /// chan.sent(3);
@@ -225,7 +225,7 @@ impl Channel {
     ///
     /// ```
     /// # use std::panic::Location;
-    /// use lockscope_detector::hooks::Channel;
+    /// use lockscope_detector::__private::hooks::Channel;
     ///
     /// let chan = Channel::metered_broadcast(Some("doc/events"), Location::caller(), 4);
     /// assert_eq!((chan.kind(), chan.capacity()), ("broadcast", None));
@@ -248,7 +248,7 @@ impl Channel {
     ///
     /// ```
     /// # use std::panic::Location;
-    /// use lockscope_detector::hooks::Channel;
+    /// use lockscope_detector::__private::hooks::Channel;
     ///
     /// let chan = Channel::metered_watch(Some("doc/config"), Location::caller());
     /// assert_eq!(chan.kind(), "watch");

@@ -4,7 +4,7 @@
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{self, Acq, Mode};
+use lockscope_detector::__private::hooks::{self, Acq, Mode};
 
 use super::RawRwLock;
 use crate::blocking_shell::acq;

@@ -178,7 +178,7 @@ macro_rules! guard_family {
                 $(#[$mapped_doc])*
                 #[clippy::has_significant_drop]
                 #[must_use = $must_use]
-                pub struct $mapped(&'a ::lockscope_detector::prim::Prim, $mapped) [$($r)+];
+                pub struct $mapped(&'a ::lockscope_detector::__private::prim::Prim, $mapped) [$($r)+];
             }
 
             guard_methods! {
@@ -343,7 +343,7 @@ macro_rules! guard_methods {
             // SAFETY: the parts of one guard, `inner` used once.
             let inner = unsafe { inner.real(&lock) };
             // Books first: weaker in the books before it is weaker in fact.
-            token.update(lock.prim(), 1, ::lockscope_detector::hooks::Mode::$mode);
+            token.update(lock.prim(), 1, ::lockscope_detector::__private::hooks::Mode::$mode);
             $target::new(lock, ::parking_lot::$inner::$name(inner), token)
         }
     };

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::prim::Prim;
 
 use crate::blocking_shell::Shell;
 use crate::probe::Token;

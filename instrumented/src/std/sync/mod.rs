@@ -87,7 +87,7 @@ macro_rules! lock_methods {
                 #[inline]
                 #[track_caller]
                 pub fn $name(&self) -> $crate::std::sync::LockResult<$guard<'_, T>> {
-                    let acq = $crate::std::sync::acq_here(::lockscope_detector::hooks::Mode::$mode);
+                    let acq = $crate::std::sync::acq_here(::lockscope_detector::__private::hooks::Mode::$mode);
                     $crate::std::sync::locked(
                         &self.cell,
                         acq,
@@ -101,7 +101,7 @@ macro_rules! lock_methods {
                 #[inline]
                 #[track_caller]
                 pub fn $try_name(&self) -> $crate::std::sync::TryLockResult<$guard<'_, T>> {
-                    let acq = $crate::std::sync::acq_here(::lockscope_detector::hooks::Mode::$mode);
+                    let acq = $crate::std::sync::acq_here(::lockscope_detector::__private::hooks::Mode::$mode);
                     $crate::std::sync::tried(&self.cell, acq, self.inner.$try_name(), $guard::new)
                 }
             )*
@@ -126,8 +126,8 @@ pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult, WaitTi
 
 use std::panic::Location;
 
-use lockscope_detector::hooks::{Acq, Mode, PrimCell};
-use lockscope_detector::prim::Prim;
+use lockscope_detector::__private::hooks::{Acq, Mode, PrimCell};
+use lockscope_detector::__private::prim::Prim;
 
 use crate::blocking_shell::{acq, blocking};
 use crate::probe::{self, Token};
@@ -187,7 +187,11 @@ fn tried<'a, G, W>(
     let prim = cell.get();
     match fast(r) {
         Some(r) => Ok(wrap_lock(r, |g| {
-            wrap(prim, g, probe::try_acquired(prim, acq))
+            wrap(
+                prim,
+                g,
+                probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(prim, acq),
+            )
         })?),
         None => {
             probe::try_failed(prim, acq);

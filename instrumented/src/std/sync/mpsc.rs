@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::sync::mpsc as raw;
 use std::time::Duration;
 
-use lockscope_detector::hooks::{self, ChanOp, ChanWait, Channel};
+use lockscope_detector::__private::hooks::{self, ChanOp, ChanWait, Channel};
 
 use crate::chan_handle::handle_impls;
 

@@ -6,7 +6,7 @@ use std::panic::Location;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use lockscope_detector::hooks::{ChanOp, Channel};
+use lockscope_detector::__private::hooks::{ChanOp, Channel};
 use tokio::sync::mpsc as raw;
 
 use super::error::{SendError, SendTimeoutError, TryRecvError, TrySendError};

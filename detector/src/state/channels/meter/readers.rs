@@ -53,13 +53,13 @@ impl Readers {
 }
 
 /// One receiver of a metered `broadcast` channel, for the channel's depth: what it took, on
-/// a cache line only it writes. Made by [`Channel::reader`](crate::hooks::Channel::reader)
+/// a cache line only it writes. Made by [`Channel::reader`](crate::runtime::hooks::Channel::reader)
 /// when the receiver is (a subscription, a resubscription), dropped with it; does nothing for
 /// a channel that is not metered.
 ///
 /// ```
 /// # use std::panic::Location;
-/// use lockscope_detector::hooks::Channel;
+/// use lockscope_detector::__private::hooks::Channel;
 ///
 /// let chan = Channel::metered_broadcast(Some("doc/ticks"), Location::caller(), 8);
 /// let (fast, slow) = (chan.reader(), chan.reader());
