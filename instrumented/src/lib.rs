@@ -44,12 +44,16 @@
 //! ## Performance considerations
 //!
 //! - **acquire (uncontended)**: one relaxed load of the mode, one TRACE level check, the task
-//!   id (a thread-local read), a coarse clock read and a few relaxed stores into the thread's
-//!   hold table. No lock, no allocation.
-//! - **acquire (contended)**: the waiter is recorded under the primitive's own mutex; the
-//!   wait is timed with the precise clock.
-//! - **release**: one coarse clock read, one histogram increment (a plain store for exclusive
-//!   locks), one store clearing the hold.
+//!   id (a thread-local read), the clock word the watchdog publishes (no clock read) and a few
+//!   relaxed stores into the thread's hold table. No lock, no allocation. Switched off
+//!   (`LOCKSCOPE_MODE=off`), the load of the mode and a branch.
+//! - **acquire (contended)**: a blocking lock first spins on `try_lock` as parking_lot does;
+//!   then the waiter is recorded, in the waiting thread's own slots where its place in the
+//!   queue cannot matter, else in the primitive's queue under its own short lock. One wait in
+//!   16 is timed with the precise clock, the others on the published one.
+//! - **release**: the hold cleared with plain stores by its thread, and its time counted (a
+//!   short hold: one add into the thread's tally or the mutex's count; one in 256 or so timed
+//!   precisely for the histogram).
 //! - **create**: one allocation and a registry insert under a sharded lock; `const`
 //!   constructors register on first use.
 //! - **drop**: a registry removal and, if the primitive was ever nested, a graph update.

@@ -145,7 +145,7 @@ impl Token {
         prim: impl Fn() -> &'p Prim,
     ) -> Released {
         if self.0.addr() & SPANNED != 0 {
-            return self.release_spanned::<C, M>(prim());
+            return Released::of::<C>(self.release_spanned::<C, M>(prim()));
         }
         let raw = std::mem::replace(&mut self.0, std::ptr::null_mut());
         // SAFETY: a pointer from `Hold::into_raw` (or null), untagged, taken once (the token

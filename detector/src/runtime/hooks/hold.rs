@@ -152,9 +152,9 @@ fn acquired_slow(prim: &Prim, acq: Acq) -> Hold {
     acquired_at(prim, acq, clock::hold_now())
 }
 
-/// The quick grant, of the kind of taker `T` says: on a thread, a hold beside holds that are all on its inline entries and
-/// known to come before `prim` in the lock order (so no check has anything to report); in a
-/// task, see [`quick_task_hold`]. Never when a sample is due or the thread has no table yet.
+/// The quick grant, for the kind of taker `T` says: on a thread, a hold beside holds that are
+/// all on its inline entries and known to come before `prim` in the lock order (so no check
+/// has anything to report); in a task, see [`quick_task_hold`]. Never when a sample is due or the thread has no table yet.
 /// `None`: the caller takes the general path, which handles everything else (a nested
 /// acquire, a new lock-order edge, the first use of a thread, the sampled acquisition).
 ///

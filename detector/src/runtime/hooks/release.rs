@@ -98,6 +98,12 @@ pub fn release_books<'p, C: Class, M: GuardMarker>(
     hold: Hold,
     prim: impl Fn() -> &'p Prim,
 ) -> Released {
+    Released::of::<C>(books::<C, M>(hold, prim))
+}
+
+/// The body of [`release_books`].
+#[inline(always)]
+fn books<'p, C: Class, M: GuardMarker>(hold: Hold, prim: impl Fn() -> &'p Prim) -> Released {
     let Some(e) = hold.entry else {
         return Released::default();
     };
@@ -113,7 +119,7 @@ pub fn release_books<'p, C: Class, M: GuardMarker>(
             held::release_own(&e, l);
             return own_released::<C>(prim(), since, meta, short);
         }
-        return release_slow(prim(), e, since, meta, short, C::MUTEX);
+        return release_rest(prim(), e, C::MUTEX);
     }
     if flags & FLAG_QUICK != 0 {
         // A thread's own hold, if the guard has not moved to another thread.
@@ -205,6 +211,15 @@ fn release_slow(
     )
 }
 
+/// [`release_slow`] from the hold alone: the fewer words the inline half keeps alive for
+/// this call, the smaller it is.
+#[inline(never)]
+fn release_rest(prim: &Prim, e: EntryRef, mutex: Option<bool>) -> Released {
+    let (since, meta) = e.since_and_meta();
+    let short = since == clock::published_word() & TIME;
+    release_slow(prim, e, since, meta, short, mutex)
+}
+
 /// Any hold, wherever it was recorded: off its thread's inline entries, in the task index,
 /// a task's blocking guard, a sampled or split hold; also while the thread's locals are
 /// being torn down.
@@ -282,7 +297,7 @@ fn console_released(prim: &Prim, meta: u64) {
 }
 
 /// A mutex's hold of a tick or more: recorded by its holder, with its time. (`extern "C"`:
-/// it cannot unwind, so the quick release around it needs no landing pad.)
+/// it cannot unwind, so the inline release around it needs no landing pad.)
 #[cold]
 #[inline(never)]
 pub(super) extern "C" fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
@@ -307,6 +322,18 @@ impl Released {
         Released {
             since: since.max(8),
             meta,
+        }
+    }
+
+    /// `r`, or nothing for a mutex's guard: a mutex's holder records its own hold time before
+    /// the unlock, on every path, so saying so to the compiler takes the statistics' code out
+    /// of a mutex guard's drop.
+    #[inline(always)]
+    pub fn of<C: Class>(r: Released) -> Released {
+        if C::MUTEX == Some(true) {
+            Released::default()
+        } else {
+            r
         }
     }
 
