@@ -29,7 +29,8 @@
 //   4. report: the finding goes to `report::finding::report`, which keeps it once, logs it,
 //      counts it and delivers it to the armed test scopes.
 //   Granted, `acquired_after_wait` turns the waiter into an entry of the thread's hold table;
-//   dropping the guard calls `released`, which clears that entry.
+//   dropping the guard calls `release_books`, which clears that entry, and after the inner
+//   unlock `release_stats`, which counts the hold's time.
 
 //! The lockscope detector: the live state of every instrumented primitive, the wait-for and
 //! lock-order graphs built from it, and the findings they produce.
@@ -113,6 +114,7 @@ pub mod __private {
     pub use crate::base::{clock, stats};
     pub use crate::report::{ci, metrics};
     pub use crate::runtime::cell as prim;
+    pub use crate::runtime::watchdog::inject_tick_panic;
     pub use crate::runtime::{hooks, scope, stress, testing};
     pub use crate::state::{actor, held, wait};
 
@@ -145,8 +147,6 @@ pub use report::finding::{
 pub use report::metrics::{ChannelMetrics, MetricsSnapshot, SeriesMetrics, metrics};
 pub use runtime::scope::assert_clean;
 pub use runtime::scope::{ScopeOptions, TestScope};
-#[doc(hidden)]
-pub use runtime::watchdog::inject_tick_panic;
 pub use runtime::watchdog::{WatchdogGuard, check_now, watchdog};
 pub use state::actor::ActorId;
 pub use state::channels::ChannelReader;

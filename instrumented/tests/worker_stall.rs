@@ -80,7 +80,7 @@ async fn deadlock_after_a_panicking_tick() {
         return;
     }
     let before = lockscope::detector::watchdog_ticks();
-    lockscope::detector::inject_tick_panic();
+    lockscope::detector::__private::inject_tick_panic();
     let deadline = Instant::now() + Duration::from_secs(5);
     while dropped_ticks() == 0 {
         assert!(Instant::now() < deadline, "the injected panic never ran");

@@ -143,7 +143,7 @@ pub fn check_now() -> usize {
 
 fn tick_once() -> usize {
     if INJECT_PANIC.swap(false, Ordering::Relaxed) {
-        panic!("injected by lockscope_detector::watchdog::inject_tick_panic");
+        panic!("injected by the watchdog's inject_tick_panic");
     }
     // The sightings made on acquiring threads first: a nested acquire before the deadlock it
     // leads to, so that a test failed by a self-deadlock lists both.
