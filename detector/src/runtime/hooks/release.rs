@@ -111,23 +111,17 @@ fn books<'p, C: Class, M: GuardMarker>(hold: Hold, prim: impl Fn() -> &'p Prim) 
     let short = since == clock::published_word() & TIME;
     let l = local();
     let flags = meta_flags(meta);
+    if flags & FLAG_QUICK != 0 && (M::STAYS || held::is_mine(&e, l)) {
+        // The thread's own untimed hold, on its thread: the books in two stores.
+        held::release_own(&e, l);
+        return own_released::<C>(prim(), since, meta, short);
+    }
     if M::STAYS {
-        // A guard that stays on its thread, whose hold is most often the thread's own (the
-        // quick grant): the books in two stores. Anything else (a sample, a nested
-        // acquisition, a `try_`) is rare, and kept out of the caller's inline code.
-        if flags & FLAG_QUICK != 0 {
-            held::release_own(&e, l);
-            return own_released::<C>(prim(), since, meta, short);
-        }
+        // A guard that stays on its thread and did not take the quick grant: rare (a sample,
+        // a nested acquisition, a `try_`), and kept out of the caller's inline code.
         return release_rest(prim(), e, C::MUTEX);
     }
-    if flags & FLAG_QUICK != 0 {
-        // A thread's own hold, if the guard has not moved to another thread.
-        if held::is_mine(&e, l) {
-            held::release_own(&e, l);
-            return own_released::<C>(prim(), since, meta, short);
-        }
-    } else if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT) == 0 {
+    if flags & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0 {
         // Most often a task's hold, taken on this thread, that nothing else points at.
         if C::MUTEX == Some(false) && !cfg!(feature = "console") {
             // A semaphore's or read-write lock's: its id is the hold's, and the wrapper's
@@ -141,7 +135,9 @@ fn books<'p, C: Class, M: GuardMarker>(hold: Hold, prim: impl Fn() -> &'p Prim) 
             return r;
         }
     }
-    release_slow(prim(), e, since, meta, short, C::MUTEX)
+    // The release in place was tried, or cannot apply.
+    let prim = prim();
+    release_general(prim, e, since, meta, is_mutex(C::MUTEX, prim))
 }
 
 /// The end of a release of the thread's own hold (its entry cleared): a mutex's hold counted
@@ -149,7 +145,7 @@ fn books<'p, C: Class, M: GuardMarker>(hold: Hold, prim: impl Fn() -> &'p Prim) 
 #[inline(always)]
 fn own_released<C: Class>(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
     console_released(prim, meta);
-    if is_mutex::<C>(prim) {
+    if is_mutex(C::MUTEX, prim) {
         return mutex_released(prim, since, meta, short);
     }
     Released::stats(since, meta)
@@ -166,7 +162,7 @@ fn release_in_place(
     (since, meta, short): (u64, u64, bool),
     mutex: Option<bool>,
 ) -> Option<Released> {
-    let mutex = mutex.unwrap_or_else(|| prim.kind.is_mutex());
+    let mutex = is_mutex(mutex, prim);
     if (mutex && !short) || !held::release_quick(e, l) {
         return None;
     }
@@ -178,52 +174,35 @@ fn release_in_place(
     Some(released_shared(l, prim.id.0, since, meta, short))
 }
 
-/// Whether `prim` is a mutex: known from the guard's type, or read.
+/// Whether `prim` is a mutex: `known` from the guard's type ([`Class::MUTEX`]), or read.
 #[inline(always)]
-fn is_mutex<C: Class>(prim: &Prim) -> bool {
-    C::MUTEX.unwrap_or_else(|| prim.kind.is_mutex())
+fn is_mutex(known: Option<bool>, prim: &Prim) -> bool {
+    known.unwrap_or_else(|| prim.kind.is_mutex())
 }
 
-/// The rest of [`release_books`]: a hold taken on this thread that nothing else points at
-/// (released in place), else the general release (any thread's entry, a task's indexed or
-/// blocking hold, a sampled or split one, a mutex's long hold).
+/// The rest of [`release_books`] for a guard that stays on its thread, from the hold alone
+/// (the fewer words the inline half keeps alive for this call, the smaller it is): a hold
+/// taken on this thread that nothing else points at is released in place, anything else
+/// (any thread's entry, a task's indexed or blocking hold, a sampled or split one, a mutex's
+/// long hold) by the general release.
 #[inline(never)]
-fn release_slow(
-    prim: &Prim,
-    e: EntryRef,
-    since: u64,
-    meta: u64,
-    short: bool,
-    mutex: Option<bool>,
-) -> Released {
+fn release_rest(prim: &Prim, e: EntryRef, mutex: Option<bool>) -> Released {
+    let (since, meta) = e.since_and_meta();
+    let short = since == clock::published_word() & TIME;
     let view = (since, meta, short);
     if meta_flags(meta) & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
         && let Some(r) = release_in_place(prim, &e, local(), view, mutex)
     {
         return r;
     }
-    release_general(
-        prim,
-        e,
-        since,
-        meta,
-        mutex.unwrap_or_else(|| prim.kind.is_mutex()),
-    )
-}
-
-/// [`release_slow`] from the hold alone: the fewer words the inline half keeps alive for
-/// this call, the smaller it is.
-#[inline(never)]
-fn release_rest(prim: &Prim, e: EntryRef, mutex: Option<bool>) -> Released {
-    let (since, meta) = e.since_and_meta();
-    let short = since == clock::published_word() & TIME;
-    release_slow(prim, e, since, meta, short, mutex)
+    release_general(prim, e, since, meta, is_mutex(mutex, prim))
 }
 
 /// Any hold, wherever it was recorded: off its thread's inline entries, in the task index,
 /// a task's blocking guard, a sampled or split hold; also while the thread's locals are
 /// being torn down.
 #[cold]
+#[inline(never)]
 fn release_general(prim: &Prim, e: EntryRef, since: u64, meta: u64, mutex: bool) -> Released {
     if LOCAL
         .try_with(|l| release_entry(prim, &e, meta, Some(l)))
