@@ -2,7 +2,7 @@
 
 use std::panic::Location;
 
-use crate::model::mode::{Mode, meta_flags, meta_mode, meta_permits, pack_meta};
+use crate::model::mode::{Meta, Mode};
 
 /// One acquisition as the wrapper describes it: its site, and its permits, mode and flags
 /// packed in one word (as the hold tables keep them).
@@ -13,8 +13,8 @@ use crate::model::mode::{Mode, meta_flags, meta_mode, meta_permits, pack_meta};
 #[derive(Clone, Copy)]
 pub struct Acq {
     site: &'static Location<'static>,
-    /// `permits | mode << 32 | flags << 40` ([`pack_meta`]).
-    pub(crate) meta: u64,
+    /// Its permits, mode and flags.
+    pub(crate) meta: Meta,
 }
 
 impl Acq {
@@ -23,14 +23,14 @@ impl Acq {
     pub fn new(site: &'static Location<'static>, permits: u32, mode: Mode) -> Acq {
         Acq {
             site,
-            meta: pack_meta(permits, mode, 0),
+            meta: Meta::new(permits, mode, 0),
         }
     }
 
     /// With extra flag bits (`TRY`, `MOVABLE`, `REENTRY`).
     #[inline]
     pub fn with_flags(mut self, flags: u8) -> Acq {
-        self.meta |= u64::from(flags) << 40;
+        self.meta = self.meta.with(flags);
         self
     }
 
@@ -43,19 +43,19 @@ impl Acq {
     /// Permits requested (1 for locks; `max_readers` for a tokio write).
     #[inline]
     pub fn permits(&self) -> u32 {
-        meta_permits(self.meta)
+        self.meta.permits()
     }
 
     /// Access requested.
     #[inline]
     pub fn mode(&self) -> Mode {
-        meta_mode(self.meta)
+        self.meta.mode()
     }
 
     /// The flag bits.
     #[inline]
     pub fn flags(&self) -> u8 {
-        meta_flags(self.meta)
+        self.meta.flags()
     }
 }
 

@@ -1,5 +1,5 @@
 //! How a primitive is held or requested ([`Mode`]), the flag bits of a hold, and the one
-//! word a hold table keeps them in ([`pack_meta`]).
+//! word a hold table keeps them in ([`Meta`]).
 
 /// How a primitive is held or requested.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize)]
@@ -78,27 +78,107 @@ pub const FLAG_SAMPLED: u8 = 64;
 /// thread needs no other check.
 pub const FLAG_QUICK: u8 = 128;
 
-/// Packs the descriptive half of an entry into one word: `permits | mode << 32 | flags << 40`.
+/// The descriptive half of a hold or a wait in one word, as the hold tables keep it: the
+/// permits (low 32 bits), the [`Mode`] (8 bits) and the flag bits (`FLAG_*`, 8 bits above).
 /// (The test scope has a word of its own, whole: no scope id is ever truncated.)
-#[inline]
-pub fn pack_meta(permits: u32, mode: Mode, flags: u8) -> u64 {
-    u64::from(permits) | (u64::from(mode as u8) << 32) | (u64::from(flags) << 40)
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+#[repr(transparent)]
+pub struct Meta(u64);
+
+impl Meta {
+    /// `permits` in `mode`, with `flags`.
+    #[inline(always)]
+    pub const fn new(permits: u32, mode: Mode, flags: u8) -> Meta {
+        Meta(permits as u64 | ((mode as u64) << 32) | ((flags as u64) << 40))
+    }
+
+    /// The word as a table stores it in an atomic.
+    #[inline(always)]
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// A word a table stored ([`Meta::bits`]).
+    #[inline(always)]
+    pub const fn from_bits(bits: u64) -> Meta {
+        Meta(bits)
+    }
+
+    /// The permits.
+    #[inline(always)]
+    pub const fn permits(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The mode.
+    #[inline(always)]
+    pub fn mode(self) -> Mode {
+        Mode::from_u8((self.0 >> 32) as u8)
+    }
+
+    /// The flag bits.
+    #[inline(always)]
+    pub const fn flags(self) -> u8 {
+        (self.0 >> 40) as u8
+    }
+
+    /// Whether any of `flags` is set.
+    #[inline(always)]
+    pub const fn any(self, flags: u8) -> bool {
+        self.flags() & flags != 0
+    }
+
+    /// With `flags` set too.
+    #[inline(always)]
+    pub const fn with(self, flags: u8) -> Meta {
+        Meta(self.0 | ((flags as u64) << 40))
+    }
+
+    /// With `permits` in `mode`, its flags kept (a downgrade, an upgrade, a split).
+    #[inline(always)]
+    pub const fn remade(self, permits: u32, mode: Mode) -> Meta {
+        Meta::new(permits, mode, self.flags())
+    }
 }
 
-/// The permits of a word of [`pack_meta`].
-#[inline(always)]
-pub fn meta_permits(meta: u64) -> u32 {
-    meta as u32
+impl std::fmt::Debug for Meta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meta")
+            .field("permits", &self.permits())
+            .field("mode", &self.mode())
+            .field("flags", &self.flags())
+            .finish()
+    }
 }
 
-/// The mode of a word of [`pack_meta`].
-#[inline(always)]
-pub fn meta_mode(meta: u64) -> Mode {
-    Mode::from_u8((meta >> 32) as u8)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The flags of a word of [`pack_meta`].
-#[inline(always)]
-pub fn meta_flags(meta: u64) -> u8 {
-    (meta >> 40) as u8
+    #[test]
+    fn every_field_comes_back_as_packed() {
+        for mode in [
+            Mode::Exclusive,
+            Mode::Shared,
+            Mode::Permits,
+            Mode::Upgradable,
+            Mode::SharedRecursive,
+        ] {
+            let m = Meta::new(u32::MAX, mode, FLAG_TRY | FLAG_QUICK);
+            assert_eq!(
+                (m.permits(), m.mode(), m.flags()),
+                (u32::MAX, mode, FLAG_TRY | FLAG_QUICK)
+            );
+            assert_eq!(Meta::from_bits(m.bits()), m);
+            assert!(m.any(FLAG_QUICK) && !m.any(FLAG_SPLIT));
+            assert_eq!(
+                m.with(FLAG_SPLIT).flags(),
+                FLAG_TRY | FLAG_QUICK | FLAG_SPLIT
+            );
+            assert_eq!(
+                m.remade(3, Mode::Shared),
+                Meta::new(3, Mode::Shared, FLAG_TRY | FLAG_QUICK)
+            );
+        }
+    }
 }

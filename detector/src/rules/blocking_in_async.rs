@@ -329,7 +329,7 @@ mod tests {
             actor: ActorId::from_thread_seq(actor::thread_seq()).as_u64(),
             site: std::panic::Location::caller(),
             since: 0,
-            meta: held::pack_meta(1, Mode::Exclusive, 0),
+            meta: held::Meta::new(1, Mode::Exclusive, 0),
             scope: 0,
         };
         crate::state::tls::LOCAL

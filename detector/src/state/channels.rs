@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::base::config;
 use crate::model::prim::{clean_name, site_name, site_string};
 use crate::state::actor::{self, ActorId};
-use crate::state::wait_table::WaitTable;
+use crate::state::wait_table::{Book, WaitTable};
 
 mod meter;
 use meter::observe_wait;
@@ -237,13 +237,19 @@ pub fn begin(
     })
 }
 
-/// The wait numbered `seq` completed, or its future was dropped: it leaves the books, and
-/// its time is counted in its channel's wait histogram if the channel is metered.
-pub fn end(seq: u64) {
-    let rec = WAITS.remove(seq);
-    // Outside the shard's lock: the record may hold the channel's last reference.
-    if let Some(rec) = rec {
-        observe_wait(&rec.chan, rec.op, rec.since_ns);
+/// The books of channel waits, for the wait handle `hooks::ChanWait`.
+#[derive(Debug)]
+pub enum ChanWaits {}
+
+impl Book for ChanWaits {
+    /// The wait numbered `seq` completed, or its future was dropped: it leaves the books,
+    /// and its time is counted in its channel's wait histogram if the channel is metered.
+    fn end(seq: u64) {
+        let rec = WAITS.remove(seq);
+        // Outside the shard's lock: the record may hold the channel's last reference.
+        if let Some(rec) = rec {
+            observe_wait(&rec.chan, rec.op, rec.since_ns);
+        }
     }
 }
 
@@ -297,7 +303,7 @@ mod tests {
         chan.receiver_gone();
         let w = find().expect("listed");
         assert_eq!((w.permits_out, w.receiver_gone), (1, true));
-        end(seq);
+        ChanWaits::end(seq);
         assert!(find().is_none());
         let unnamed = Channel::new("oneshot", None, Location::caller(), None);
         assert!(

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::state::actor::ActorId;
-use crate::state::wait_table::WaitTable;
+use crate::state::wait_table::{Book, WaitTable};
 
 /// A spawned thread's actor, published by the thread itself when it starts (it gets its
 /// lockscope number then); 0 until it has started.
@@ -189,9 +189,15 @@ pub fn begin(j: NewJoin) -> u64 {
     })
 }
 
-/// The join numbered `seq` returned, or its future was dropped.
-pub fn end(seq: u64) {
-    JOINS.remove(seq);
+/// The books of joins, for the wait handle `hooks::JoinWait`.
+#[derive(Debug)]
+pub enum Joins {}
+
+impl Book for Joins {
+    /// The join numbered `seq` returned, or its future was dropped.
+    fn end(seq: u64) {
+        JOINS.remove(seq);
+    }
 }
 
 /// Every join in progress, by number.
@@ -245,7 +251,7 @@ mod tests {
         let me = crate::state::actor::current();
         started.here();
         assert_eq!(find().expect("listed").targets[0].0, me);
-        end(seq);
+        Joins::end(seq);
         assert!(find().is_none());
     }
 }

@@ -67,6 +67,13 @@ impl Hasher for SeqHasher {
     }
 }
 
+/// A table of waits, as a wait's handle (`hooks::Recorded`) ends one of its waits: the
+/// books the handle's type names.
+pub trait Book {
+    /// The wait numbered `seq` ended (returned, completed, or its future was dropped).
+    fn end(seq: u64);
+}
+
 type Shard<R> = Mutex<HashMap<u64, R, BuildHasherDefault<SeqHasher>>>;
 
 /// Waits in progress of one kind, by number.

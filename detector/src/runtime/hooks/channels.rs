@@ -17,10 +17,9 @@ use std::sync::Arc;
 
 use crate::base::clock;
 use crate::state::channels;
-pub use crate::state::channels::{ChanOp, Channel};
+pub use crate::state::channels::{ChanOp, ChanWaits, Channel};
 
-use super::enabled;
-use super::recorded::{Book, Recorded};
+use super::recorded::Recorded;
 
 /// The shared record of a channel of kind `kind` (`mpsc`, `oneshot`, `watch`, `broadcast`; a
 /// `Notify` or a `Barrier` takes one too, of kind `notify` or `barrier`) made at `created_at`,
@@ -39,16 +38,6 @@ pub fn channel(
 /// (the send or receive completed, or its future was dropped: no ghost wait is left).
 pub type ChanWait = Recorded<ChanWaits>;
 
-/// The books of channel waits (`state::channels`), for [`ChanWait`].
-#[derive(Debug)]
-pub enum ChanWaits {}
-
-impl Book for ChanWaits {
-    fn end(seq: u64) {
-        channels::end(seq);
-    }
-}
-
 /// The current actor starts waiting on `chan` (`op`: to send, to receive, to be notified, to
 /// pass a barrier) at `site`;
 /// `blocking`: the wait blocks this thread (`blocking_send`, `blocking_recv`).
@@ -60,14 +49,5 @@ pub fn chan_wait_begin(
     site: &'static Location<'static>,
     blocking: bool,
 ) -> ChanWait {
-    if !enabled() {
-        return ChanWait::none();
-    }
-    ChanWait::new(channels::begin(
-        chan.clone(),
-        op,
-        site,
-        blocking,
-        clock::precise_now(),
-    ))
+    ChanWait::begin(|| channels::begin(chan.clone(), op, site, blocking, clock::precise_now()))
 }

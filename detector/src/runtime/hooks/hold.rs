@@ -92,7 +92,7 @@ impl Hold {
         let Some(view) = self.entry.as_ref().and_then(EntryRef::view) else {
             return Hold::none();
         };
-        let meta = held::pack_meta(permits, view.mode, (view.flags | FLAG_SPLIT) & !FLAG_QUICK);
+        let meta = held::Meta::new(permits, view.mode, (view.flags | FLAG_SPLIT) & !FLAG_QUICK);
         let hold = NewHold {
             prim: prim.id.0,
             actor: view.actor.as_u64(),
@@ -124,16 +124,16 @@ pub trait Takers: super::release::sealed::Sealed {
     const THREADS: bool;
 }
 
+/// The takers a wrapper's type names: `TakenBy<true>` is [`Threads`], `TakenBy<false>`
+/// [`Tasks`].
+pub struct TakenBy<const THREADS: bool>;
 /// A lock that blocks the thread (see [`Takers`]).
-pub struct Threads;
+pub type Threads = TakenBy<true>;
 /// A tokio primitive, taken by tasks (see [`Takers`]).
-pub struct Tasks;
+pub type Tasks = TakenBy<false>;
 
-impl Takers for Threads {
-    const THREADS: bool = true;
-}
-impl Takers for Tasks {
-    const THREADS: bool = false;
+impl<const T: bool> Takers for TakenBy<T> {
+    const THREADS: bool = T;
 }
 
 /// The primitive was granted without waiting. Inline, the quick grant of the common cases

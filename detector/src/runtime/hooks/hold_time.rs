@@ -3,12 +3,11 @@
 //! precisely).
 
 use crate::base::{clock, stats};
-use crate::state::held::{self, FLAG_SAMPLED, FLAG_SPLIT};
+use crate::state::held::{self, FLAG_SAMPLED, FLAG_SPLIT, Meta};
 use crate::state::prim::Prim;
 use crate::state::tls::Local;
 
 use super::hold::TIME;
-use super::release::meta_flags;
 
 /// Holds (and waits) shorter than this are "short": the published clock cannot time them (it moves at
 /// least every [`clock::PUBLISH_EVERY`], so a hold under that crosses at most one publish),
@@ -36,15 +35,15 @@ pub(super) enum HoldTime {
     Long(u64),
 }
 
-/// The hold time of a hold that started at `since` (packed `meta`), read at its release.
+/// The hold time of a hold that started at `since` (described by `meta`), read at its
+/// release.
 #[inline]
-pub(super) fn hold_time(since: u64, meta: u64) -> HoldTime {
-    let flags = meta_flags(meta);
-    if flags & FLAG_SPLIT != 0 {
+pub(super) fn hold_time(since: u64, meta: Meta) -> HoldTime {
+    if meta.any(FLAG_SPLIT) {
         return HoldTime::None;
     }
     let tick = clock::hold_now() & TIME;
-    if flags & FLAG_SAMPLED == 0 {
+    if !meta.any(FLAG_SAMPLED) {
         match tick.saturating_sub(since) {
             ns if ns < LONG_NS => HoldTime::Short,
             ns => HoldTime::Long(ns),

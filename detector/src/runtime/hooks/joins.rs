@@ -12,25 +12,14 @@ use std::panic::Location;
 use crate::base::clock;
 use crate::state::actor::{self, ActorId};
 use crate::state::joins::{self, NewJoin};
-pub use crate::state::joins::{JoinTarget, SetMembers, Started};
+pub use crate::state::joins::{JoinTarget, Joins, SetMembers, Started};
 use crate::state::tls::local;
 
-use super::enabled;
-use super::recorded::{Book, Recorded};
+use super::recorded::Recorded;
 
 /// A join in progress in the books; dropping it (or [`end`](Recorded::end)) ends it (the
 /// join returned, its future was dropped, its task was aborted: no ghost wait is left).
 pub type JoinWait = Recorded<Joins>;
-
-/// The books of joins (`state::joins`), for [`JoinWait`].
-#[derive(Debug)]
-pub enum Joins {}
-
-impl Book for Joins {
-    fn end(seq: u64) {
-        joins::end(seq);
-    }
-}
 
 /// The current actor starts waiting for `target` to end, at `site` (the spawn site where the
 /// join's own call site is not known), `target` having been spawned at `spawned_at`.
@@ -42,31 +31,30 @@ pub fn join_begin(
     site: &'static Location<'static>,
     blocking: bool,
 ) -> JoinWait {
-    if !enabled() {
-        return JoinWait::none();
-    }
-    let l = local();
-    let (waiter, thread, scope) = actor::here_in(l);
-    let seq = joins::begin(NewJoin {
-        waiter,
-        thread,
-        blocking,
-        target,
-        spawned_at,
-        site,
-        // The published clock, as most holds' starts, not a precise reading: a join is on
-        // the path of every spawn and join. The deadlock rule asks whether the joiner took a
-        // hold after the join began (`t > since`), so a hold taken before must not look
-        // later: a published start is never later than this one, and one read precisely (a
-        // sampled acquisition, a grant after a timed wait) is at most the thread's latest,
-        // taken here too. (A task that took such a hold on another worker and moved here
-        // within the publish period may have its join taken for one it can leave: a deadlock
-        // missed, never one invented.) How long the group has stood before it is confirmed
-        // is the rule's own reading, not this start (see `rules::deadlock`).
-        since_ns: clock::hold_now().max(l.last_precise_hold.get()),
-        scope,
-    });
-    JoinWait::new(seq)
+    JoinWait::begin(|| {
+        let l = local();
+        let (waiter, thread, scope) = actor::here_in(l);
+        joins::begin(NewJoin {
+            waiter,
+            thread,
+            blocking,
+            target,
+            spawned_at,
+            site,
+            // The published clock, as most holds' starts, not a precise reading: a join is
+            // on the path of every spawn and join. The deadlock rule asks whether the joiner
+            // took a hold after the join began (`t > since`), so a hold taken before must not
+            // look later: a published start is never later than this one, and one read
+            // precisely (a sampled acquisition, a grant after a timed wait) is at most the
+            // thread's latest, taken here too. (A task that took such a hold on another
+            // worker and moved here within the publish period may have its join taken for
+            // one it can leave: a deadlock missed, never one invented.) How long the group
+            // has stood before it is confirmed is the rule's own reading, not this start
+            // (see `rules::deadlock`).
+            since_ns: clock::hold_now().max(l.last_precise_hold.get()),
+            scope,
+        })
+    })
 }
 
 /// The actor of the tokio task with id `id` (what a join of its handle waits for).

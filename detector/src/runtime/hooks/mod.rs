@@ -39,7 +39,7 @@ mod tasks;
 mod wait;
 
 pub use channels::{ChanOp, ChanWait, ChanWaits, Channel, chan_wait_begin, channel};
-pub use hold::{Hold, Takers, Tasks, Threads, acquired, acquired_at, now};
+pub use hold::{Hold, TakenBy, Takers, Tasks, Threads, acquired, acquired_at, now};
 pub use joins::{JoinTarget, JoinWait, Joins, SetMembers, Started, join_begin, task_actor};
 pub use permits::{added_permits, closed, forgot, removed_permits};
 pub use recorded::{Book, Recorded};

@@ -6,11 +6,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A side table of waits, as a [`Recorded`] ends one of them.
-pub trait Book {
-    /// The wait numbered `seq` ended (returned, completed, or its future was dropped).
-    fn end(seq: u64);
-}
+pub use crate::state::wait_table::Book;
 
 /// A wait in progress in the books of `B`; dropping it (or [`end`](Recorded::end)) ends it.
 /// [`ChanWait`](super::ChanWait) and [`JoinWait`](super::JoinWait) are the two kinds.
@@ -30,10 +26,15 @@ impl<B: Book> Recorded<B> {
         }
     }
 
-    /// The wait numbered `seq` (0: nothing recorded).
-    pub(crate) const fn new(seq: u64) -> Self {
+    /// The wait `begin` enters in the books and numbers, or nothing when the detector is
+    /// off (`begin` is not called then).
+    #[inline]
+    pub(crate) fn begin(begin: impl FnOnce() -> u64) -> Self {
+        if !super::enabled() {
+            return Self::none();
+        }
         Recorded {
-            seq: AtomicU64::new(seq),
+            seq: AtomicU64::new(begin()),
             book: PhantomData,
         }
     }

@@ -7,13 +7,11 @@
 
 use crate::base::clock;
 use crate::state::held::{
-    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_QUICK, FLAG_SAMPLED, FLAG_SPLIT,
+    self, EntryRef, FLAG_BLOCKING_IN_TASK, FLAG_QUICK, FLAG_SAMPLED, FLAG_SPLIT, Meta,
 };
 use crate::state::prim::Prim;
 use crate::state::tls::{LOCAL, Local, local};
 
-#[cfg(feature = "console")]
-use super::Mode;
 use super::hold::{Hold, TIME};
 use super::hold_time::{hold_time, record_hold_time, record_mutex_hold};
 use super::tasks::blocking_released;
@@ -64,8 +62,7 @@ impl Class for AnyPrim {
 
 pub(super) mod sealed {
     pub trait Sealed {}
-    impl Sealed for super::super::hold::Threads {}
-    impl Sealed for super::super::hold::Tasks {}
+    impl<const T: bool> Sealed for super::super::hold::TakenBy<T> {}
     impl Sealed for super::GuardNoSend {}
     impl Sealed for super::GuardSend {}
     impl Sealed for super::IsMutex {}
@@ -110,7 +107,7 @@ fn books<'p, C: Class, M: GuardMarker>(hold: Hold, prim: impl Fn() -> &'p Prim) 
     let (since, meta) = e.since_and_meta();
     let short = since == clock::published_word() & TIME;
     let l = local();
-    let flags = meta_flags(meta);
+    let flags = meta.flags();
     if flags & FLAG_QUICK != 0 && (M::STAYS || held::is_mine(&e, l)) {
         // The thread's own untimed hold, on its thread: the books in two stores.
         held::release_own(&e, l);
@@ -143,7 +140,7 @@ fn books<'p, C: Class, M: GuardMarker>(hold: Hold, prim: impl Fn() -> &'p Prim) 
 /// The end of a release of the thread's own hold (its entry cleared): a mutex's hold counted
 /// by its holder, else its start and flags for [`release_stats`].
 #[inline(always)]
-fn own_released<C: Class>(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
+fn own_released<C: Class>(prim: &Prim, since: u64, meta: Meta, short: bool) -> Released {
     console_released(prim, meta);
     if is_mutex(C::MUTEX, prim) {
         return mutex_released(prim, since, meta, short);
@@ -159,7 +156,7 @@ fn release_in_place(
     prim: &Prim,
     e: &EntryRef,
     l: &Local,
-    (since, meta, short): (u64, u64, bool),
+    (since, meta, short): (u64, Meta, bool),
     mutex: Option<bool>,
 ) -> Option<Released> {
     let mutex = is_mutex(mutex, prim);
@@ -190,7 +187,7 @@ fn release_rest(prim: &Prim, e: EntryRef, mutex: Option<bool>) -> Released {
     let (since, meta) = e.since_and_meta();
     let short = since == clock::published_word() & TIME;
     let view = (since, meta, short);
-    if meta_flags(meta) & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
+    if meta.flags() & (FLAG_SAMPLED | FLAG_BLOCKING_IN_TASK | FLAG_SPLIT | FLAG_QUICK) == 0
         && let Some(r) = release_in_place(prim, &e, local(), view, mutex)
     {
         return r;
@@ -203,7 +200,7 @@ fn release_rest(prim: &Prim, e: EntryRef, mutex: Option<bool>) -> Released {
 /// being torn down.
 #[cold]
 #[inline(never)]
-fn release_general(prim: &Prim, e: EntryRef, since: u64, meta: u64, mutex: bool) -> Released {
+fn release_general(prim: &Prim, e: EntryRef, since: u64, meta: Meta, mutex: bool) -> Released {
     if LOCAL
         .try_with(|l| release_entry(prim, &e, meta, Some(l)))
         .is_err()
@@ -218,19 +215,8 @@ fn release_general(prim: &Prim, e: EntryRef, since: u64, meta: u64, mutex: bool)
 }
 
 #[inline]
-pub(super) fn meta_flags(meta: u64) -> u8 {
-    crate::model::mode::meta_flags(meta)
-}
-
-#[cfg(feature = "console")]
-#[inline]
-pub(super) fn meta_mode(meta: u64) -> Mode {
-    crate::model::mode::meta_mode(meta)
-}
-
-#[inline]
-pub(super) fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Local>) {
-    if meta_flags(meta) & FLAG_BLOCKING_IN_TASK != 0 {
+pub(super) fn release_entry(prim: &Prim, e: &EntryRef, meta: Meta, l: Option<&Local>) {
+    if meta.any(FLAG_BLOCKING_IN_TASK) {
         blocking_released(prim, e);
     }
     resource_released(prim, e);
@@ -242,7 +228,7 @@ pub(super) fn release_entry(prim: &Prim, e: &EntryRef, meta: u64, l: Option<&Loc
 /// stores on this thread's table, nothing left for after the unlock), else its start and
 /// flags for [`release_stats`].
 #[inline(always)]
-fn released_shared(l: &Local, prim: u64, since: u64, meta: u64, short: bool) -> Released {
+fn released_shared(l: &Local, prim: u64, since: u64, meta: Meta, short: bool) -> Released {
     if short && held::tally_quick(l, prim) {
         return Released::default();
     }
@@ -253,7 +239,7 @@ fn released_shared(l: &Local, prim: u64, since: u64, meta: u64, short: bool) -> 
 /// holder counts it, a short one with one add (see `Stats::count_short`), a longer one with
 /// its time. Nothing is left for [`release_stats`].
 #[inline(always)]
-fn mutex_released(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
+fn mutex_released(prim: &Prim, since: u64, meta: Meta, short: bool) -> Released {
     if short {
         prim.stats.count_short(true);
     } else {
@@ -264,13 +250,10 @@ fn mutex_released(prim: &Prim, since: u64, meta: u64, short: bool) -> Released {
 
 /// Tells tokio-console's resource that the hold of `meta` ended (with the `console` feature).
 #[inline(always)]
-fn console_released(prim: &Prim, meta: u64) {
+fn console_released(prim: &Prim, meta: Meta) {
     #[cfg(feature = "console")]
-    prim.resource.released(
-        prim.kind,
-        meta_mode(meta),
-        crate::model::mode::meta_permits(meta),
-    );
+    prim.resource
+        .released(prim.kind, meta.mode(), meta.permits());
     #[cfg(not(feature = "console"))]
     let _ = (prim, meta);
 }
@@ -279,7 +262,7 @@ fn console_released(prim: &Prim, meta: u64) {
 /// it cannot unwind, so the inline release around it needs no landing pad.)
 #[cold]
 #[inline(never)]
-pub(super) extern "C" fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
+pub(super) extern "C" fn record_mutex_long(prim: &Prim, since: u64, meta: Meta) {
     record_mutex_hold(prim, hold_time(since, meta));
 }
 
@@ -288,16 +271,16 @@ pub(super) extern "C" fn record_mutex_long(prim: &Prim, since: u64, meta: u64) {
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Released {
     since: u64,
-    meta: u64,
+    meta: Meta,
 }
 
 impl Released {
-    /// A hold that started at `since` (packed `meta`), for [`release_stats`] to time: never
+    /// A hold that started at `since` (described by `meta`), for [`release_stats`] to time: never
     /// 0, which means "nothing" (the coarse clock counts from the process's start, so a
     /// start in its first nanoseconds is moved to 8, the first reading with its low bits
     /// cleared).
     #[inline(always)]
-    fn stats(since: u64, meta: u64) -> Released {
+    fn stats(since: u64, meta: Meta) -> Released {
         Released {
             since: since.max(8),
             meta,

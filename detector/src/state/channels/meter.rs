@@ -573,14 +573,14 @@ mod tests {
         let chan = Channel::metered("mpsc", Some("meter/waits"), Location::caller(), Some(1));
         for op in [ChanOp::Send, ChanOp::Send, ChanOp::Recv] {
             let seq = super::super::begin(chan.clone(), op, Location::caller(), false, 1);
-            super::super::end(seq);
+            <super::super::ChanWaits as crate::state::wait_table::Book>::end(seq);
         }
         let s = now("meter/waits").expect("listed");
         assert_eq!(s.series.send_wait().count(), 2);
         assert_eq!(s.series.recv_wait().count(), 1);
         // A wait of a channel that is not metered is counted nowhere.
         let plain = Arc::new(Channel::new("mpsc", None, Location::caller(), Some(1)));
-        super::super::end(super::super::begin(
+        <super::super::ChanWaits as crate::state::wait_table::Book>::end(super::super::begin(
             plain,
             ChanOp::Send,
             Location::caller(),

@@ -74,8 +74,8 @@ pub(crate) struct NewHold {
     pub(crate) site: &'static Location<'static>,
     /// Since when (coarse clock).
     pub(crate) since: u64,
-    /// [`pack_meta`]'s word.
-    pub(crate) meta: u64,
+    /// Its permits, mode and flags.
+    pub(crate) meta: Meta,
     /// Test scope of the acquiring thread.
     pub(crate) scope: u32,
 }
@@ -144,8 +144,14 @@ impl Entry {
                 Ordering::Relaxed,
             );
             self.since.store(h.since, Ordering::Relaxed);
-            self.meta.store(h.meta, Ordering::Relaxed);
+            self.meta.store(h.meta.bits(), Ordering::Relaxed);
         });
+    }
+
+    /// The permits, mode and flags (its holder reads them, or a reader inside the seqlock).
+    #[inline(always)]
+    pub(super) fn meta(&self) -> Meta {
+        Meta::from_bits(self.meta.load(Ordering::Relaxed))
     }
 
     /// A consistent copy of the hold, or `None` when the entry is free or being refilled.
@@ -155,7 +161,7 @@ impl Entry {
                 self.actor.load(Ordering::Relaxed),
                 self.site.load(Ordering::Relaxed),
                 self.since.load(Ordering::Relaxed),
-                self.meta.load(Ordering::Relaxed),
+                Meta::from_bits(self.meta.load(Ordering::Relaxed)),
             )
         })?;
         if site.is_null() {
@@ -167,9 +173,9 @@ impl Entry {
             // SAFETY: `site` was stored from a `&'static Location` in `fill`; non-null checked.
             site: unsafe { &*site },
             since,
-            permits: meta_permits(meta),
-            mode: meta_mode(meta),
-            flags: meta_flags(meta),
+            permits: meta.permits(),
+            mode: meta.mode(),
+            flags: meta.flags(),
             scope,
             thread,
         })

@@ -39,7 +39,7 @@ fn hold(prim: u64, n: u64) -> NewHold {
         actor: n,
         site: Location::caller(),
         since: n,
-        meta: pack_meta(n as u32, Mode::Permits, 0),
+        meta: Meta::new(n as u32, Mode::Permits, 0),
         scope: n as u32,
     }
 }

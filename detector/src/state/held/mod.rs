@@ -37,7 +37,7 @@ use parking_lot::Mutex;
 use crate::base::loom::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 pub use crate::model::mode::{
     FLAG_BLOCKING_IN_TASK, FLAG_MOVABLE, FLAG_PINNED_THREAD, FLAG_QUICK, FLAG_REENTRY,
-    FLAG_SAMPLED, FLAG_SPLIT, FLAG_TRY, Mode, pack_meta,
+    FLAG_SAMPLED, FLAG_SPLIT, FLAG_TRY, Meta, Mode,
 };
 
 mod entry;

@@ -172,9 +172,8 @@ impl EntryRef {
     /// Rewrites permits and mode (permit `split`/`merge`, rwlock `downgrade`, upgrades).
     pub fn update(&self, permits: u32, mode: Mode) {
         let e = self.entry();
-        let old = e.meta.load(Ordering::Relaxed);
-        let meta = pack_meta(permits, mode, meta_flags(old));
-        e.meta.store(meta, Ordering::Relaxed);
+        e.meta
+            .store(e.meta().remade(permits, mode).bits(), Ordering::Relaxed);
     }
 
     /// Reads the hold back.
@@ -202,14 +201,12 @@ impl EntryRef {
         self.entry().key.load(Ordering::Relaxed)
     }
 
-    /// The hold's start (coarse clock) and its packed meta word, as written at the grant.
+    /// The hold's start (coarse clock) and its permits, mode and flags, as written at the
+    /// grant.
     #[inline]
-    pub(crate) fn since_and_meta(&self) -> (u64, u64) {
+    pub(crate) fn since_and_meta(&self) -> (u64, Meta) {
         let e = self.entry();
-        (
-            e.since.load(Ordering::Relaxed),
-            e.meta.load(Ordering::Relaxed),
-        )
+        (e.since.load(Ordering::Relaxed), e.meta())
     }
 
     /// The reference as a pointer, for a wrapper that keeps it in one word: entries are
@@ -287,7 +284,7 @@ pub fn push(
     actor: u64,
     site: &'static Location<'static>,
     since: u64,
-    meta: u64,
+    meta: Meta,
 ) -> Option<EntryRef> {
     LOCAL
         .try_with(|l| {
@@ -417,7 +414,7 @@ pub(crate) unsafe fn quick_room(
             continue;
         }
         let prim = e.key.load(Ordering::Acquire);
-        if prim != 0 && !ok(prim, (e.meta.load(Ordering::Relaxed) >> 40) as u8) {
+        if prim != 0 && !ok(prim, e.meta().flags()) {
             return false;
         }
     }
@@ -510,7 +507,7 @@ pub(crate) fn mine_inline(
         if e.actor.load(Ordering::Relaxed) == actor {
             let prim = e.key.load(Ordering::Acquire);
             if prim != 0 {
-                let flags = (e.meta.load(Ordering::Relaxed) >> 40) as u8;
+                let flags = e.meta().flags();
                 out[n] = (prim, flags, e);
                 n += 1;
             }

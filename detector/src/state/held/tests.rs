@@ -15,7 +15,7 @@ fn push_release_and_overflow() {
     let me = 77;
     let mut refs = Vec::new();
     for p in 1..=(INLINE as u64 + 40) {
-        refs.push(push(1000 + p, me, site(), 5, pack_meta(1, Mode::Permits, 0)).unwrap());
+        refs.push(push(1000 + p, me, site(), 5, Meta::new(1, Mode::Permits, 0)).unwrap());
     }
     let mut n = 0;
     for_each_mine(me, |_| n += 1);
@@ -31,7 +31,7 @@ fn push_release_and_overflow() {
     refs.into_iter().for_each(EntryRef::release);
     assert!(!holds_any_here(me));
     // Inline entries are reused after remote clears.
-    let r = push(5, me, site(), 5, pack_meta(1, Mode::Exclusive, 0)).unwrap();
+    let r = push(5, me, site(), 5, Meta::new(1, Mode::Exclusive, 0)).unwrap();
     assert_eq!(r.view().unwrap().prim, 5);
     r.release();
 }
@@ -45,7 +45,7 @@ fn a_hold_keeps_a_scope_id_past_16_bits() {
         actor: 78,
         site: site(),
         since: 5,
-        meta: pack_meta(1, Mode::Exclusive, 0),
+        meta: Meta::new(1, Mode::Exclusive, 0),
         scope,
     };
     let r = LOCAL.with(|l| push_in(l, hold)).unwrap();
@@ -62,7 +62,7 @@ fn a_snapshot_never_mixes_two_holds_of_one_entry() {
     const FILLS: u64 = 200_000;
     let stop = Arc::new(AtomicBool::new(false));
     // The writer's table, found by the reader through the entry pointer.
-    let first = push(7, 1, site(), 1, pack_meta(1, Mode::Permits, 0)).unwrap();
+    let first = push(7, 1, site(), 1, Meta::new(1, Mode::Permits, 0)).unwrap();
     struct Shared(*const Entry);
     // SAFETY: entries are only read through shared references (atomics), and tables are
     // never freed.
@@ -98,7 +98,7 @@ fn a_snapshot_never_mixes_two_holds_of_one_entry() {
             n,
             site(),
             n,
-            pack_meta((n & 0xffff) as u32, Mode::Permits, 0),
+            Meta::new((n & 0xffff) as u32, Mode::Permits, 0),
         )
         .unwrap();
         assert!(
@@ -129,7 +129,7 @@ fn waits_are_tallied_on_the_granting_thread() {
                 actor: 1,
                 site: site(),
                 since: 1,
-                meta: 0,
+                meta: Meta::default(),
                 scope: 0,
             },
         )
@@ -168,7 +168,7 @@ fn waits_are_tallied_on_the_granting_thread() {
 fn the_task_index_follows_a_tasks_holds() {
     // A task id no other test uses (ids are hashed onto slots).
     let task = 0x00ab_cdef_0123;
-    let hold = |prim| push(prim, task, site(), 5, pack_meta(1, Mode::Exclusive, 0)).unwrap();
+    let hold = |prim| push(prim, task, site(), 5, Meta::new(1, Mode::Exclusive, 0)).unwrap();
     assert!(!task_any(task));
     let look = task_look(task);
     assert!(!look.holds(), "a fresh task holds nothing");

@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
 use crate::base::loom::{AtomicPtr, AtomicU64};
-use crate::model::mode::{FLAG_MOVABLE, Mode, meta_flags, meta_mode, meta_permits, pack_meta};
+use crate::model::mode::{FLAG_MOVABLE, Meta, Mode};
 use crate::state::actor::ActorId;
 use crate::state::tls::Local;
 use crate::state::wait::WaiterRec;
@@ -49,7 +49,7 @@ pub(crate) struct WaitSlot {
     site: AtomicPtr<Location<'static>>,
     since: AtomicU64,
     seq: AtomicU64,
-    /// [`pack_meta`]'s word: permits, mode, and [`FLAG_MOVABLE`] for an owned wait.
+    /// A [`Meta`]'s word: permits, mode, and [`FLAG_MOVABLE`] for an owned wait.
     meta: AtomicU64,
 }
 
@@ -75,8 +75,8 @@ impl WaitSlot {
             );
             self.since.store(w.since_ns, Ordering::Relaxed);
             self.seq.store(seq, Ordering::Relaxed);
-            let meta = pack_meta(w.permits, w.mode, if w.owned { FLAG_MOVABLE } else { 0 });
-            self.meta.store(meta, Ordering::Relaxed);
+            let meta = Meta::new(w.permits, w.mode, if w.owned { FLAG_MOVABLE } else { 0 });
+            self.meta.store(meta.bits(), Ordering::Relaxed);
         });
     }
 
@@ -89,7 +89,7 @@ impl WaitSlot {
                     self.site.load(Ordering::Relaxed),
                     self.since.load(Ordering::Relaxed),
                     self.seq.load(Ordering::Relaxed),
-                    self.meta.load(Ordering::Relaxed),
+                    Meta::from_bits(self.meta.load(Ordering::Relaxed)),
                 )
             })?;
         if site.is_null() {
@@ -102,9 +102,9 @@ impl WaitSlot {
             actor: ActorId::from_u64(actor)?,
             site,
             since_ns,
-            permits: meta_permits(meta),
-            mode: meta_mode(meta),
-            owned: meta_flags(meta) & FLAG_MOVABLE != 0,
+            permits: meta.permits(),
+            mode: meta.mode(),
+            owned: meta.any(FLAG_MOVABLE),
             scope,
         };
         Some((
@@ -397,7 +397,7 @@ mod tests {
     #[test]
     fn slots_record_clear_and_refill() {
         // A hold first, so that this thread has its table.
-        let h = super::super::push(1, 1, Location::caller(), 0, 0).expect("a table");
+        let h = super::super::push(1, 1, Location::caller(), 0, Meta::default()).expect("a table");
         let w = wait(0xfeed_0001);
         let mut refs = Vec::new();
         LOCAL.with(|l| {
@@ -438,7 +438,7 @@ mod tests {
     /// it needs them, whichever they were.
     #[test]
     fn slots_ended_on_other_workers_are_taken_back_one_by_one() {
-        let h = super::super::push(1, 1, Location::caller(), 0, 0).expect("a table");
+        let h = super::super::push(1, 1, Location::caller(), 0, Meta::default()).expect("a table");
         let w = wait(0xfeed_0002);
         let refs: Vec<_> = LOCAL.with(|l| {
             (0..WAITS)
@@ -450,7 +450,8 @@ mod tests {
         let n = ended.len();
         std::thread::spawn(move || {
             // This worker has a table, and a wait of its own.
-            let mine = super::super::push(2, 2, Location::caller(), 0, 0).expect("a table");
+            let mine =
+                super::super::push(2, 2, Location::caller(), 0, Meta::default()).expect("a table");
             let own = LOCAL.with(|l| wait_push(l, &wait(0xfeed_0003)).expect("a slot"));
             let before = LOCAL.with(|l| l.wait_mask.get());
             LOCAL.with(|l| ended.into_iter().for_each(|(_, (r, _))| r.clear(Some(l))));
