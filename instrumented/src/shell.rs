@@ -36,9 +36,10 @@ pub(crate) trait Owner<G> {
     /// guard's auto traits follow it (see [`hooks::GuardMarker`]).
     type Marker: hooks::GuardMarker;
 
-    /// Where the release's code goes, not what it does: `true` puts the whole release out of
-    /// line, for tokio's guards (see [`Guard::drop_out_of_line`]); `false` keeps the release
-    /// inline, whose slow half the detector keeps out of line itself.
+    /// Where the release's code goes, not what it does: `true` puts the release of a
+    /// recorded hold out of line, for tokio's guards (see [`Guard::release_out_of_line`]; with
+    /// the detector off, the unlock stays inline); `false` keeps the release inline, whose
+    /// slow half the detector keeps out of line itself.
     const OUT_OF_LINE: bool = false;
 
     /// [`Owner::prim`], without the check a lazily registered primitive needs.
@@ -159,22 +160,29 @@ impl<O: Owner<G>, G> Drop for Guard<O, G> {
                 ManuallyDrop::take(&mut self.token),
             )
         };
+        if token.is_none() {
+            // Nothing recorded (the detector was off): the unlock alone, inline, and not even
+            // the primitive looked up. (A token that records nothing needs no drop.)
+            std::mem::forget(token);
+            return self.owner.unlock(inner);
+        }
         if O::OUT_OF_LINE {
-            Self::drop_out_of_line(token, &self.owner, inner);
+            Self::release_out_of_line(token, &self.owner, inner);
         } else {
-            Self::release_and_unlock(token, &self.owner, inner);
+            Self::release_recorded(token, &self.owner, inner);
         }
     }
 }
 
 impl<O: Owner<G>, G> Guard<O, G> {
-    /// The release: the books, the unlock, the statistics (see the module docs). With the
-    /// detector off (nothing recorded), the unlock alone: not even the primitive is looked up.
+    /// The release of a recorded hold: the books, the unlock, the statistics (see the module
+    /// docs).
     #[inline(always)]
-    fn release_and_unlock(mut token: Token, owner: &O, inner: G) {
-        if token.is_none() {
-            return owner.unlock(inner);
-        }
+    fn release_recorded(token: Token, owner: &O, inner: G) {
+        // Never dropped: it records nothing once its books are released below (they are taken
+        // out of it first), so no check of it is left after the unlock, nor a landing pad
+        // around the unlock.
+        let mut token = ManuallyDrop::new(token);
         // SAFETY: the token recorded a hold of this owner's primitive, so it was looked up.
         let prim = || unsafe { owner.prim_registered() };
         let released = token.release_books::<O::Class, O::Marker>(prim);
@@ -185,13 +193,13 @@ impl<O: Owner<G>, G> Guard<O, G> {
         }
     }
 
-    /// [`Guard::release_and_unlock`] out of line ([`Owner::OUT_OF_LINE`]), given the
-    /// guard's words (in registers: the owner's by reference), so that the guard's drop is a
-    /// call small enough to inline into the caller: a tokio guard dropped out of line is read
-    /// back from memory right after it was written, which stalls on store forwarding.
+    /// [`Guard::release_recorded`] out of line ([`Owner::OUT_OF_LINE`]), given the guard's
+    /// words (in registers: the owner's by reference), so that the guard's drop is a call
+    /// small enough to inline into the caller: a tokio guard dropped out of line is read back
+    /// from memory right after it was written, which stalls on store forwarding.
     #[inline(never)]
-    fn drop_out_of_line(token: Token, owner: &O, inner: G) {
-        Self::release_and_unlock(token, owner, inner);
+    fn release_out_of_line(token: Token, owner: &O, inner: G) {
+        Self::release_recorded(token, owner, inner);
     }
 }
 

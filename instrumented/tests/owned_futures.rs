@@ -1,8 +1,9 @@
 //! The owned forms' hand-written future (`lock_owned`, `read_owned`, `write_owned`,
 //! `acquire_owned`, `acquire_many_owned`): its size, which keeps a task that waits on it in
 //! raw tokio's task-cell size (issue 16's backpressure workload), and its two lives the other
-//! tests do not reach, with the detector off (tokio's future alone) and dropped after the
-//! lock was handed to it. One test: it switches the detector off for the whole process.
+//! tests do not reach, with the detector off (tokio's future alone; the borrowed forms'
+//! too) and dropped after the lock was handed to it. One test: it switches the detector off
+//! for the whole process.
 
 use std::mem::size_of_val;
 use std::sync::Arc;
@@ -78,6 +79,47 @@ fn off() {
     assert_eq!(*m.try_lock().unwrap(), 1);
 }
 
+/// The borrowed forms with the detector off: a contended `lock`, `write` or `acquire` waits
+/// in tokio's queue alone (FIFO, a dropped waiter leaves it), and a `Mutex` or `Semaphore`
+/// made with `const_new` (registered on first use) is never looked up. (An `RwLock`'s guard
+/// keeps its primitive, so it is looked up: this one is registered at once, by `new`.)
+fn off_borrowed() {
+    let m = Mutex::const_new(0u64);
+    let l = RwLock::new(0u64);
+    let s = Semaphore::const_new(1);
+    let before = lockscope::detector::locks().len();
+    let g = assert_ready!(spawn(m.lock()).poll());
+    let r = assert_ready!(spawn(l.read()).poll());
+    let p = assert_ready!(spawn(s.acquire()).poll()).unwrap();
+    let mut first = spawn(m.lock());
+    let mut second = spawn(m.lock());
+    let mut w = spawn(l.write());
+    let mut a = spawn(s.acquire());
+    assert_pending!(first.poll());
+    assert_pending!(second.poll());
+    assert_pending!(w.poll());
+    assert_pending!(a.poll());
+    drop(first);
+    drop(g);
+    assert!(second.is_woken(), "the lock went to the next waiter");
+    let mut g2 = assert_ready!(second.poll());
+    *g2 += 1;
+    drop(g2);
+    drop(r);
+    assert!(w.is_woken());
+    *assert_ready!(w.poll()) += 1;
+    drop(p);
+    assert!(a.is_woken());
+    drop(assert_ready!(a.poll()).unwrap());
+    assert_eq!(s.available_permits(), 1);
+    assert_eq!(
+        lockscope::detector::locks().len(),
+        before,
+        "nothing was registered"
+    );
+    assert_eq!((*m.try_lock().unwrap(), *l.try_read().unwrap()), (1, 1));
+}
+
 /// A future handed the permits while waiting, dropped before it saw them: tokio gives them
 /// back, and the books keep no holder and no waiter.
 fn handed_then_dropped() {
@@ -103,6 +145,7 @@ fn owned_futures() {
     handed_then_dropped();
     lockscope::detector::set_enabled(false);
     off();
+    off_borrowed();
     lockscope::detector::set_enabled(true);
     handed_then_dropped();
 }

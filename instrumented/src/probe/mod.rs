@@ -122,8 +122,10 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -
 /// An async acquisition, written inside the wrapper's own `async` block (a macro rather than
 /// an `async fn`, so that no second state machine wraps the first): the fast path of
 /// [`poll_fast`] with `$take`, else `$queue` (tokio's acquire future, its permit forgotten
-/// with `tokio::acquire::forget`)
-/// under [`Acquire`], in the same state machine: no box on the contended path. Evaluates to `Result<Token, E>`.
+/// with `tokio::acquire::forget`) under [`Acquire`], in the same state machine: no box on
+/// the contended path. With the detector off, `$take` or `$queue` alone: `$prim` is never
+/// evaluated (a primitive registered on first use is not registered by it).
+/// Evaluates to `Result<Token, E>`.
 ///
 /// `$acq` (a cheap constructor expression) is evaluated where it is used rather than kept in
 /// the future, and the fast path's `poll_fn` returns a bool, the token being made after it in
@@ -135,9 +137,17 @@ macro_rules! acquire {
         // cache line with the semaphore's state, which every worker writes; read first, the
         // line came in shared and `$take`'s compare-and-swap took it a second time.
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
-            Ok($crate::probe::granted::<
-                ::lockscope_detector::__private::hooks::Tasks,
-            >($prim, $acq))
+            Ok(if ::lockscope_detector::__private::hooks::enabled() {
+                $crate::probe::grant::<::lockscope_detector::__private::hooks::Tasks>($prim, $acq)
+            } else {
+                $crate::probe::Token::none()
+            })
+        } else if !::lockscope_detector::__private::hooks::enabled() {
+            // Off: tokio's future alone, as raw tokio queues.
+            $queue.await.map(|permit| {
+                $crate::tokio::acquire::forget(permit);
+                $crate::probe::Token::none()
+            })
         } else {
             $crate::probe::Acquire::new($prim, $acq, $queue)
                 .await
