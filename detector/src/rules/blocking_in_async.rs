@@ -367,8 +367,7 @@ mod tests {
         let waited = 50 * MS;
         let ended = |passed: u64| {
             os_share_begin(&m);
-            m.epoch
-                .fetch_add(passed, std::sync::atomic::Ordering::Relaxed);
+            m.progressed(passed);
             wait_ended(&m, &w, waited)
         };
         assert!(ended(0).is_some(), "behind one hold: a stall");

@@ -165,8 +165,7 @@ pub(crate) fn deadlocks_confirmed(s: &State) -> Vec<crate::model::finding::Findi
 
 /// Records `site` as where `p`'s latest forgotten permits were acquired (what `forget` does).
 pub(crate) fn forgot_at(p: &Prim, site: &'static Location<'static>) {
-    p.forgot_site
-        .store(std::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+    p.set_forgot_site(site);
 }
 
 /// A join by `waiter` of `targets` (each spawned at the caller), numbered `seq`, since

@@ -20,7 +20,12 @@ pub use crate::model::prim::*;
 use crate::state::actor;
 use crate::state::wait::WaitQueue;
 
-/// One live primitive as the detector sees it.
+/// How many lock-order contexts a primitive remembers (see [`Prim::order_known`]).
+pub(crate) const ORDER_CACHE: usize = 4;
+
+/// One live primitive as the detector sees it. Its books change through its methods: the
+/// hooks say what happened (permits forgotten, added, removed, the semaphore closed, a wait
+/// for several permits, a wait given up, a lock order seen), never which field to write.
 pub struct Prim {
     pub(crate) id: PrimitiveId,
     pub(crate) name: Arc<str>,
@@ -32,39 +37,39 @@ pub struct Prim {
     /// primitive given a name of its own (see [`instance`](Prim::instance)).
     pub(crate) instance: u32,
     /// Permits in existence (held + available): 1 for a mutex, `max_readers` for an rwlock.
-    pub(crate) capacity: AtomicU64,
+    capacity: AtomicU64,
     /// Permits `forget`-ed and not yet added back.
-    pub(crate) forgotten: AtomicU64,
+    forgotten: AtomicU64,
     /// Permits `forget`-ed so far, and added by `add_permits` so far (both only grow): the
     /// leak rule pays forgets back oldest first from these (see `rules::leaked_permit`).
-    pub(crate) forgot_total: AtomicU64,
-    pub(crate) added_total: AtomicU64,
+    forgot_total: AtomicU64,
+    added_total: AtomicU64,
     /// Where the latest forgotten permits were acquired (null: not known), for reports.
-    pub(crate) forgot_site: AtomicPtr<Location<'static>>,
-    pub(crate) closed: AtomicBool,
+    forgot_site: AtomicPtr<Location<'static>>,
+    closed: AtomicBool,
     /// Bumped by capacity changes and `close`: progress that is not a release.
-    pub(crate) epoch: AtomicU64,
+    epoch: AtomicU64,
     /// Waiters queued now (kept equal to the queue length under its lock; read without it).
-    pub(crate) waiting: AtomicU32,
+    waiting: AtomicU32,
     /// The queue remembers waits that gave up (a retry loop may be at work): every wait goes
     /// to the queue, which tells a retry from a new wait (kept under the queue's lock).
-    pub(crate) retrying: AtomicBool,
+    retrying: AtomicBool,
     /// A semaphore that saw a wait for more than one permit: its waits keep their FIFO order
     /// in the queue from then on (see `runtime::hooks::wait_begin`).
-    pub(crate) mixed: AtomicBool,
+    mixed: AtomicBool,
     /// The actor that created it (raw id).
     pub(crate) creator: u64,
     pub(crate) stats: Stats,
     pub(crate) waiters: Mutex<WaitQueue>,
     /// Predecessors `A` for which the lock-order edge `A -> self` is already known.
-    pub(crate) order_cache: [AtomicU64; 4],
+    order_cache: [AtomicU64; ORDER_CACHE],
     /// Its tokio-console resource (empty without the `console` feature).
     pub(crate) resource: crate::state::console::Resource,
     /// Its declared level, if any, as an index (see [`level_word`]): set once, before its
     /// first use; read on the cold path of a nested acquisition only (see
     /// `rules::lock_levels`). 32 bits, not a `Level`: every primitive pays for the field, and
     /// it fills the padding beside the other 32-bit fields.
-    pub(crate) level: AtomicU32,
+    level: AtomicU32,
 }
 
 impl Prim {
@@ -75,6 +80,113 @@ impl Prim {
         self.retrying.store(q.retrying(), Ordering::Relaxed);
         self.waiting.store(q.len() as u32, Ordering::Relaxed);
         self.resource.waiters(q.len());
+    }
+
+    /// `permits` were `forget`-ed (acquired at `site`, when known): they are counted as
+    /// forgotten until `add_permits` pays them back, and the capacity shrinks.
+    pub(crate) fn forgot_permits(&self, site: Option<&'static Location<'static>>, permits: u64) {
+        if let Some(site) = site {
+            let site = std::ptr::from_ref(site).cast_mut();
+            // Read first: a semaphore forgetting from one site keeps its line shared.
+            if self.forgot_site.load(Ordering::Relaxed) != site {
+                self.forgot_site.store(site, Ordering::Relaxed);
+            }
+        }
+        self.forgot_total.fetch_add(permits, Ordering::Relaxed);
+        self.forgotten.fetch_add(permits, Ordering::Relaxed);
+        self.removed_permits(permits);
+    }
+
+    /// `add_permits(n)`: the capacity grows, and makes up for forgotten permits, earlier or
+    /// later ones (the forgotten balance goes below zero, read as none: see
+    /// [`forgotten`](Prim::forgotten)).
+    pub(crate) fn added_permits(&self, n: u64) {
+        self.added_total.fetch_add(n, Ordering::Relaxed);
+        self.capacity.fetch_add(n, Ordering::Relaxed);
+        // Wrapping, as in `removed_permits`.
+        self.forgotten.fetch_sub(n, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `n` available permits were removed (`forget_permits`, or a `forget`): the capacity
+    /// shrinks on purpose.
+    pub(crate) fn removed_permits(&self, n: u64) {
+        // Wrapping (two's complement): racing changes land in any order and must sum
+        // exactly; a saturating update would lose one that raced ahead of its counterpart.
+        self.capacity.fetch_sub(n, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The semaphore was closed.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A wait for `permits` begins: whether the primitive's waits are still all alike (one
+    /// permit each), which a semaphore stops being, for good, at its first wait for more.
+    #[inline]
+    pub(crate) fn waits_alike(&self, permits: u32) -> bool {
+        if permits != 1 {
+            self.mixed.store(true, Ordering::Relaxed);
+        }
+        !self.is_mixed()
+    }
+
+    /// Whether a wait for more than one permit was ever seen (see [`Prim::waits_alike`]).
+    #[inline]
+    pub(crate) fn is_mixed(&self) -> bool {
+        self.mixed.load(Ordering::Relaxed)
+    }
+
+    /// Whether the queue remembers a wait that gave up (a retry loop may be at work).
+    #[inline]
+    pub(crate) fn is_retrying(&self) -> bool {
+        self.retrying.load(Ordering::Relaxed)
+    }
+
+    /// A wait gave up and the queue (locked by the caller) remembers it.
+    pub(crate) fn gave_up_remembered(&self) {
+        self.retrying.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the lock-order context `ctx` is one this primitive remembers being acquired
+    /// under, by any thread (a hint: a miss costs only a trip to the graph).
+    #[inline]
+    pub(crate) fn order_known(&self, ctx: u64) -> bool {
+        self.order_cache
+            .iter()
+            .any(|c| c.load(Ordering::Relaxed) == ctx)
+    }
+
+    /// Remembers `ctx` (see [`Prim::order_known`]); `false` when every slot holds another.
+    pub(crate) fn remember_order(&self, ctx: u64) -> bool {
+        self.order_cache.iter().any(|c| {
+            // Relaxed: the cache is a hint.
+            c.load(Ordering::Relaxed) == ctx
+                || c.compare_exchange(0, ctx, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+        })
+    }
+
+    /// Sets the totals the leak rule reads (a rule's test builds a history at once).
+    #[cfg(test)]
+    pub(crate) fn set_forgot_and_added(&self, forgot: u64, added: u64) {
+        self.forgot_total.store(forgot, Ordering::Relaxed);
+        self.added_total.store(added, Ordering::Relaxed);
+    }
+
+    /// Counts `n` steps of progress that are not releases (a rule's test).
+    #[cfg(test)]
+    pub(crate) fn progressed(&self, n: u64) {
+        self.epoch.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Sets where the latest forgotten permits were acquired, alone (a rule's test).
+    #[cfg(test)]
+    pub(crate) fn set_forgot_site(&self, site: &'static Location<'static>) {
+        self.forgot_site
+            .store(std::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
     }
 
     /// The primitive's id.
@@ -135,7 +247,7 @@ impl Prim {
     }
     /// Where the latest forgotten permits had been acquired, when known.
     pub fn forgot_site(&self) -> Option<&'static Location<'static>> {
-        // SAFETY: only `&'static Location`s are stored (in `hooks::forgot`), or null.
+        // SAFETY: only `&'static Location`s are stored (in `forgot_permits`), or null.
         unsafe { self.forgot_site.load(Ordering::Relaxed).as_ref() }
     }
     /// Its statistics now (with the short holds tallied on threads' tables).

@@ -172,11 +172,7 @@ pub(crate) fn known(prim: &Prim, ctx: u64) -> bool {
         // The caches' empty word: never a hit.
         return false;
     }
-    if prim
-        .order_cache
-        .iter()
-        .any(|c| c.load(Ordering::Relaxed) == ctx)
-    {
+    if prim.order_known(ctx) {
         return true;
     }
     let b = prim.id.0;
@@ -218,14 +214,8 @@ fn remember(prim: &Prim, ctx: u64) {
     if ctx == 0 {
         return;
     }
-    for c in &prim.order_cache {
-        // Relaxed: the cache is a hint; a miss only costs a trip to the graph.
-        if c.load(Ordering::Relaxed) == ctx
-            || c.compare_exchange(0, ctx, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            return;
-        }
+    if prim.remember_order(ctx) {
+        return;
     }
     let b = prim.id.0;
     let _ = SEEN.try_with(|s| s[slot(ctx, b)].set((ctx, b)));

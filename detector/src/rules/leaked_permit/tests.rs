@@ -4,7 +4,6 @@ use crate::rules::Rule;
 use crate::rules::testkit::{MS, Scope, at, forgot_at, found, hold, state, task, wait};
 use crate::state::held::{FLAG_MOVABLE, Mode};
 use crate::state::prim::PrimKind;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// The running check (issue 17: only a child-process example ran it): a quiet holder's
 /// hold past the leak threshold is reported, in these words, once per hold.
@@ -117,8 +116,7 @@ fn forgotten_permits_unpaid_past_the_threshold_are_reported_until_paid_back() {
     forgot_at(&sem, site);
     let mut rule = LeakedPermit::default();
     let mut check = |forgot: u64, added: u64, capacity: u64, now_ms: u64| {
-        sem.forgot_total.store(forgot, Relaxed);
-        sem.added_total.store(added, Relaxed);
+        sem.set_forgot_and_added(forgot, added);
         let mut p = at(&sem, vec![], vec![]);
         p.forgotten = forgot - added;
         p.capacity = capacity;

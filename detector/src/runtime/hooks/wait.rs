@@ -189,7 +189,7 @@ pub(super) fn wait_begin_with(prim: &Prim, acq: Acq, timed: bool, precise: bool)
     let seq = {
         let mut q = prim.waiters.lock();
         let seq = q.push(rec);
-        if q.mixed_from == 0 && prim.mixed.load(Ordering::Relaxed) {
+        if q.mixed_from == 0 && prim.is_mixed() {
             q.mixed_from = seq;
         }
         prim.queue_changed(&q);
@@ -218,19 +218,14 @@ pub(super) fn wait_begin_quick(
 ) -> Option<Waiting> {
     let alike = match prim.kind {
         PrimKind::Mutex => true,
-        PrimKind::Semaphore => {
-            if acq.permits() != 1 {
-                prim.mixed.store(true, Ordering::Relaxed);
-            }
-            !prim.mixed.load(Ordering::Relaxed)
-        }
+        PrimKind::Semaphore => prim.waits_alike(acq.permits()),
         _ => false,
     };
     if !alike
         || timed
         || prim.resource.followed()
         || acq.flags() & FLAG_REENTRY != 0
-        || prim.retrying.load(Ordering::Relaxed)
+        || prim.is_retrying()
     {
         return None;
     }
@@ -274,7 +269,7 @@ pub(super) fn end_wait(prim: &Prim, w: &mut Waiting, gave_up: bool) {
         if let Some(rec) = rec {
             let mut q = prim.waiters.lock();
             q.gave_up(&rec, clock::precise_now());
-            prim.retrying.store(true, Ordering::Relaxed);
+            prim.gave_up_remembered();
         }
         return;
     }
