@@ -188,9 +188,18 @@ macro_rules! lock_traits {
 }
 pub(crate) use lock_traits;
 
-/// A `try_` form: records the hold, or the give-up.
+/// A `try_` form: records the hold, or the give-up. `prim` is looked up only when the
+/// detector is on.
 #[inline]
-pub(crate) fn tried<G>(prim: &Prim, acq: Acq, got: Option<G>) -> Option<(G, Token)> {
+pub(crate) fn tried<'p, G>(
+    prim: impl FnOnce() -> &'p Prim,
+    acq: Acq,
+    got: Option<G>,
+) -> Option<(G, Token)> {
+    if !hooks::enabled() {
+        return got.map(|g| (g, Token::none()));
+    }
+    let prim = prim();
     match got {
         Some(g) => Some((
             g,

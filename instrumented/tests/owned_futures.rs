@@ -80,13 +80,14 @@ fn off() {
 }
 
 /// The borrowed forms with the detector off: a contended `lock`, `write` or `acquire` waits
-/// in tokio's queue alone (FIFO, a dropped waiter leaves it), and a `Mutex` or `Semaphore`
-/// made with `const_new` (registered on first use) is never looked up. (An `RwLock`'s guard
-/// keeps its primitive, so it is looked up: this one is registered at once, by `new`.)
+/// in tokio's queue alone (FIFO, a dropped waiter leaves it), and a lock made with
+/// `const_new` (registered on first use) is never looked up, by these, their guards or the
+/// `try_` forms (parking_lot's too).
 fn off_borrowed() {
     let m = Mutex::const_new(0u64);
-    let l = RwLock::new(0u64);
+    let l = RwLock::const_new(0u64);
     let s = Semaphore::const_new(1);
+    let blocking = lockscope::parking_lot::Mutex::new(0u64);
     let before = lockscope::detector::locks().len();
     let g = assert_ready!(spawn(m.lock()).poll());
     let r = assert_ready!(spawn(l.read()).poll());
@@ -112,12 +113,15 @@ fn off_borrowed() {
     assert!(a.is_woken());
     drop(assert_ready!(a.poll()).unwrap());
     assert_eq!(s.available_permits(), 1);
+    assert_eq!((*m.try_lock().unwrap(), *l.try_read().unwrap()), (1, 1));
+    drop(s.try_acquire_many(1).unwrap());
+    *blocking.try_lock().unwrap() += 1;
+    *blocking.lock() += 1;
     assert_eq!(
         lockscope::detector::locks().len(),
         before,
         "nothing was registered"
     );
-    assert_eq!((*m.try_lock().unwrap(), *l.try_read().unwrap()), (1, 1));
 }
 
 /// A future handed the permits while waiting, dropped before it saw them: tokio gives them

@@ -114,7 +114,7 @@ macro_rules! lock_methods {
         pub fn $name(&self) -> Option<$guard<'_, T>> {
             let site = ::std::panic::Location::caller();
             let acq = lock_methods!(@acq self site $acq $mode);
-            let (inner, token) = $crate::blocking_shell::tried(self.prim(), acq, self.inner.$try())?;
+            let (inner, token) = $crate::blocking_shell::tried(|| self.prim(), acq, self.inner.$try())?;
             Some($guard::new(self, inner, token))
         }
     };

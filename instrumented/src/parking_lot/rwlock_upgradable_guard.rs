@@ -371,7 +371,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let raw = self.raw();
         // SAFETY: this guard holds the upgradable lock.
         let upgraded = unsafe { raw.try_upgrade() }.then_some(());
-        let ((), token) = tried(prim, upgrade_acq(site), upgraded)?;
+        let ((), token) = tried(|| prim, upgrade_acq(site), upgraded)?;
         Some(self.run_upgraded(Downgrade { prim, token, raw }, f))
     }
 

@@ -157,14 +157,23 @@ pub(crate) fn block(sem: &Semaphore, prim: &Prim, acq: Acq, n: u32) -> Result<To
     Ok(token)
 }
 
-/// `n` permits if they are free now (a `try_` form; a failure is counted).
-pub(crate) fn try_take(
+/// `n` permits if they are free now (a `try_` form; a failure is counted). `prim` is looked
+/// up only when the detector is on.
+pub(crate) fn try_take<'p>(
     sem: &Semaphore,
-    prim: &Prim,
+    prim: impl FnOnce() -> &'p Prim,
     acq: Acq,
     n: u32,
 ) -> Result<Token, TryAcquireError> {
-    match sem.try_acquire_many(n) {
+    let r = sem.try_acquire_many(n);
+    if !lockscope_detector::__private::hooks::enabled() {
+        return r.map(|permit| {
+            permit.forget();
+            Token::none()
+        });
+    }
+    let prim = prim();
+    match r {
         Ok(permit) => {
             permit.forget();
             Ok(probe::try_acquired::<
@@ -324,7 +333,7 @@ macro_rules! lock_forms {
     (@try $l:ident, $mode:expr, $n:expr, $flags:tt) => {
         $crate::tokio::acquire::try_take(
             &$l.sem,
-            $l.prim(),
+            || $l.prim(),
             lock_forms!(@flags $flags, $crate::tokio::acquire::here(lock_forms!(@n $n), $mode)),
             lock_forms!(@n $n),
         )

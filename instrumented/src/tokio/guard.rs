@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use lockscope_detector::__private::hooks::Mode;
+use lockscope_detector::__private::hooks::{Mode, PrimCell};
 use lockscope_detector::__private::prim::Prim;
 
 use super::{Mutex, RwLock, Semaphore};
@@ -53,11 +53,13 @@ pub(crate) trait SemOwner {
 }
 
 /// The owner of a borrowed guard that no longer names its wrapper (every borrowed `RwLock`
-/// guard, and a mapped `MutexGuard`): the semaphore and the primitive.
+/// guard, and a mapped `MutexGuard`): the semaphore and the primitive's cell, which is looked
+/// up only when the books are (so with the detector off, a lock registered on first use is
+/// not registered by its guards).
 #[derive(Clone, Copy)]
 pub(crate) struct SemRef<'a> {
     pub(crate) sem: &'a tokio::sync::Semaphore,
-    pub(crate) prim: &'a Prim,
+    pub(crate) cell: &'a PrimCell,
 }
 
 impl<'a, T: ?Sized> From<&'a Mutex<T>> for SemRef<'a> {
@@ -65,7 +67,7 @@ impl<'a, T: ?Sized> From<&'a Mutex<T>> for SemRef<'a> {
     fn from(m: &'a Mutex<T>) -> Self {
         SemRef {
             sem: &m.sem,
-            prim: m.prim(),
+            cell: &m.cell,
         }
     }
 }
@@ -105,7 +107,7 @@ macro_rules! sem_owner {
     };
 }
 
-sem_owner!([] SemRef<'_>, |s| s.sem, s.prim, AnyPrim);
+sem_owner!([] SemRef<'_>, |s| s.sem, s.cell.get(), AnyPrim);
 sem_owner!([T: ?Sized,] &Mutex<T>, |s| &s.sem, s.cell.get(), IsMutex);
 sem_owner!([T: ?Sized,] Arc<Mutex<T>>, |s| &s.sem, s.cell.get(), IsMutex);
 sem_owner!([T: ?Sized,] Arc<RwLock<T>>, |s| &s.sem, s.cell.get(), AnyPrim);

@@ -195,7 +195,7 @@ impl<T: ?Sized> ReentrantMutex<T> {
             return Ok(self.reenter());
         }
         let acq = Acq::new(Location::caller(), 1, Mode::Exclusive);
-        match try_take(&self.sem, self.prim(), acq, 1) {
+        match try_take(&self.sem, || self.prim(), acq, 1) {
             Ok(token) => Ok(self.first(token)),
             Err(_) => Err(super::try_lock_error()),
         }

@@ -173,7 +173,7 @@ impl<T: ?Sized> RwLock<T> {
     fn sem_ref(&self) -> SemRef<'_> {
         SemRef {
             sem: &self.sem,
-            prim: self.prim(),
+            cell: &self.cell,
         }
     }
 

@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use lockscope_detector::__private::hooks::{self, Acq, Mode};
-use lockscope_detector::__private::prim::Prim;
 use pin_project_lite::pin_project;
 
 use super::acquire::{Count, block, owned, queue, take, timed, try_take};
@@ -116,9 +115,9 @@ impl Semaphore {
         n: u32,
         acq: impl Fn(Site, u32) -> Acq,
         permit: impl FnOnce(O, u32, Token) -> P,
-        take: impl FnOnce(&tokio::sync::Semaphore, &Prim, Acq, u32) -> Result<Token, E>,
+        take: impl FnOnce(&O, Acq, u32) -> Result<Token, E>,
     ) -> Result<P, E> {
-        let token = take(this.sem(), SemOwner::prim(&this), acq(site, n), n)?;
+        let token = take(&this, acq(site, n), n)?;
         Ok(permit(this, n, token))
     }
 }
@@ -186,12 +185,16 @@ macro_rules! permit_forms {
             { let $site = Location::caller(); $timed });
         permit_forms!(@pair [1] ($($recv)*) $n, $try_one { $(#[$d5])* } $try_many { $(#[$d6])* } ()
             [Result<$p, TryAcquireError>]
-            Self::now_n($this, Location::caller(), $n, $acq, $permit, try_take));
+            Self::now_n($this, Location::caller(), $n, $acq, $permit, |o, acq, n| {
+                try_take(o.sem(), || SemOwner::prim(o), acq, n)
+            }));
         permit_forms!(@pair [1] ($($recv)*) $n, $blocking { $(#[$d7])* } $blocking_many { $(#[$d8])* }
             () [Result<$p, AcquireError>]
             {
                 assert_blocking_allowed();
-                Self::now_n($this, Location::caller(), $n, $acq, $permit, block)
+                Self::now_n($this, Location::caller(), $n, $acq, $permit, |o, acq, n| {
+                    block(o.sem(), SemOwner::prim(o), acq, n)
+                })
             });
     };
     // One method for a permit and one for `n` (its `_many` form), over one body of `$n`:
