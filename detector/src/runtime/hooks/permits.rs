@@ -15,7 +15,8 @@ pub fn forgot(prim: &Prim, hold: Hold, permits: u64) {
     released(prim, hold);
 }
 
-/// `add_permits(n)`: see [`Prim::added_permits`].
+/// `add_permits(n)`: capacity grows; it makes up for forgotten permits, earlier or later ones
+/// (the forgotten balance goes below zero, read as none).
 pub fn added_permits(prim: &Prim, n: u64) {
     prim.added_permits(n);
 }
