@@ -137,7 +137,7 @@ unsafe impl<R: ::lock_api::RawMutex> ::lock_api::RawMutex for RawMutex<R> {
         }
         let site = Location::caller();
         let got = self.inner.try_lock().then_some(());
-        match tried(self.prim(site), acq(site, Mode::Exclusive), got) {
+        match tried(|| self.prim(site), acq(site, Mode::Exclusive), got) {
             Some(((), token)) => {
                 // SAFETY: just locked.
                 unsafe { self.core.put(token) };

@@ -155,7 +155,7 @@ impl<R: ::lock_api::RawRwLock> RawRwLock<R> {
         }
         let acq = acq();
         let got = got().then_some(());
-        tried(self.prim(site), acq, got).map(|((), token)| token)
+        tried(|| self.prim(site), acq, got).map(|((), token)| token)
     }
 
     /// A timed form at `site` as `acq`: `fast` without waiting, `timed` is `R`'s timed form.
