@@ -196,10 +196,6 @@ pub(crate) fn tried<'p, G>(
     acq: Acq,
     got: Option<G>,
 ) -> Option<(G, Token)> {
-    if !hooks::enabled() {
-        return got.map(|g| (g, Token::none()));
-    }
-    let prim = prim();
     match got {
         Some(g) => Some((
             g,
@@ -269,7 +265,7 @@ impl<'g> Books<'g> {
     pub(crate) fn regrant(&mut self) {
         if !self.held {
             *self.token = probe::granted::<lockscope_detector::__private::hooks::Threads>(
-                self.prim,
+                || self.prim,
                 acq(self.site, Mode::Exclusive),
             );
             self.held = true;

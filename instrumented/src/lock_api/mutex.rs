@@ -194,7 +194,7 @@ unsafe impl<R: ::lock_api::RawMutexFair> ::lock_api::RawMutexFair for RawMutex<R
         unsafe {
             self.core.put(probe::granted::<
                 lockscope_detector::__private::hooks::Threads,
-            >(prim, acq(site, Mode::Exclusive)))
+            >(|| prim, acq(site, Mode::Exclusive)))
         };
     }
 }

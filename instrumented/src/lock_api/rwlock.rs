@@ -211,7 +211,7 @@ impl<R: ::lock_api::RawRwLock> RawRwLock<R> {
         let prim = self.core.prim_registered();
         token.release(prim);
         bump();
-        probe::granted::<lockscope_detector::__private::hooks::Threads>(prim, regrant(prim))
+        probe::granted::<lockscope_detector::__private::hooks::Threads>(|| prim, regrant(prim))
     }
 
     /// A plain read after a downgrade: the exclusive or upgradable hold in the slot becomes a

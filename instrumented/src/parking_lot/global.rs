@@ -106,7 +106,7 @@ impl GlobalLock {
             return Ok(self.core.guard(
                 file,
                 probe::granted::<lockscope_detector::__private::hooks::Threads>(
-                    self.core.prim(),
+                    || self.core.prim(),
                     acq,
                 ),
             ));
@@ -131,12 +131,12 @@ impl GlobalLock {
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
             let token = probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(
-                self.core.prim(),
+                || self.core.prim(),
                 acq,
             );
             Ok(Some(self.core.guard(file, token)))
         } else {
-            probe::try_failed(self.core.prim(), acq);
+            probe::try_failed(|| self.core.prim(), acq);
             Ok(None)
         }
     }
@@ -186,7 +186,7 @@ impl GlobalLock {
             return Ok(Some(self.core.guard(
                 file,
                 probe::granted::<lockscope_detector::__private::hooks::Threads>(
-                    self.core.prim(),
+                    || self.core.prim(),
                     acq,
                 ),
             )));

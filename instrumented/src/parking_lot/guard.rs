@@ -246,7 +246,7 @@ pub(super) fn bumped(
 ) {
     token.release(prim);
     bump();
-    *token = probe::granted::<lockscope_detector::__private::hooks::Threads>(prim, regrant());
+    *token = probe::granted::<lockscope_detector::__private::hooks::Threads>(|| prim, regrant());
 }
 
 /// The hold of a guard taken apart whose inner guard is forgotten, so that the lock stays

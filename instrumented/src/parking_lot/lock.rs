@@ -143,7 +143,7 @@ macro_rules! lock_methods {
             // SAFETY: the caller's contract is parking_lot's.
             let inner = unsafe { self.inner.$name() };
             let acq = lock_methods!(@acq self site $acq $mode);
-            $guard::new(self, inner, $crate::probe::try_acquired::<::lockscope_detector::__private::hooks::Threads>(self.prim(), acq))
+            $guard::new(self, inner, $crate::probe::try_acquired::<::lockscope_detector::__private::hooks::Threads>(|| self.prim(), acq))
         }
     };
     (@get [$(#[$doc:meta])*] $name:ident [] (&self) [$($ret:ty)?]) => {

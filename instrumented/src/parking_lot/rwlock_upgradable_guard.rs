@@ -227,14 +227,14 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         match InnerUpgradable::try_upgrade(inner) {
             Ok(w) => {
                 let token = probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(
-                    prim,
+                    || prim,
                     upgrade_acq(site),
                 );
                 old.release(prim);
                 Ok(RwLockWriteGuard::new(lock, w, token))
             }
             Err(inner) => {
-                probe::try_failed(prim, upgrade_acq(site));
+                probe::try_failed(|| prim, upgrade_acq(site));
                 Err(RwLockUpgradableReadGuard::new(lock, inner, old))
             }
         }

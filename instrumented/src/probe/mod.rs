@@ -137,11 +137,9 @@ macro_rules! acquire {
         // cache line with the semaphore's state, which every worker writes; read first, the
         // line came in shared and `$take`'s compare-and-swap took it a second time.
         if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
-            Ok(if ::lockscope_detector::__private::hooks::enabled() {
-                $crate::probe::grant::<::lockscope_detector::__private::hooks::Tasks>($prim, $acq)
-            } else {
-                $crate::probe::Token::none()
-            })
+            Ok($crate::probe::granted::<
+                ::lockscope_detector::__private::hooks::Tasks,
+            >(|| $prim, $acq))
         } else if !::lockscope_detector::__private::hooks::enabled() {
             // Off: tokio's future alone, as raw tokio queues.
             $queue.await.map(|permit| {
@@ -160,13 +158,15 @@ macro_rules! acquire {
 }
 pub(crate) use acquire;
 
-/// Records an acquisition granted without waiting (also: a lock re-taken after a condvar wait).
+/// Records an acquisition granted without waiting (also: a lock re-taken after a condvar
+/// wait). `prim` is called only when the detector is on: off, a primitive registered on first
+/// use is not looked up (nor registered).
 #[inline(always)]
-pub(crate) fn granted<T: Takers>(prim: &Prim, acq: Acq) -> Token {
+pub(crate) fn granted<'p, T: Takers>(prim: impl FnOnce() -> &'p Prim, acq: Acq) -> Token {
     if !hooks::enabled() {
         return Token::none();
     }
-    grant::<T>(prim, acq)
+    grant::<T>(prim(), acq)
 }
 
 /// [`granted`] once the detector is known to be on: the hold ([`hooks::acquired`], whose
@@ -214,18 +214,19 @@ fn ended_without(
     hook(prim, w);
 }
 
-/// A `try_` form succeeded.
+/// A `try_` form succeeded (`prim` as in [`granted`]).
 #[inline]
-pub(crate) fn try_acquired<T: Takers>(prim: &Prim, acq: Acq) -> Token {
+pub(crate) fn try_acquired<'p, T: Takers>(prim: impl FnOnce() -> &'p Prim, acq: Acq) -> Token {
     granted::<T>(prim, acq.with_flags(hooks::TRY))
 }
 
-/// A `try_` form gave up.
+/// A `try_` form gave up (`prim` as in [`granted`]).
 #[cold]
-pub(crate) fn try_failed(prim: &Prim, acq: Acq) {
+pub(crate) fn try_failed<'p>(prim: impl FnOnce() -> &'p Prim, acq: Acq) {
     if !hooks::enabled() {
         return;
     }
+    let prim = prim();
     let span = span(prim, &acq);
     emit(&span, "gave_up", 0.0);
     free(span);

@@ -165,15 +165,7 @@ pub(crate) fn try_take<'p>(
     acq: Acq,
     n: u32,
 ) -> Result<Token, TryAcquireError> {
-    let r = sem.try_acquire_many(n);
-    if !lockscope_detector::__private::hooks::enabled() {
-        return r.map(|permit| {
-            permit.forget();
-            Token::none()
-        });
-    }
-    let prim = prim();
-    match r {
+    match sem.try_acquire_many(n) {
         Ok(permit) => {
             permit.forget();
             Ok(probe::try_acquired::<

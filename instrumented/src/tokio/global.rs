@@ -165,12 +165,12 @@ impl GlobalLock {
         let file = self.core.open()?;
         if self.core.try_file(&file)? {
             let token = probe::try_acquired::<lockscope_detector::__private::hooks::Tasks>(
-                self.core.prim(),
+                || self.core.prim(),
                 acq,
             );
             Ok(Some(self.core.guard(file, token)))
         } else {
-            probe::try_failed(self.core.prim(), acq);
+            probe::try_failed(|| self.core.prim(), acq);
             Ok(None)
         }
     }

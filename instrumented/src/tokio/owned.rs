@@ -102,7 +102,7 @@ where
             if let Poll::Ready(true) = probe::poll_fast(cx, || take(owner.sem(), n)) {
                 // The primitive is read after the take (see `probe::acquire!`).
                 let token = probe::granted::<lockscope_detector::__private::hooks::Tasks>(
-                    owner.prim(),
+                    || owner.prim(),
                     acq,
                 );
                 this.state = State::Done;

@@ -190,11 +190,11 @@ fn tried<'a, G, W>(
             wrap(
                 prim,
                 g,
-                probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(prim, acq),
+                probe::try_acquired::<lockscope_detector::__private::hooks::Threads>(|| prim, acq),
             )
         })?),
         None => {
-            probe::try_failed(prim, acq);
+            probe::try_failed(|| prim, acq);
             Err(TryLockError::WouldBlock)
         }
     }
