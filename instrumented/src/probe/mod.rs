@@ -99,19 +99,31 @@ fn emit(span: &Option<SpanPtr>, what: &'static str, waited_ms: f64) {
     }
 }
 
-/// The first poll of an async acquisition: spend one unit of the task's cooperative budget,
-/// then take the permits if they are free, without queueing (`try_take`). `Ready(false)`:
-/// they were not free (the budget unit is given back), or the budget is spent; either way
-/// the caller goes on to tokio's own acquire future in the same poll, which queues the
-/// waiter (or takes the permits) and yields exactly as raw tokio does, so FIFO order holds
-/// for a task out of budget. Skipping the construction of that future is what keeps the
-/// uncontended path as cheap as tokio's.
+/// Whether `n` permits of `sem` look free: one load of the word tokio's own poll reads
+/// next. An async acquisition tries [`poll_fast`] only then: a contended one, whose permits
+/// are queued for, pays neither the budget nor the try on top of tokio's future.
 #[inline(always)]
-pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -> Poll<bool> {
+pub(crate) fn looks_free(sem: &tokio::sync::Semaphore, n: u32) -> bool {
+    sem.available_permits() >= n as usize
+}
+
+/// The first poll of an async acquisition of `n` permits of `sem` (which [`looks_free`]):
+/// spend one unit of the task's cooperative budget, then take them if they are free, without
+/// queueing. `Ready(false)`: they were not free (the budget unit is given back), or the budget
+/// is spent; either way the caller goes on to tokio's own acquire future in the same poll,
+/// which queues the waiter (or takes the permits) and yields exactly as raw tokio does, so
+/// FIFO order holds for a task out of budget. Skipping the construction of that future is
+/// what keeps the uncontended path as cheap as tokio's.
+#[inline(always)]
+pub(crate) fn poll_fast(cx: &mut Context<'_>, sem: &tokio::sync::Semaphore, n: u32) -> Poll<bool> {
     let Poll::Ready(coop) = tokio::task::coop::poll_proceed(cx) else {
         return Poll::Ready(false);
     };
-    if try_take() {
+    if sem
+        .try_acquire_many(n)
+        .map(tokio::sync::SemaphorePermit::forget)
+        .is_ok()
+    {
         coop.made_progress();
         Poll::Ready(true)
     } else {
@@ -121,22 +133,24 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, try_take: impl FnOnce() -> bool) -
 
 /// An async acquisition, written inside the wrapper's own `async` block (a macro rather than
 /// an `async fn`, so that no second state machine wraps the first): the fast path of
-/// [`poll_fast`] with `$take`, else `$queue` (tokio's acquire future, its permit forgotten
-/// with `tokio::acquire::forget`) under [`Acquire`], in the same state machine: no box on
-/// the contended path. With the detector off, `$take` or `$queue` alone: `$prim` is never
-/// evaluated (a primitive registered on first use is not registered by it).
-/// Evaluates to `Result<Token, E>`.
+/// [`poll_fast`] for `$n` permits of `$sem` if they [`looks_free`], else `$queue` (tokio's
+/// acquire future, its permit forgotten with `tokio::acquire::forget`) under [`Acquire`], in
+/// the same state machine: no box on the contended path. With the detector off, the fast
+/// path or `$queue` alone: `$prim` is never evaluated (a primitive registered on first use is
+/// not registered by it). Evaluates to `Result<Token, E>`.
 ///
 /// `$acq` (a cheap constructor expression) is evaluated where it is used rather than kept in
 /// the future, and the fast path's `poll_fn` returns a bool, the token being made after it in
 /// the caller's body: a multi-word value written field by field into a future or a `Poll`
 /// and read back whole stalls on store forwarding (docs/performance.md, "Store forwarding").
 macro_rules! acquire {
-    ($prim:expr, $acq:expr, $take:expr, $queue:expr) => {{
-        // `$prim` is read after `$take`: the wrapper's pointer to its primitive may share a
+    ($prim:expr, $acq:expr, $sem:expr, $n:expr, $queue:expr) => {{
+        // `$prim` is read after the take: the wrapper's pointer to its primitive may share a
         // cache line with the semaphore's state, which every worker writes; read first, the
-        // line came in shared and `$take`'s compare-and-swap took it a second time.
-        if ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, || $take)).await {
+        // line came in shared and the take's compare-and-swap took it a second time.
+        if $crate::probe::looks_free($sem, $n)
+            && ::std::future::poll_fn(|cx| $crate::probe::poll_fast(cx, $sem, $n)).await
+        {
             Ok($crate::probe::granted::<
                 ::lockscope_detector::__private::hooks::Tasks,
             >(|| $prim, $acq))
@@ -234,9 +248,10 @@ pub(crate) fn try_failed<'p>(prim: impl FnOnce() -> &'p Prim, acq: Acq) {
 }
 
 /// `fast` (a `try_lock`), retried a few times with exponential backoff (254 spin hints, about
-/// as long as parking_lot itself spins and yields before it parks), so that a lock held for a few instructions by another thread is taken
-/// without the books of a wait: registering a waiter costs more than such a wait lasts, and
-/// would turn parking_lot's cheap spinning into parking. (Why seven rounds and not five:
+/// as long as parking_lot itself spins and yields before it parks), so that a lock held for a
+/// few instructions by another thread is taken without the books of a wait: registering a
+/// waiter costs more than such a wait lasts, and would turn parking_lot's cheap spinning into
+/// parking. (Why seven rounds and not five:
 /// docs/performance.md, "Spinning before a wait".)
 #[inline]
 fn spin<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {

@@ -1,7 +1,7 @@
 //! How every tokio wrapper takes permits from its raw `tokio::sync::Semaphore`, written once:
-//! the fast `take` and the queued `queue` of an async acquisition (for `probe::acquire!`),
-//! and the timed, blocking and `try_` forms. The permits are forgotten on the way: the guard
-//! or permit made from the returned [`Token`] gives them back.
+//! the queued `queue` of an async acquisition (`probe::acquire!`; its fast path is
+//! `probe::poll_fast`), and the timed, blocking and `try_` forms. The permits are forgotten on
+//! the way: the guard or permit made from the returned [`Token`] gives them back.
 
 use std::future::Future;
 use std::panic::Location;
@@ -15,12 +15,6 @@ use super::guard::{One, SemOwner};
 use super::owned::Owned;
 use super::{TimeoutError, assert_blocking_allowed, block_on};
 use crate::probe::{self, Timed, TimedError, Token};
-
-/// Takes `n` permits if they are free, without queueing.
-#[inline]
-pub(crate) fn take(sem: &Semaphore, n: u32) -> bool {
-    sem.try_acquire_many(n).map(SemaphorePermit::forget).is_ok()
-}
 
 /// Queues for `count` permits: tokio's FIFO acquire future itself (no `async` layer around
 /// it, which would grow every waiting task's future); `probe::acquire!` forgets the permit it
@@ -218,6 +212,7 @@ macro_rules! lock_forms {
         { $(#[$d_try:meta])* } { $(#[$d_try_owned:meta])* }
     ) => {
         $(#[$d_async])*
+        #[inline]
         #[track_caller]
         pub fn $async_fn(&self) -> impl ::std::future::Future<Output = $g> + '_ {
             let site = ::std::panic::Location::caller();
@@ -260,6 +255,7 @@ macro_rules! lock_forms {
         }
 
         $(#[$d_owned])*
+        #[inline]
         #[track_caller]
         pub fn $owned_fn(self: ::std::sync::Arc<Self>) -> impl ::std::future::Future<Output = $og> {
             #[allow(unused_variables)] // `$n` may not read the lock
@@ -317,7 +313,8 @@ macro_rules! lock_forms {
         $crate::tokio::acquire::never_closed($crate::probe::acquire!(
             $l.prim(),
             ::lockscope_detector::__private::hooks::Acq::new($site, lock_forms!(@n $n), $mode),
-            $crate::tokio::acquire::take(&$l.sem, lock_forms!(@n $n)),
+            &$l.sem,
+            lock_forms!(@n $n),
             $crate::tokio::acquire::queue(&$l.sem, $n)
         ))
     };

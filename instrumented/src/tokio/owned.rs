@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 use lockscope_detector::__private::hooks::Acq;
 use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 
-use super::acquire::{forget, take};
+use super::acquire::forget;
 use super::guard::SemOwner;
 use crate::probe::{self, State, Token};
 use crate::stress;
@@ -99,7 +99,9 @@ where
                     return Poll::Pending;
                 }
             }
-            if let Poll::Ready(true) = probe::poll_fast(cx, || take(owner.sem(), n)) {
+            if probe::looks_free(owner.sem(), n)
+                && let Poll::Ready(true) = probe::poll_fast(cx, owner.sem(), n)
+            {
                 // The primitive is read after the take (see `probe::acquire!`).
                 let token = probe::granted::<lockscope_detector::__private::hooks::Tasks>(
                     || owner.prim(),

@@ -10,7 +10,7 @@ use lockscope_detector::__private::hooks::{Acq, Mode, PrimCell, PrimKind};
 use lockscope_detector::__private::prim::Prim;
 
 use super::TryLockError;
-use super::acquire::{never_closed, queue, take, try_take};
+use super::acquire::{never_closed, queue, try_take};
 use super::guard::One;
 use crate::probe::Token;
 
@@ -170,7 +170,8 @@ impl<T: ?Sized> ReentrantMutex<T> {
             let token = never_closed(crate::probe::acquire!(
                 self.prim(),
                 Acq::new(site, 1, Mode::Exclusive),
-                take(&self.sem, 1),
+                &self.sem,
+                1,
                 queue(&self.sem, One)
             ));
             self.first(token)

@@ -12,7 +12,7 @@ use std::time::Duration;
 use lockscope_detector::__private::hooks::{self, Acq, Mode};
 use pin_project_lite::pin_project;
 
-use super::acquire::{Count, block, owned, queue, take, timed, try_take};
+use super::acquire::{Count, block, owned, queue, timed, try_take};
 use super::guard::{One, SemOwner};
 use super::semaphore_permit::{OwnedSemaphorePermit, SemaphorePermit};
 use super::{AcquireError, Semaphore, TimeoutError, TryAcquireError, assert_blocking_allowed};
@@ -70,7 +70,8 @@ impl Semaphore {
             probe::acquire!(
                 self.prim(),
                 acq(site, n),
-                take(&self.ll, n),
+                &self.ll,
+                n,
                 queue(&self.ll, count)
             )
         };
@@ -205,6 +206,7 @@ macro_rules! permit_forms {
         ($($arg:ident: $arg_ty:ty)?) [$($ret:tt)*] $body:expr
     ) => {
         $(#[$d_one])*
+        #[inline]
         #[track_caller]
         pub fn $one($($recv)*, $($arg: $arg_ty)?) -> $($ret)* {
             let $n = $one_n;
@@ -212,6 +214,7 @@ macro_rules! permit_forms {
         }
 
         $(#[$d_many])*
+        #[inline]
         #[track_caller]
         pub fn $many($($recv)*, $n: u32, $($arg: $arg_ty)?) -> $($ret)* {
             $body
