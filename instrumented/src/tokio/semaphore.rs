@@ -29,9 +29,15 @@ use lockscope_detector::__private::prim::Prim;
 /// assert_eq!(pool.available_permits(), 2);
 /// # }
 /// ```
+// Aligned to a cache line, tokio's semaphore first: its wait list's lock and its permit count
+// (the words every acquisition and release of a contended semaphore touches, from every
+// worker) then always share one line. Where an allocation happened to put them across two, a
+// contended acquisition paid for two lines moving between cores, and the wrapper, off, cost
+// what it does not do (docs/performance.md, "A semaphore on one cache line").
+#[repr(C, align(64))]
 pub struct Semaphore {
-    pub(crate) cell: PrimCell,
     pub(crate) ll: tokio::sync::Semaphore,
+    pub(crate) cell: PrimCell,
 }
 
 impl Semaphore {
