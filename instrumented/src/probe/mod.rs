@@ -121,7 +121,7 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, sem: &tokio::sync::Semaphore, n: u
     };
     if sem
         .try_acquire_many(n)
-        .map(tokio::sync::SemaphorePermit::forget)
+        .map(std::mem::forget) // as `tokio::acquire::forget`
         .is_ok()
     {
         coop.made_progress();

@@ -91,9 +91,11 @@ pub(crate) fn owned<O: SemOwner, C: Count, R>(
 }
 
 /// A permit of the raw semaphore, kept by the guard's count instead (see the module docs).
+/// Not tokio's `forget`, which zeroes the count and still runs the permit's drop (a call that
+/// gives back nothing): a permit owns nothing but its count, so not dropping it is the same.
 #[inline]
 pub(crate) fn forget(permit: SemaphorePermit<'_>) {
-    permit.forget();
+    std::mem::forget(permit);
 }
 
 /// `n` permits, or a [`TimeoutError`] after `timeout` (or when the semaphore is closed). The
@@ -111,7 +113,7 @@ pub(crate) fn timed<'a>(
     async move {
         match timed.await {
             Ok((permit, token)) => {
-                permit.forget();
+                forget(permit);
                 Ok(token)
             }
             Err(TimedError::Elapsed(waited)) => Err(TimeoutError::elapsed(prim, waited)),
@@ -147,7 +149,7 @@ pub(crate) fn block(sem: &Semaphore, prim: &Prim, acq: Acq, n: u32) -> Result<To
         || sem.try_acquire_many(n).ok(),
         || block_on(sem.acquire_many(n)),
     )?;
-    permit.forget();
+    forget(permit);
     Ok(token)
 }
 
@@ -161,7 +163,7 @@ pub(crate) fn try_take<'p>(
 ) -> Result<Token, TryAcquireError> {
     match sem.try_acquire_many(n) {
         Ok(permit) => {
-            permit.forget();
+            forget(permit);
             Ok(probe::try_acquired::<
                 lockscope_detector::__private::hooks::Tasks,
             >(prim, acq))
