@@ -99,9 +99,10 @@ fn emit(span: &Option<SpanPtr>, what: &'static str, waited_ms: f64) {
     }
 }
 
-/// Whether `n` permits of `sem` look free: one load of the word tokio's own poll reads
-/// next. An async acquisition tries [`poll_fast`] only then: a contended one, whose permits
-/// are queued for, pays neither the budget nor the try on top of tokio's future.
+/// Whether `n` permits of `sem` look free: one load of the word that tokio's try and its
+/// acquire future's poll each read first too (so the line moves no more than it did). An
+/// async acquisition tries [`poll_fast`] only then: a contended one, whose permits are queued
+/// for, pays neither the budget nor the try on top of tokio's future.
 #[inline(always)]
 pub(crate) fn looks_free(sem: &tokio::sync::Semaphore, n: u32) -> bool {
     sem.available_permits() >= n as usize
@@ -251,8 +252,7 @@ pub(crate) fn try_failed<'p>(prim: impl FnOnce() -> &'p Prim, acq: Acq) {
 /// as long as parking_lot itself spins and yields before it parks), so that a lock held for a
 /// few instructions by another thread is taken without the books of a wait: registering a
 /// waiter costs more than such a wait lasts, and would turn parking_lot's cheap spinning into
-/// parking. (Why seven rounds and not five:
-/// docs/performance.md, "Spinning before a wait".)
+/// parking. (Why seven rounds and not five: docs/performance.md, "Spinning before a wait".)
 #[inline]
 fn spin<P>(fast: &mut impl FnMut() -> Option<P>) -> Option<P> {
     if let Some(p) = fast() {

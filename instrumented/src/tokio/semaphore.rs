@@ -31,9 +31,9 @@ use lockscope_detector::__private::prim::Prim;
 /// ```
 // Aligned to a cache line, tokio's semaphore first: its wait list's lock and its permit count
 // (the words every acquisition and release of a contended semaphore touches, from every
-// worker) then always share one line. Where an allocation happened to put them across two, a
-// contended acquisition paid for two lines moving between cores, and the wrapper, off, cost
-// what it does not do (docs/performance.md, "A semaphore on one cache line").
+// worker) then always share one line. Unaligned, whether they did depended on where the
+// allocator put the wrapper, so on its size: a contended acquisition that found them on two
+// lines moved both between the cores (docs/performance.md, "A semaphore on one cache line").
 #[repr(C, align(64))]
 pub struct Semaphore {
     pub(crate) ll: tokio::sync::Semaphore,
