@@ -211,3 +211,21 @@ crate::level::declared_levels! {
     impl[] Semaphore as "lockscope::tokio::Semaphore";
     prim: |s| s.prim();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Semaphore;
+
+    /// The layout the struct's comment relies on: tokio's semaphore at the start of a cache
+    /// line, and (without tokio's instrumentation, which adds its spans) within it.
+    #[test]
+    fn tokio_semaphore_starts_a_cache_line() {
+        assert_eq!(std::mem::align_of::<Semaphore>(), 64);
+        assert_eq!(std::mem::offset_of!(Semaphore, ll), 0);
+        #[cfg(not(tokio_unstable))]
+        assert!(
+            std::mem::size_of::<tokio::sync::Semaphore>() <= 64,
+            "tokio's semaphore no longer fits in one cache line"
+        );
+    }
+}
