@@ -10,8 +10,9 @@
 //! are counted (one add) and given the buckets and durations of the primitive's sampled short
 //! holds when the statistics are read (`Stats::count_short`), so that the buckets are right
 //! in expectation and every count is exact.
-//! Before the watchdog first runs (and in a forked child, which has no watchdog), it reads
-//! [`coarse_now`] (`CLOCK_MONOTONIC_COARSE`: a vDSO read, no system call).
+//! Before the watchdog starts (it publishes as it starts), in a forked child (which has no
+//! watchdog) and when its thread could not start, it reads [`coarse_now`]
+//! (`CLOCK_MONOTONIC_COARSE`: a vDSO read, no system call).
 //!
 //! With `LOCKSCOPE_CLOCK_TICK_MS=1` (or [`Config::clock_tick`](crate::Config::clock_tick)) a
 //! `lockscope-clock` thread sets the same word every tick instead, for 1 ms resolution, at
@@ -105,6 +106,11 @@ pub(crate) fn publish() {
         }
     });
     TICKED.0.store(precise_now().max(8), Ordering::Relaxed);
+}
+
+/// Withdraws the published time (nobody will publish it again): holds read the clock.
+pub(crate) fn unpublish() {
+    TICKED.0.store(0, Ordering::Relaxed);
 }
 
 /// The time for a hold's start and end: the clock thread's last reading, else

@@ -64,8 +64,14 @@ pub fn inject_tick_panic() {
 pub fn ensure_started() {
     super::ticker::start_ticker();
     START.call_once(|| {
+        // Published here rather than at the thread's first tick: until then every hold would
+        // read the clock itself (`clock::hold_now`), and a new thread may take a while to run.
+        // Without the thread nobody would move the time on: holds read the clock again.
+        crate::base::clock::publish();
         let otherwise = "; the periodic checks (deadlocks, stalls) do not run";
-        super::start_thread("watchdog", run, otherwise);
+        if !super::start_thread("watchdog", run, otherwise) {
+            crate::base::clock::unpublish();
+        }
     });
 }
 
@@ -293,4 +299,15 @@ impl Drop for WatchdogGuard {
 
 pub(crate) fn rules_lock() -> parking_lot::MutexGuard<'static, impl Sized> {
     RULES.lock()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Holds read the published time as soon as the watchdog is asked to start, not from its
+    /// thread's first tick (which a busy machine may delay).
+    #[test]
+    fn the_time_is_published_as_the_watchdog_starts() {
+        super::ensure_started();
+        assert!(crate::base::clock::published().is_some());
+    }
 }
