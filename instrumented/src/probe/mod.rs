@@ -120,11 +120,7 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, sem: &tokio::sync::Semaphore, n: u
     let Poll::Ready(coop) = tokio::task::coop::poll_proceed(cx) else {
         return Poll::Ready(false);
     };
-    if sem
-        .try_acquire_many(n)
-        .map(std::mem::forget) // as `tokio::acquire::forget`
-        .is_ok()
-    {
+    if sem.try_acquire_many(n).map(forget).is_ok() {
         coop.made_progress();
         Poll::Ready(true)
     } else {
@@ -132,10 +128,19 @@ pub(crate) fn poll_fast(cx: &mut Context<'_>, sem: &tokio::sync::Semaphore, n: u
     }
 }
 
+/// A permit of a raw tokio semaphore, kept by the wrapper's guard or permit (its count)
+/// instead. Not tokio's `forget`, which zeroes the count and still runs the permit's drop (a
+/// call that gives back nothing): a permit owns nothing but its count, so not dropping it is
+/// the same.
+#[inline]
+pub(crate) fn forget(permit: tokio::sync::SemaphorePermit<'_>) {
+    std::mem::forget(permit);
+}
+
 /// An async acquisition, written inside the wrapper's own `async` block (a macro rather than
 /// an `async fn`, so that no second state machine wraps the first): the fast path of
 /// [`poll_fast`] for `$n` permits of `$sem` if they [`looks_free`], else `$queue` (tokio's
-/// acquire future, its permit forgotten with `tokio::acquire::forget`) under [`Acquire`], in
+/// acquire future, its permit forgotten with [`forget`]) under [`Acquire`], in
 /// the same state machine: no box on the contended path. With the detector off, the fast
 /// path or `$queue` alone: `$prim` is never evaluated (a primitive registered on first use is
 /// not registered by it). Evaluates to `Result<Token, E>`.
@@ -158,14 +163,14 @@ macro_rules! acquire {
         } else if !::lockscope_detector::__private::hooks::enabled() {
             // Off: tokio's future alone, as raw tokio queues.
             $queue.await.map(|permit| {
-                $crate::tokio::acquire::forget(permit);
+                $crate::probe::forget(permit);
                 $crate::probe::Token::none()
             })
         } else {
             $crate::probe::Acquire::new($prim, $acq, $queue)
                 .await
                 .map(|(permit, token)| {
-                    $crate::tokio::acquire::forget(permit);
+                    $crate::probe::forget(permit);
                     token
                 })
         }

@@ -14,11 +14,11 @@ use tokio::sync::{AcquireError, Semaphore, SemaphorePermit, TryAcquireError};
 use super::guard::{One, SemOwner};
 use super::owned::Owned;
 use super::{TimeoutError, assert_blocking_allowed, block_on};
-use crate::probe::{self, Timed, TimedError, Token};
+use crate::probe::{self, Timed, TimedError, Token, forget};
 
 /// Queues for `count` permits: tokio's FIFO acquire future itself (no `async` layer around
 /// it, which would grow every waiting task's future); `probe::acquire!` forgets the permit it
-/// gives ([`forget`]).
+/// gives ([`forget`](probe::forget)).
 #[inline]
 pub(crate) fn queue<C: Count>(
     sem: &Semaphore,
@@ -88,14 +88,6 @@ pub(crate) fn owned<O: SemOwner, C: Count, R>(
         |sem: &'static Semaphore, n| C::queue(sem, n),
         make,
     )
-}
-
-/// A permit of the raw semaphore, kept by the guard's count instead (see the module docs).
-/// Not tokio's `forget`, which zeroes the count and still runs the permit's drop (a call that
-/// gives back nothing): a permit owns nothing but its count, so not dropping it is the same.
-#[inline]
-pub(crate) fn forget(permit: SemaphorePermit<'_>) {
-    std::mem::forget(permit);
 }
 
 /// `n` permits, or a [`TimeoutError`] after `timeout` (or when the semaphore is closed). The

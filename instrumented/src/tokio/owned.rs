@@ -24,9 +24,8 @@ use std::task::{Context, Poll};
 use lockscope_detector::__private::hooks::Acq;
 use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 
-use super::acquire::forget;
 use super::guard::SemOwner;
-use crate::probe::{self, State, Token};
+use crate::probe::{self, State, Token, forget};
 use crate::stress;
 
 /// An owned form's acquisition of `acq` from `owner` (an `Arc` of the wrapper): the fast path
