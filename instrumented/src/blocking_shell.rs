@@ -75,33 +75,23 @@ pub(crate) fn named_cell(name: &str, kind: PrimKind, capacity: u64) -> PrimCell 
 
 /// A blocking lock wrapper `$lock`: the struct (a `cell` for the detector's primitive and its
 /// `inner` lock, of type `$inner`), `new` (`const`, named after the caller's location,
-/// registered on first use), `named` (registered at once) and `into_inner`; with `const fn`, a
-/// free `const` constructor as parking_lot's `const_mutex`; with `const_new(raw..)`, lock_api's
-/// `const_new` and `from_raw` over the given raw parts. The docs follow in brackets, in that
-/// order (the struct's first); `$val` names the value.
+/// registered on first use), `named` (registered at once) and `into_inner`, each after its
+/// docs; `$val` names the value. A parking_lot lock also lists, after those, its free `const`
+/// constructor (`const fn const_mutex;`), lock_api's `const_new` over the given raw parts and
+/// `from_raw`.
 macro_rules! lock_struct {
     (
-        [$(#[$doc:meta])*]
+        $(#[$doc:meta])*
         pub struct $lock:ident($vis:vis $inner:ty, $kind:ident, $capacity:expr, $val:ident);
-        [$(#[$new_doc:meta])*] [$(#[$named_doc:meta])*]
-        into_inner -> $into:ty [$(#[$into_doc:meta])*];
-        $(const fn $const_fn:ident [$(#[$const_fn_doc:meta])*];)?
-        $(const_new($($raw:ident: $raw_ty:ty),+)
-            [$(#[$const_new_doc:meta])*] [$(#[$from_raw_doc:meta])*];)?
+        $(#[$new_doc:meta])* fn new;
+        $(#[$named_doc:meta])* fn named;
+        $(#[$into_doc:meta])* fn into_inner -> $into:ty;
     ) => {
         $(#[$doc])*
         pub struct $lock<T: ?Sized> {
             cell: ::lockscope_detector::__private::hooks::PrimCell,
             $vis inner: $inner,
         }
-
-        $(
-            $(#[$const_fn_doc])*
-            #[track_caller]
-            pub const fn $const_fn<T>($val: T) -> $lock<T> {
-                $lock::new($val)
-            }
-        )?
 
         impl<T> $lock<T> {
             $(#[$new_doc])*
@@ -123,27 +113,51 @@ macro_rules! lock_struct {
                 }
             }
 
-            $(
-                $(#[$const_new_doc])*
-                #[track_caller]
-                pub const fn const_new($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
-                    $lock {
-                        cell: lock_struct!(@lazy $kind, $capacity),
-                        inner: <$inner>::const_new($($raw,)+ $val),
-                    }
-                }
-
-                $(#[$from_raw_doc])*
-                #[track_caller]
-                pub const fn from_raw($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
-                    $lock::const_new($($raw,)+ $val)
-                }
-            )?
-
             $(#[$into_doc])*
             #[inline]
             pub fn into_inner(self) -> $into {
                 self.inner.into_inner()
+            }
+        }
+    };
+    (
+        $(#[$doc:meta])*
+        pub struct $lock:ident($vis:vis $inner:ty, $kind:ident, $capacity:expr, $val:ident);
+        $(#[$new_doc:meta])* fn new;
+        $(#[$named_doc:meta])* fn named;
+        $(#[$into_doc:meta])* fn into_inner -> $into:ty;
+        $(#[$const_fn_doc:meta])* const fn $const_fn:ident;
+        $(#[$const_new_doc:meta])* fn const_new($($raw:ident: $raw_ty:ty),+);
+        $(#[$from_raw_doc:meta])* fn from_raw;
+    ) => {
+        lock_struct! {
+            $(#[$doc])*
+            pub struct $lock($vis $inner, $kind, $capacity, $val);
+            $(#[$new_doc])* fn new;
+            $(#[$named_doc])* fn named;
+            $(#[$into_doc])* fn into_inner -> $into;
+        }
+
+        $(#[$const_fn_doc])*
+        #[track_caller]
+        pub const fn $const_fn<T>($val: T) -> $lock<T> {
+            $lock::new($val)
+        }
+
+        impl<T> $lock<T> {
+            $(#[$const_new_doc])*
+            #[track_caller]
+            pub const fn const_new($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
+                $lock {
+                    cell: lock_struct!(@lazy $kind, $capacity),
+                    inner: <$inner>::const_new($($raw,)+ $val),
+                }
+            }
+
+            $(#[$from_raw_doc])*
+            #[track_caller]
+            pub const fn from_raw($($raw: $raw_ty,)+ $val: T) -> $lock<T> {
+                $lock::const_new($($raw,)+ $val)
             }
         }
     };

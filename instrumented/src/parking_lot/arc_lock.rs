@@ -9,55 +9,37 @@ use super::{
     Mutex, RawMutex, RawRwLock, RwLock,
 };
 
-/// The `*_arc` acquisitions of `$lock`, a family per line: the blocking form, its `try_` form
-/// and its two timed forms, each its borrowed form (named after `=`) adopted by an Arc guard;
-/// their docs follow in brackets, in that order.
+/// The `*_arc` acquisitions of `$lock`, each listed with its docs as `fn name =
+/// adopt(borrowed) -> Guard;` (the blocking form) or `adopt_some(borrowed; timeout: Type)`
+/// (a `try_` or timed form): the borrowed form `borrowed`, whose guard an Arc guard adopts.
 macro_rules! arc_acquisitions {
     (impl $lock:ident($raw:ident) {
-        $($name:ident, $try_name:ident, $for_name:ident, $until_name:ident
-            = $b:ident, $try_b:ident, $for_b:ident, $until_b:ident -> $guard:ident
-            [$(#[$doc:meta])*] [$(#[$try_doc:meta])*] [$(#[$for_doc:meta])*]
-            [$(#[$until_doc:meta])*];)*
+        $($(#[$doc:meta])* fn $name:ident = $kind:ident $args:tt -> $guard:ident;)*
     }) => {
         impl<T: ?Sized> $lock<T> {
-            $(
-                $(#[$doc])*
-                #[inline]
-                #[track_caller]
-                pub fn $name(self: &Arc<Self>) -> $guard<$raw, T> {
-                    ArcGuard::adopt(self, self.$b())
-                }
-
-                $(#[$try_doc])*
-                #[inline]
-                #[track_caller]
-                pub fn $try_name(self: &Arc<Self>) -> Option<$guard<$raw, T>> {
-                    Some(ArcGuard::adopt(self, self.$try_b()?))
-                }
-
-                $(#[$for_doc])*
-                #[inline]
-                #[track_caller]
-                pub fn $for_name(self: &Arc<Self>, timeout: Duration) -> Option<$guard<$raw, T>> {
-                    Some(ArcGuard::adopt(self, self.$for_b(timeout)?))
-                }
-
-                $(#[$until_doc])*
-                #[inline]
-                #[track_caller]
-                pub fn $until_name(self: &Arc<Self>, timeout: Instant) -> Option<$guard<$raw, T>> {
-                    Some(ArcGuard::adopt(self, self.$until_b(timeout)?))
-                }
-            )*
+            $(arc_acquisitions!(@$kind [$(#[$doc])*] $name $args -> $guard<$raw, T>);)*
+        }
+    };
+    (@adopt [$(#[$doc:meta])*] $name:ident ($b:ident) -> $guard:ty) => {
+        $(#[$doc])*
+        #[inline]
+        #[track_caller]
+        pub fn $name(self: &Arc<Self>) -> $guard {
+            ArcGuard::adopt(self, self.$b())
+        }
+    };
+    (@adopt_some [$(#[$doc:meta])*] $name:ident ($b:ident $(; $arg:ident: $ty:ty)?) -> $guard:ty) => {
+        $(#[$doc])*
+        #[inline]
+        #[track_caller]
+        pub fn $name(self: &Arc<Self> $(, $arg: $ty)?) -> Option<$guard> {
+            Some(ArcGuard::adopt(self, self.$b($($arg)?)?))
         }
     };
 }
 
 arc_acquisitions! {
     impl Mutex(RawMutex) {
-        lock_arc, try_lock_arc, try_lock_arc_for, try_lock_arc_until
-            = lock, try_lock, try_lock_for, try_lock_until -> ArcMutexGuard
-        [
         /// Wrapper for [`parking_lot::Mutex::lock_arc`]: [`lock`](Mutex::lock), recorded the same
         /// way, with a guard that owns an `Arc` of the mutex.
         ///
@@ -67,7 +49,8 @@ arc_acquisitions! {
         /// *m.lock_arc() += 1;
         /// assert_eq!(*m.lock(), 1);
         /// ```
-        ] [
+        fn lock_arc = adopt(lock) -> ArcMutexGuard;
+
         /// Wrapper for [`parking_lot::Mutex::try_lock_arc`]; see [`try_lock`](Mutex::try_lock).
         ///
         /// ```
@@ -76,7 +59,8 @@ arc_acquisitions! {
         /// let g = m.try_lock_arc().unwrap();
         /// assert!(m.try_lock_arc().is_none());
         /// ```
-        ] [
+        fn try_lock_arc = adopt_some(try_lock) -> ArcMutexGuard;
+
         /// Wrapper for [`parking_lot::Mutex::try_lock_arc_for`]; see
         /// [`try_lock_for`](Mutex::try_lock_for).
         ///
@@ -86,7 +70,8 @@ arc_acquisitions! {
         /// let g = m.lock_arc();
         /// assert!(m.try_lock_arc_for(Duration::from_millis(1)).is_none());
         /// ```
-        ] [
+        fn try_lock_arc_for = adopt_some(try_lock_for; timeout: Duration) -> ArcMutexGuard;
+
         /// Wrapper for [`parking_lot::Mutex::try_lock_arc_until`]; see
         /// [`try_lock_for`](Mutex::try_lock_for).
         ///
@@ -95,15 +80,12 @@ arc_acquisitions! {
         /// let m = Arc::new(lockscope::parking_lot::Mutex::new(0));
         /// assert!(m.try_lock_arc_until(Instant::now()).is_some());
         /// ```
-        ];
+        fn try_lock_arc_until = adopt_some(try_lock_until; timeout: Instant) -> ArcMutexGuard;
     }
 }
 
 arc_acquisitions! {
     impl RwLock(RawRwLock) {
-        read_arc, try_read_arc, try_read_arc_for, try_read_arc_until
-            = read, try_read, try_read_for, try_read_until -> ArcRwLockReadGuard
-        [
         /// Wrapper for [`parking_lot::RwLock::read_arc`]; see [`read`](RwLock::read).
         ///
         /// ```
@@ -111,7 +93,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert_eq!(*r.read_arc(), 1);
         /// ```
-        ] [
+        fn read_arc = adopt(read) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_read_arc`].
         ///
         /// ```
@@ -120,7 +103,8 @@ arc_acquisitions! {
         /// let w = r.write_arc();
         /// assert!(r.try_read_arc().is_none());
         /// ```
-        ] [
+        fn try_read_arc = adopt_some(try_read) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_read_arc_for`].
         ///
         /// ```
@@ -128,7 +112,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_read_arc_for(Duration::from_millis(1)).is_some());
         /// ```
-        ] [
+        fn try_read_arc_for = adopt_some(try_read_for; timeout: Duration) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_read_arc_until`].
         ///
         /// ```
@@ -136,10 +121,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_read_arc_until(Instant::now()).is_some());
         /// ```
-        ];
-        read_arc_recursive, try_read_recursive_arc, try_read_arc_recursive_for, try_read_arc_recursive_until
-            = read_recursive, try_read_recursive, try_read_recursive_for, try_read_recursive_until -> ArcRwLockReadGuard
-        [
+        fn try_read_arc_until = adopt_some(try_read_until; timeout: Instant) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::read_arc_recursive`]; see
         /// [`read_recursive`](RwLock::read_recursive).
         ///
@@ -149,7 +132,8 @@ arc_acquisitions! {
         /// let a = r.read_arc();
         /// assert_eq!(*r.read_arc_recursive(), *a);
         /// ```
-        ] [
+        fn read_arc_recursive = adopt(read_recursive) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive_arc`].
         ///
         /// ```
@@ -157,7 +141,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_read_recursive_arc().is_some());
         /// ```
-        ] [
+        fn try_read_recursive_arc = adopt_some(try_read_recursive) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_read_arc_recursive_for`].
         ///
         /// ```
@@ -165,7 +150,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_read_arc_recursive_for(Duration::from_millis(1)).is_some());
         /// ```
-        ] [
+        fn try_read_arc_recursive_for = adopt_some(try_read_recursive_for; timeout: Duration) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_read_arc_recursive_until`].
         ///
         /// ```
@@ -173,10 +159,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_read_arc_recursive_until(Instant::now()).is_some());
         /// ```
-        ];
-        write_arc, try_write_arc, try_write_arc_for, try_write_arc_until
-            = write, try_write, try_write_for, try_write_until -> ArcRwLockWriteGuard
-        [
+        fn try_read_arc_recursive_until = adopt_some(try_read_recursive_until; timeout: Instant) -> ArcRwLockReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::write_arc`]; see [`write`](RwLock::write).
         ///
         /// ```
@@ -185,7 +169,8 @@ arc_acquisitions! {
         /// *r.write_arc() = 2;
         /// assert_eq!(*r.read(), 2);
         /// ```
-        ] [
+        fn write_arc = adopt(write) -> ArcRwLockWriteGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_write_arc`].
         ///
         /// ```
@@ -194,7 +179,8 @@ arc_acquisitions! {
         /// let g = r.read_arc();
         /// assert!(r.try_write_arc().is_none());
         /// ```
-        ] [
+        fn try_write_arc = adopt_some(try_write) -> ArcRwLockWriteGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_write_arc_for`].
         ///
         /// ```
@@ -202,7 +188,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_write_arc_for(Duration::from_millis(1)).is_some());
         /// ```
-        ] [
+        fn try_write_arc_for = adopt_some(try_write_for; timeout: Duration) -> ArcRwLockWriteGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_write_arc_until`].
         ///
         /// ```
@@ -210,10 +197,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_write_arc_until(Instant::now()).is_some());
         /// ```
-        ];
-        upgradable_read_arc, try_upgradable_read_arc, try_upgradable_read_arc_for, try_upgradable_read_arc_until
-            = upgradable_read, try_upgradable_read, try_upgradable_read_for, try_upgradable_read_until -> ArcRwLockUpgradableReadGuard
-        [
+        fn try_write_arc_until = adopt_some(try_write_until; timeout: Instant) -> ArcRwLockWriteGuard;
+
         /// Wrapper for [`parking_lot::RwLock::upgradable_read_arc`]; see
         /// [`upgradable_read`](RwLock::upgradable_read).
         ///
@@ -224,7 +209,8 @@ arc_acquisitions! {
         /// assert!(r.try_upgradable_read().is_none());
         /// assert_eq!(*r.read(), *u);
         /// ```
-        ] [
+        fn upgradable_read_arc = adopt(upgradable_read) -> ArcRwLockUpgradableReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_arc`].
         ///
         /// ```
@@ -233,7 +219,8 @@ arc_acquisitions! {
         /// let u = r.upgradable_read_arc();
         /// assert!(r.try_upgradable_read_arc().is_none());
         /// ```
-        ] [
+        fn try_upgradable_read_arc = adopt_some(try_upgradable_read) -> ArcRwLockUpgradableReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_arc_for`].
         ///
         /// ```
@@ -241,7 +228,8 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_upgradable_read_arc_for(Duration::from_millis(1)).is_some());
         /// ```
-        ] [
+        fn try_upgradable_read_arc_for = adopt_some(try_upgradable_read_for; timeout: Duration) -> ArcRwLockUpgradableReadGuard;
+
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_arc_until`].
         ///
         /// ```
@@ -249,6 +237,6 @@ arc_acquisitions! {
         /// let r = Arc::new(lockscope::parking_lot::RwLock::new(1));
         /// assert!(r.try_upgradable_read_arc_until(Instant::now()).is_some());
         /// ```
-        ];
+        fn try_upgradable_read_arc_until = adopt_some(try_upgradable_read_until; timeout: Instant) -> ArcRwLockUpgradableReadGuard;
     }
 }

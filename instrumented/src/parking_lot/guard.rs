@@ -1,9 +1,9 @@
 //! What every parking_lot guard shares. Each public guard is a newtype over the one guard
 //! shell ([`Guard`](crate::shell::Guard)), which owns the release order; parking_lot's guard
 //! API differs from guard to guard only in names, so the guards' structs and their `map`,
-//! `try_map`, `unlocked`, `bump`, `unlock_fair`, `downgrade`, ... are written once here, as
-//! macros over those names ([`guard_family!`], built on [`guard_struct!`] and
-//! [`guard_methods!`]), and each guard file gives its family's spec and docs.
+//! `try_map`, `unlocked`, `bump`, `unlock_fair`, `downgrade`, ... are written once, as macros
+//! over those names ([`guard_struct!`] and [`guard_methods!`]), with the helpers they call
+//! here; each guard file declares its guards and lists their methods, each with its docs.
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;

@@ -1,6 +1,7 @@
 //! [`RwLock`]: a drop-in `parking_lot::RwLock`.
 
 use std::panic::Location;
+use std::time::{Duration, Instant};
 
 use lockscope_detector::__private::hooks::{self, Acq, Mode};
 
@@ -12,7 +13,6 @@ use super::{MAX_READERS, RawRwLock, acq, holds_here};
 use crate::blocking_shell::{lock_struct, lock_traits};
 
 lock_struct! {
-    [
     /// Wrapper for [`parking_lot::RwLock`]: a reader-writer lock that blocks the thread, whose
     /// every acquisition is visible to lockscope.
     ///
@@ -36,9 +36,8 @@ lock_struct! {
     /// config.write().push('!');
     /// assert_eq!(*config.read(), "v1!");
     /// ```
-    ]
     pub struct RwLock(pub(super) parking_lot::RwLock<T>, BlockingRwLock, MAX_READERS, val);
-    [
+
     /// Wrapper for [`parking_lot::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
     ///
@@ -47,7 +46,8 @@ lock_struct! {
     /// static R: RwLock<u32> = RwLock::new(1);
     /// assert_eq!(*R.read(), 1);
     /// ```
-    ] [
+    fn new;
+
     /// An rwlock named `name` in spans, metrics and reports (lockscope addition); see
     /// [`Mutex::named`](super::Mutex::named).
     ///
@@ -55,16 +55,16 @@ lock_struct! {
     /// let r = lockscope::parking_lot::RwLock::named("routes", ());
     /// assert_eq!(r.name(), "routes");
     /// ```
-    ]
-    into_inner -> T [
+    fn named;
+
     /// Wrapper for [`parking_lot::RwLock::into_inner`].
     ///
     /// ```
     /// let r = lockscope::parking_lot::RwLock::new(4);
     /// assert_eq!(r.into_inner(), 4);
     /// ```
-    ];
-    const fn const_rwlock [
+    fn into_inner -> T;
+
     /// Wrapper for [`parking_lot::const_rwlock`]: usable in `static`s, named after the caller's
     /// location; it registers with the detector on first use.
     ///
@@ -74,8 +74,8 @@ lock_struct! {
     /// TABLE.write().push(1);
     /// assert_eq!(TABLE.read().len(), 1);
     /// ```
-    ];
-    const_new(raw_rwlock: RawRwLock) [
+    const fn const_rwlock;
+
     /// Wrapper for [`lock_api::RwLock::const_new`](parking_lot::lock_api::RwLock::const_new).
     ///
     /// ```
@@ -84,7 +84,8 @@ lock_struct! {
     /// static R: RwLock<u8> = RwLock::const_new(RawRwLock::INIT, 3);
     /// assert_eq!(*R.read(), 3);
     /// ```
-    ] [
+    fn const_new(raw_rwlock: RawRwLock);
+
     /// Wrapper for [`lock_api::RwLock::from_raw`](parking_lot::lock_api::RwLock::from_raw).
     ///
     /// ```
@@ -93,7 +94,7 @@ lock_struct! {
     /// let r = RwLock::from_raw(RawRwLock::INIT, 3);
     /// assert_eq!(r.into_inner(), 3);
     /// ```
-    ];
+    fn from_raw;
 }
 
 impl<T: ?Sized> RwLock<T> {
@@ -142,17 +143,14 @@ impl<T: ?Sized> RwLock<T> {
 
 lock_methods! {
     impl RwLock {
-        name [
         /// The name used in spans, metrics and reports (lockscope addition).
         ///
         /// ```
         /// let r = lockscope::parking_lot::RwLock::named("routes", ());
         /// assert_eq!(r.name(), "routes");
         /// ```
-        ];
-        acquire read / read_at, try_read, try_read_for, try_read_until
-            -> RwLockReadGuard: read_acq(Shared), plain(Shared)
-        [
+        fn name = name();
+
         /// Wrapper for [`parking_lot::RwLock::read`]. A `read` by a thread that already holds a
         /// read of this lock is reported as `nested-acquire`: with parking_lot's task-fair policy
         /// it deadlocks as soon as a writer queues in between (use
@@ -164,7 +162,8 @@ lock_methods! {
         /// let (a, b) = (r.read(), std::thread::scope(|s| s.spawn(|| *r.read()).join().unwrap()));
         /// assert_eq!(*a, b);
         /// ```
-        ] [
+        fn read = blocking_at(read_at; RwLockReadGuard: read_acq(Shared); try_read);
+
         /// Wrapper for [`parking_lot::RwLock::try_read`].
         ///
         /// ```
@@ -174,7 +173,8 @@ lock_methods! {
         /// drop(w);
         /// assert!(r.try_read().is_some());
         /// ```
-        ] [
+        fn try_read = tried(RwLockReadGuard: plain(Shared));
+
         /// Wrapper for [`parking_lot::RwLock::try_read_for`]; a timeout is counted in
         /// `lockscope_timeouts_total`.
         ///
@@ -184,7 +184,8 @@ lock_methods! {
         /// let w = r.write();
         /// assert!(r.try_read_for(Duration::from_millis(1)).is_none());
         /// ```
-        ] [
+        fn try_read_for = timed(RwLockReadGuard: read_acq(Shared); try_read; timeout: Duration);
+
         /// Wrapper for [`parking_lot::RwLock::try_read_until`].
         ///
         /// ```
@@ -192,10 +193,8 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_read_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        ];
-        acquire write / write_at, try_write, try_write_for, try_write_until
-            -> RwLockWriteGuard: plain(Exclusive), plain(Exclusive)
-        [
+        fn try_read_until = timed(RwLockReadGuard: read_acq(Shared); try_read; timeout: Instant);
+
         /// Wrapper for [`parking_lot::RwLock::write`]. A write by a thread that holds any access
         /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
         ///
@@ -204,7 +203,8 @@ lock_methods! {
         /// *r.write() += 1;
         /// assert_eq!(*r.read(), 2);
         /// ```
-        ] [
+        fn write = blocking_at(write_at; RwLockWriteGuard: plain(Exclusive); try_write);
+
         /// Wrapper for [`parking_lot::RwLock::try_write`].
         ///
         /// ```
@@ -214,7 +214,8 @@ lock_methods! {
         /// drop(g);
         /// assert!(r.try_write().is_some());
         /// ```
-        ] [
+        fn try_write = tried(RwLockWriteGuard: plain(Exclusive));
+
         /// Wrapper for [`parking_lot::RwLock::try_write_for`].
         ///
         /// ```
@@ -223,7 +224,8 @@ lock_methods! {
         /// let g = r.read();
         /// assert!(r.try_write_for(Duration::from_millis(1)).is_none());
         /// ```
-        ] [
+        fn try_write_for = timed(RwLockWriteGuard: plain(Exclusive); try_write; timeout: Duration);
+
         /// Wrapper for [`parking_lot::RwLock::try_write_until`].
         ///
         /// ```
@@ -231,11 +233,8 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_write_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        ];
-        acquire read_recursive, try_read_recursive,
-            try_read_recursive_for, try_read_recursive_until
-            -> RwLockReadGuard: read_acq(SharedRecursive), plain(SharedRecursive)
-        [
+        fn try_write_until = timed(RwLockWriteGuard: plain(Exclusive); try_write; timeout: Instant);
+
         /// Wrapper for [`parking_lot::RwLock::read_recursive`]. Recorded as a recursive read:
         /// inside a read of the same lock on the same thread it is legal and never reported;
         /// inside a write it is a self-deadlock and is reported.
@@ -246,7 +245,8 @@ lock_methods! {
         /// let b = r.read_recursive();
         /// assert_eq!(*a + *b, 2);
         /// ```
-        ] [
+        fn read_recursive = blocking(RwLockReadGuard: read_acq(SharedRecursive); try_read_recursive);
+
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive`].
         ///
         /// ```
@@ -254,7 +254,8 @@ lock_methods! {
         /// let _a = r.read();
         /// assert!(r.try_read_recursive().is_some());
         /// ```
-        ] [
+        fn try_read_recursive = tried(RwLockReadGuard: plain(SharedRecursive));
+
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive_for`].
         ///
         /// ```
@@ -263,7 +264,8 @@ lock_methods! {
         /// let _a = r.read();
         /// assert!(r.try_read_recursive_for(Duration::from_millis(1)).is_some());
         /// ```
-        ] [
+        fn try_read_recursive_for = timed(RwLockReadGuard: read_acq(SharedRecursive); try_read_recursive; timeout: Duration);
+
         /// Wrapper for [`parking_lot::RwLock::try_read_recursive_until`].
         ///
         /// ```
@@ -271,11 +273,8 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_read_recursive_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        ];
-        acquire upgradable_read / upgradable_read_at, try_upgradable_read,
-            try_upgradable_read_for, try_upgradable_read_until
-            -> RwLockUpgradableReadGuard: plain(Upgradable), plain(Upgradable)
-        [
+        fn try_read_recursive_until = timed(RwLockReadGuard: read_acq(SharedRecursive); try_read_recursive; timeout: Instant);
+
         /// Wrapper for [`parking_lot::RwLock::upgradable_read`]. Recorded as an upgradable read:
         /// it shares the lock with plain readers, excludes writers and other upgradable readers.
         ///
@@ -287,7 +286,8 @@ lock_methods! {
         /// let mut w = RwLockUpgradableReadGuard::upgrade(u);
         /// *w += 1;
         /// ```
-        ] [
+        fn upgradable_read = blocking_at(upgradable_read_at; RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read);
+
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read`].
         ///
         /// ```
@@ -295,7 +295,8 @@ lock_methods! {
         /// let _u = r.upgradable_read();
         /// assert!(r.try_upgradable_read().is_none());
         /// ```
-        ] [
+        fn try_upgradable_read = tried(RwLockUpgradableReadGuard: plain(Upgradable));
+
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_for`].
         ///
         /// ```
@@ -304,7 +305,8 @@ lock_methods! {
         /// let _u = r.upgradable_read();
         /// assert!(r.try_upgradable_read_for(Duration::from_millis(1)).is_none());
         /// ```
-        ] [
+        fn try_upgradable_read_for = timed(RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read; timeout: Duration);
+
         /// Wrapper for [`parking_lot::RwLock::try_upgradable_read_until`].
         ///
         /// ```
@@ -312,9 +314,8 @@ lock_methods! {
         /// let r = lockscope::parking_lot::RwLock::new(());
         /// assert!(r.try_upgradable_read_until(Instant::now() + Duration::from_millis(1)).is_some());
         /// ```
-        ];
-        unchecked make_read_guard_unchecked -> RwLockReadGuard: plain(Shared)
-        [
+        fn try_upgradable_read_until = timed(RwLockUpgradableReadGuard: plain(Upgradable); try_upgradable_read; timeout: Instant);
+
         /// Wrapper for [`parking_lot::RwLock::make_read_guard_unchecked`]; lockscope records a
         /// read hold as for a `try_` form.
         ///
@@ -329,9 +330,8 @@ lock_methods! {
         /// let g = unsafe { r.make_read_guard_unchecked() };
         /// assert_eq!(*g, 1);
         /// ```
-        ];
-        unchecked make_write_guard_unchecked -> RwLockWriteGuard: plain(Exclusive)
-        [
+        unsafe fn make_read_guard_unchecked = unchecked(RwLockReadGuard: plain(Shared));
+
         /// Wrapper for [`parking_lot::RwLock::make_write_guard_unchecked`]; lockscope records a
         /// write hold as for a `try_` form.
         ///
@@ -346,10 +346,8 @@ lock_methods! {
         /// let mut g = unsafe { r.make_write_guard_unchecked() };
         /// *g = 2;
         /// ```
-        ];
-        unchecked make_upgradable_guard_unchecked
-            -> RwLockUpgradableReadGuard: plain(Upgradable)
-        [
+        unsafe fn make_write_guard_unchecked = unchecked(RwLockWriteGuard: plain(Exclusive));
+
         /// Wrapper for [`parking_lot::RwLock::make_upgradable_guard_unchecked`]; lockscope
         /// records an upgradable hold as for a `try_` form.
         ///
@@ -364,9 +362,8 @@ lock_methods! {
         /// let g = unsafe { r.make_upgradable_guard_unchecked() };
         /// assert_eq!(*g, 1);
         /// ```
-        ];
-        get(&mut self) get_mut -> &mut T
-        [
+        unsafe fn make_upgradable_guard_unchecked = unchecked(RwLockUpgradableReadGuard: plain(Upgradable));
+
         /// Wrapper for [`parking_lot::RwLock::get_mut`].
         ///
         /// ```
@@ -374,9 +371,8 @@ lock_methods! {
         /// *r.get_mut() = 2;
         /// assert_eq!(*r.read(), 2);
         /// ```
-        ];
-        get(&self) is_locked -> bool, is_locked_exclusive -> bool, data_ptr -> *mut T
-        [
+        fn get_mut = get(&mut self -> &mut T);
+
         /// Wrapper for [`parking_lot::RwLock::is_locked`].
         ///
         /// ```
@@ -384,7 +380,8 @@ lock_methods! {
         /// let g = r.read();
         /// assert!(r.is_locked());
         /// ```
-        ] [
+        fn is_locked = get(&self -> bool);
+
         /// Wrapper for [`parking_lot::RwLock::is_locked_exclusive`].
         ///
         /// ```
@@ -392,7 +389,8 @@ lock_methods! {
         /// let g = r.read();
         /// assert!(!r.is_locked_exclusive());
         /// ```
-        ] [
+        fn is_locked_exclusive = get(&self -> bool);
+
         /// Wrapper for [`parking_lot::RwLock::data_ptr`].
         ///
         /// ```
@@ -401,10 +399,8 @@ lock_methods! {
         /// // SAFETY: the read guard keeps writers out while we read.
         /// assert_eq!(unsafe { *r.data_ptr() }, 3);
         /// ```
-        ];
-        unsafe get(&self) force_unlock_read, force_unlock_write, force_unlock_read_fair,
-            force_unlock_write_fair, raw -> &RawRwLock
-        [
+        fn data_ptr = get(&self -> *mut T);
+
         /// Wrapper for [`parking_lot::RwLock::force_unlock_read`]; see
         /// [`Mutex::force_unlock`](super::Mutex::force_unlock) for lockscope's books.
         ///
@@ -420,7 +416,8 @@ lock_methods! {
         /// unsafe { r.force_unlock_read() };
         /// assert!(!r.is_locked());
         /// ```
-        ] [
+        unsafe fn force_unlock_read = get(&self);
+
         /// Wrapper for [`parking_lot::RwLock::force_unlock_write`].
         ///
         /// # Safety
@@ -435,7 +432,8 @@ lock_methods! {
         /// unsafe { r.force_unlock_write() };
         /// assert!(!r.is_locked());
         /// ```
-        ] [
+        unsafe fn force_unlock_write = get(&self);
+
         /// Wrapper for [`parking_lot::RwLock::force_unlock_read_fair`].
         ///
         /// # Safety
@@ -448,7 +446,8 @@ lock_methods! {
         /// // SAFETY: the guard was forgotten just above.
         /// unsafe { r.force_unlock_read_fair() };
         /// ```
-        ] [
+        unsafe fn force_unlock_read_fair = get(&self);
+
         /// Wrapper for [`parking_lot::RwLock::force_unlock_write_fair`].
         ///
         /// # Safety
@@ -461,7 +460,8 @@ lock_methods! {
         /// // SAFETY: the guard was forgotten just above.
         /// unsafe { r.force_unlock_write_fair() };
         /// ```
-        ] [
+        unsafe fn force_unlock_write_fair = get(&self);
+
         /// Wrapper for [`parking_lot::RwLock::raw`]; the raw lock bypasses lockscope.
         ///
         /// # Safety
@@ -474,7 +474,7 @@ lock_methods! {
         /// // SAFETY: only reads the state.
         /// assert!(!unsafe { r.raw() }.is_locked());
         /// ```
-        ];
+        unsafe fn raw = get(&self -> &RawRwLock);
     }
 }
 

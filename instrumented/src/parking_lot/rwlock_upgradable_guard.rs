@@ -21,10 +21,7 @@ use super::rwlock_write_guard::RwLockWriteGuard;
 use super::{RawRwLock, acq, blocking, tried};
 use crate::probe::{self, Token};
 
-guard_family! {
-    pub struct RwLockUpgradableReadGuard(RwLock), "if unused the RwLock will immediately unlock";
-    fn rwlock, unlocked(force_unlock_upgradable, force_unlock_upgradable_fair, upgradable_read_at), bump(bump_upgradable);
-    [
+guard_struct! {
     /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard`]: shared access that may become
     /// exclusive; it excludes writers and other upgradable readers, not plain readers.
     ///
@@ -37,57 +34,66 @@ guard_family! {
     /// }
     /// assert_eq!(*r.read(), [1, 2]);
     /// ```
-    ] [
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::rwlock`].
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// let u = r.upgradable_read();
-    /// assert!(std::ptr::eq(RwLockUpgradableReadGuard::rwlock(&u), &r));
-    /// ```
-    ] [
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked`]. lockscope records
-    /// the release and the re-lock (an upgradable read) at this call's site.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(0);
-    /// let mut u = r.upgradable_read();
-    /// RwLockUpgradableReadGuard::unlocked(&mut u, || *r.write() += 1);
-    /// assert_eq!(*u, 1);
-    /// ```
-    ] [
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlock_fair`].
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// RwLockUpgradableReadGuard::unlock_fair(r.upgradable_read());
-    /// assert!(!r.is_locked());
-    /// ```
-    ] [
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked_fair`]; see
-    /// [`unlocked`](RwLockUpgradableReadGuard::unlocked).
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(0);
-    /// let mut u = r.upgradable_read();
-    /// RwLockUpgradableReadGuard::unlocked_fair(&mut u, || assert!(!r.is_locked()));
-    /// ```
-    ] [
-    /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::bump`]; lockscope records a
-    /// release and a new upgradable hold at this call's site.
-    ///
-    /// ```
-    /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
-    /// let r = RwLock::new(());
-    /// let mut u = r.upgradable_read();
-    /// RwLockUpgradableReadGuard::bump(&mut u);
-    /// ```
-    ]
-    impl {
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    pub struct RwLockUpgradableReadGuard for RwLock;
+}
+
+guard_methods! {
+    impl RwLockUpgradableReadGuard {
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::rwlock`].
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(());
+        /// let u = r.upgradable_read();
+        /// assert!(std::ptr::eq(RwLockUpgradableReadGuard::rwlock(&u), &r));
+        /// ```
+        fn rwlock = owner(RwLock);
+
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked`]. lockscope records
+        /// the release and the re-lock (an upgradable read) at this call's site.
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(0);
+        /// let mut u = r.upgradable_read();
+        /// RwLockUpgradableReadGuard::unlocked(&mut u, || *r.write() += 1);
+        /// assert_eq!(*u, 1);
+        /// ```
+        fn unlocked = unlocked(force_unlock_upgradable, upgradable_read_at);
+
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlock_fair`].
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(());
+        /// RwLockUpgradableReadGuard::unlock_fair(r.upgradable_read());
+        /// assert!(!r.is_locked());
+        /// ```
+        fn unlock_fair = unlock_fair();
+
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::unlocked_fair`]; see
+        /// [`unlocked`](RwLockUpgradableReadGuard::unlocked).
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(0);
+        /// let mut u = r.upgradable_read();
+        /// RwLockUpgradableReadGuard::unlocked_fair(&mut u, || assert!(!r.is_locked()));
+        /// ```
+        fn unlocked_fair = unlocked(force_unlock_upgradable_fair, upgradable_read_at);
+
+        /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::bump`]; lockscope records a
+        /// release and a new upgradable hold at this call's site.
+        ///
+        /// ```
+        /// use lockscope::parking_lot::{RwLock, RwLockUpgradableReadGuard};
+        /// let r = RwLock::new(());
+        /// let mut u = r.upgradable_read();
+        /// RwLockUpgradableReadGuard::bump(&mut u);
+        /// ```
+        fn bump = bump(bump_upgradable);
+
         /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::downgrade`]: lockscope rewrites
         /// the hold as a plain read (before parking_lot lets an upgradable reader in).
         ///
@@ -386,6 +392,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         /// assert_eq!(u.try_with_upgraded_for(Duration::from_millis(1), |v| *v), Some(1));
         /// ```
         fn try_with_upgraded_for(Duration) = try_upgrade_for;
+
         /// Wrapper for [`parking_lot::RwLockUpgradableReadGuard::try_with_upgraded_until`].
         ///
         /// ```

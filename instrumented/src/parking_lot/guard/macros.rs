@@ -1,30 +1,39 @@
-//! The macros that write the guard families: [`guard_family!`] (a family's guards, their
-//! mapped forms and their shared methods), built on [`guard_struct!`] and [`guard_methods!`].
+//! The two macros every parking_lot guard file is written with: [`guard_struct!`] (a guard's
+//! struct) and [`guard_methods!`] (its methods, each kind written once).
 
-/// A public guard: a newtype over the shell, with the owner `$owner` and parking_lot's guard
-/// `$inner`, its constructor, `Deref` (and `DerefMut` with `+ DerefMut`), `Debug` and
-/// `Display` (the guarded value's, as parking_lot's). The struct's docs and attributes are
-/// the caller's; explicit `Send`/`Sync` impls stay next to the invocation.
+/// A public guard: a newtype over the shell, its constructor, `Deref` (and `DerefMut` where
+/// it gives `&mut`), `Debug` and `Display` (the guarded value's, as parking_lot's); the
+/// struct's docs and attributes are the caller's. Its `Drop` is the shell's
+/// ([`Guard`](crate::shell::Guard)): the books are released first, then parking_lot's guard
+/// unlocks, then the hold time is recorded, outside the critical section.
+///
+/// - `pub struct Guard for Lock (+ DerefMut);`: a lock's own guard, which keeps parking_lot's
+///   guard of the same name as `Held` (the owner is the lock, and the value is reached
+///   through it). `Sync` when `T` is, as parking_lot's (its borrow of the lock alone would ask
+///   `T: Send` too).
+/// - `pub struct Mapped [&mut];` (or `[&]`): a mapped guard, which keeps parking_lot's mapped
+///   guard of the same name and the bare primitive; its auto traits are its fields'.
 macro_rules! guard_struct {
-    // A lock's own guard: parking_lot's guard is kept as `Held` (the owner is the lock), and
-    // the value is reached through the lock (`DerefMut` with `+ DerefMut`).
-    (plain $(#[$attr:meta])* pub struct $guard:ident($lock:ident, $inner:ident) $(+ $mutable:ident)?;) => {
+    ($(#[$attr:meta])* pub struct $guard:ident for $lock:ident $(+ $mutable:ident)?;) => {
         $(#[$attr])*
+        #[clippy::has_significant_drop]
         pub struct $guard<'a, T: ?Sized> {
-            // The shell's `Drop` releases the books first, then makes parking_lot's guard
-            // again and drops it, which unlocks, then records the hold time.
             pub(super) shell: $crate::shell::Guard<
                 &'a $lock<T>,
-                $crate::parking_lot::guard::Held<::parking_lot::$inner<'a, T>>,
+                $crate::parking_lot::guard::Held<::parking_lot::$guard<'a, T>>,
             >,
         }
+
+        // SAFETY: as parking_lot's guard, which is `Sync` when `T: Sync`: a shared guard gives
+        // `&T`, and reaches the lock only while the guard holds it. The token is `Sync`.
+        unsafe impl<T: ?Sized + Sync> Sync for $guard<'_, T> {}
 
         impl<'a, T: ?Sized> $guard<'a, T> {
             /// A guard over parking_lot's, whose hold is recorded in `token`.
             #[inline]
             pub(super) fn new(
                 owner: &'a $lock<T>,
-                inner: ::parking_lot::$inner<'a, T>,
+                inner: ::parking_lot::$guard<'a, T>,
                 token: $crate::probe::Token,
             ) -> Self {
                 $guard {
@@ -50,6 +59,19 @@ macro_rules! guard_struct {
 
         guard_struct!(@fmt $guard);
     };
+    ($(#[$attr:meta])* pub struct $guard:ident [& mut];) => {
+        guard_struct!(@mapped $(#[$attr])* $guard);
+
+        impl<T: ?Sized> ::std::ops::DerefMut for $guard<'_, T> {
+            #[inline]
+            fn deref_mut(&mut self) -> &mut T {
+                &mut self.shell
+            }
+        }
+    };
+    ($(#[$attr:meta])* pub struct $guard:ident [&];) => {
+        guard_struct!(@mapped $(#[$attr])* $guard);
+    };
     (@DerefMut $guard:ident) => {
         impl<T: ?Sized> ::std::ops::DerefMut for $guard<'_, T> {
             #[inline]
@@ -59,50 +81,22 @@ macro_rules! guard_struct {
             }
         }
     };
-    (@fmt $guard:ident) => {
-        impl<T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $guard<'_, T> {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                ::std::fmt::Debug::fmt(&**self, f)
-            }
-        }
-
-        impl<T: ?Sized + ::std::fmt::Display> ::std::fmt::Display for $guard<'_, T> {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                ::std::fmt::Display::fmt(&**self, f)
-            }
-        }
-    };
-    // A mapped guard: `DerefMut` when its `map` gives `&mut`.
-    ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) [& mut];) => {
-        guard_struct!($(#[$attr])* pub struct $guard($owner, $inner) + DerefMut;);
-    };
-    ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) [&];) => {
-        guard_struct!($(#[$attr])* pub struct $guard($owner, $inner););
-    };
-    ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident) + DerefMut;) => {
-        guard_struct!($(#[$attr])* pub struct $guard($owner, $inner););
-
-        impl<T: ?Sized> ::std::ops::DerefMut for $guard<'_, T> {
-            #[inline]
-            fn deref_mut(&mut self) -> &mut T {
-                &mut self.shell
-            }
-        }
-    };
-    ($(#[$attr:meta])* pub struct $guard:ident($owner:ty, $inner:ident);) => {
+    (@mapped $(#[$attr:meta])* $guard:ident) => {
         $(#[$attr])*
+        #[clippy::has_significant_drop]
         pub struct $guard<'a, T: ?Sized> {
-            // The shell's `Drop` releases the books first, then drops the inner guard, which
-            // unlocks, then records the hold time, outside the critical section.
-            pub(super) shell: $crate::shell::Guard<$owner, ::parking_lot::$inner<'a, T>>,
+            pub(super) shell: $crate::shell::Guard<
+                &'a ::lockscope_detector::__private::prim::Prim,
+                ::parking_lot::$guard<'a, T>,
+            >,
         }
 
         impl<'a, T: ?Sized> $guard<'a, T> {
             /// A guard over parking_lot's, whose hold is recorded in `token`.
             #[inline]
             pub(super) fn new(
-                owner: $owner,
-                inner: ::parking_lot::$inner<'a, T>,
+                owner: &'a ::lockscope_detector::__private::prim::Prim,
+                inner: ::parking_lot::$guard<'a, T>,
                 token: $crate::probe::Token,
             ) -> Self {
                 $guard {
@@ -121,82 +115,18 @@ macro_rules! guard_struct {
 
         guard_struct!(@fmt $guard);
     };
-}
-
-/// A guard family: a lock's guard and its methods, and with `mapped` its `map`s, its mapped
-/// guard and theirs, from a spec and the docs, in brackets, in this order: the guard, its
-/// accessor, `unlocked`, `unlock_fair`, `unlocked_fair`, `bump`; with `mapped`, then its
-/// `map`, `try_map`, `try_map_or_err`, the mapped guard, and the mapped guard's `map`,
-/// `try_map`, `try_map_or_err` and `unlock_fair`. Each doc opens with the parking_lot item it
-/// wraps. `impl { .. }` adds more methods of the guard, as in [`guard_methods!`]. The guard is
-/// `Sync` when `T` is, as parking_lot's (its borrow of the lock alone would ask `T: Send`
-/// too); the mapped guard's auto traits are its fields'.
-macro_rules! guard_family {
-    (
-        pub struct $guard:ident($lock:ident) $(+ $mutable:ident)?, $must_use:literal;
-        $(mapped $mapped:ident($($r:tt)+), $try_map_or_err:ident;)?
-        fn $accessor:ident, unlocked($force:ident, $force_fair:ident, $relock:ident), bump($regrant:path);
-        [$(#[$doc:meta])*] [$(#[$owner_doc:meta])*] [$(#[$unlocked_doc:meta])*]
-        [$(#[$unlock_fair_doc:meta])*] [$(#[$unlocked_fair_doc:meta])*] [$(#[$bump_doc:meta])*]
-        $([$(#[$map_doc:meta])*] [$(#[$try_map_doc:meta])*] [$(#[$try_map_or_err_doc:meta])*]
-        [$(#[$mapped_doc:meta])*] [$(#[$mapped_map_doc:meta])*] [$(#[$mapped_try_map_doc:meta])*]
-        [$(#[$mapped_try_map_or_err_doc:meta])*] [$(#[$mapped_unlock_fair_doc:meta])*])?
-        $(impl { $($more:tt)* })?
-    ) => {
-        guard_struct! {
-            plain
-            $(#[$doc])*
-            #[clippy::has_significant_drop]
-            #[must_use = $must_use]
-            pub struct $guard($lock, $guard) $(+ $mutable)?;
-        }
-
-        // SAFETY: as parking_lot's guard, which is `Sync` when `T: Sync`: a shared guard gives
-        // `&T`, and reaches the lock only while the guard holds it. The token is `Sync`.
-        unsafe impl<T: ?Sized + Sync> Sync for $guard<'_, T> {}
-
-        guard_methods! {
-            impl $guard($guard) {
-                $(#[$owner_doc])* fn $accessor = owner($lock);
-                $(#[$unlocked_doc])* fn unlocked = unlocked($force, $relock);
-                $(#[$unlock_fair_doc])* fn unlock_fair = unlock_fair();
-                $(#[$unlocked_fair_doc])* fn unlocked_fair = unlocked($force_fair, $relock);
-                $(#[$bump_doc])* fn bump = bump($regrant);
+    (@fmt $guard:ident) => {
+        impl<T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(&**self, f)
             }
         }
 
-        $(
-            guard_methods! {
-                impl $guard($guard) {
-                    $(#[$map_doc])* fn map = map($mapped, $($r)+);
-                    $(#[$try_map_doc])* fn try_map = try_map($mapped, $($r)+);
-                    $(#[$try_map_or_err_doc])* fn try_map_or_err = try_map_or_err($mapped, $($r)+);
-                }
+        impl<T: ?Sized + ::std::fmt::Display> ::std::fmt::Display for $guard<'_, T> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(&**self, f)
             }
-
-            guard_struct! {
-                $(#[$mapped_doc])*
-                #[clippy::has_significant_drop]
-                #[must_use = $must_use]
-                pub struct $mapped(&'a ::lockscope_detector::__private::prim::Prim, $mapped) [$($r)+];
-            }
-
-            guard_methods! {
-                impl $mapped($mapped) {
-                    $(#[$mapped_map_doc])* fn map = map($mapped, $($r)+);
-                    $(#[$mapped_try_map_doc])* fn try_map = try_map($mapped, $($r)+);
-                    $(#[$mapped_try_map_or_err_doc])*
-                    fn $try_map_or_err = try_map_or_err($mapped, $($r)+);
-                    $(#[$mapped_unlock_fair_doc])* fn unlock_fair = unlock_fair();
-                }
-            }
-        )?
-
-        $(guard_methods! {
-            impl $guard($guard) {
-                $($more)*
-            }
-        })?
+        }
     };
 }
 
@@ -212,11 +142,11 @@ macro_rules! guard_family {
 /// - `bump(regrant)`: `regrant(prim, site)` is the hold recorded after the bump;
 /// - `downgrade(Target, Mode)`: the hold is rewritten in the books first, then weakened.
 macro_rules! guard_methods {
-    (impl $guard:ident($inner:ident) {
+    (impl $guard:ident {
         $($(#[$doc:meta])* fn $name:ident = $kind:ident $args:tt;)*
     }) => {
         impl<'a, T: ?Sized> $guard<'a, T> {
-            $(guard_methods!(@$kind [$(#[$doc])*] $inner $name $args);)*
+            $(guard_methods!(@$kind [$(#[$doc])*] $guard $name $args);)*
         }
     };
     (@owner [$(#[$doc:meta])*] $inner:ident $name:ident ($lock:ident)) => {

@@ -47,16 +47,18 @@
 //! - std's unstable lock APIs (`MappedMutexGuard`, `Mutex::set`, ...) are not wrapped until
 //!   they are stable.
 
-/// A std lock's methods, with their docs in brackets: `name`, `is_poisoned`, `clear_poison`
-/// and `get_mut` (pass-throughs, but for `name`, lockscope's), then each blocking acquisition
-/// and its `try_` form, from their names, the guard, and the mode recorded (the docs: the
-/// blocking form's, then the `try_` form's).
+/// A std lock's methods, listed inside `impl Lock { .. }`, each with its docs: `name`,
+/// `is_poisoned`, `clear_poison` and `get_mut` (pass-throughs, but for `name`, lockscope's),
+/// then each blocking acquisition, with the guard and the mode recorded
+/// (`fn lock -> Guard: Mode;`), followed by its `try_` form (`fn try_lock;`).
 macro_rules! lock_methods {
     (impl $lock:ident {
-        [$(#[$name_doc:meta])*] [$(#[$is_poisoned_doc:meta])*] [$(#[$clear_poison_doc:meta])*]
-        [$(#[$get_mut_doc:meta])*];
-        $($name:ident, $try_name:ident -> $guard:ident: $mode:ident
-            [$(#[$doc:meta])*] [$(#[$try_doc:meta])*];)*
+        $(#[$name_doc:meta])* fn name;
+        $(#[$is_poisoned_doc:meta])* fn is_poisoned;
+        $(#[$clear_poison_doc:meta])* fn clear_poison;
+        $(#[$get_mut_doc:meta])* fn get_mut;
+        $($(#[$doc:meta])* fn $name:ident -> $guard:ident: $mode:ident;
+        $(#[$try_doc:meta])* fn $try_name:ident;)*
     }) => {
         impl<T: ?Sized> $lock<T> {
             $(#[$name_doc])*

@@ -5,7 +5,6 @@ use super::guard::MutexGuard;
 use crate::blocking_shell::{lock_struct, lock_traits};
 
 lock_struct! {
-    [
     /// Wrapper for [`std::sync::Mutex`]: a mutual-exclusion lock with poisoning, whose every
     /// acquisition is visible to lockscope.
     ///
@@ -27,9 +26,8 @@ lock_struct! {
     /// std::thread::spawn(move || *c.lock().unwrap() += 1).join().unwrap();
     /// assert_eq!(*counter.lock().unwrap(), 1);
     /// ```
-    ]
     pub struct Mutex(std::sync::Mutex<T>, BlockingMutex, 1, t);
-    [
+
     /// Wrapper for [`std::sync::Mutex::new`]: `const`, so usable in `static`s. The mutex is
     /// named after the caller's location (`path/to/file.rs:LINE`) and registers with the
     /// detector on first use.
@@ -40,7 +38,8 @@ lock_struct! {
     /// *COUNT.lock().unwrap() += 1;
     /// assert!(COUNT.name().contains(".rs:"));
     /// ```
-    ] [
+    fn new;
+
     /// A mutex named `name` in spans, metrics and reports (lockscope addition). Registers with
     /// the detector at once.
     ///
@@ -51,8 +50,8 @@ lock_struct! {
     /// let m = lockscope::std::sync::Mutex::named("sessions", ());
     /// assert_eq!(m.name(), "sessions");
     /// ```
-    ]
-    into_inner -> LockResult<T> [
+    fn named;
+
     /// Wrapper for [`std::sync::Mutex::into_inner`].
     ///
     /// # Errors
@@ -64,19 +63,19 @@ lock_struct! {
     /// let m = lockscope::std::sync::Mutex::new(vec![1]);
     /// assert_eq!(m.into_inner().unwrap(), vec![1]);
     /// ```
-    ];
+    fn into_inner -> LockResult<T>;
 }
 
 lock_methods! {
     impl Mutex {
-        [
         /// The name used in spans, metrics and reports (lockscope addition).
         ///
         /// ```
         /// let m = lockscope::std::sync::Mutex::named("db", ());
         /// assert_eq!(m.name(), "db");
         /// ```
-        ] [
+        fn name;
+
         /// Wrapper for [`std::sync::Mutex::is_poisoned`].
         ///
         /// ```
@@ -90,7 +89,8 @@ lock_methods! {
         /// .join();
         /// assert!(m.is_poisoned());
         /// ```
-        ] [
+        fn is_poisoned;
+
         /// Wrapper for [`std::sync::Mutex::clear_poison`].
         ///
         /// ```
@@ -109,7 +109,8 @@ lock_methods! {
         /// assert!(!m.is_poisoned());
         /// assert_eq!(*m.lock().unwrap(), 1);
         /// ```
-        ] [
+        fn clear_poison;
+
         /// Wrapper for [`std::sync::Mutex::get_mut`]: no locking, nothing recorded.
         ///
         /// # Errors
@@ -122,9 +123,8 @@ lock_methods! {
         /// *m.get_mut().unwrap() = 2;
         /// assert_eq!(*m.lock().unwrap(), 2);
         /// ```
-        ];
-        lock, try_lock -> MutexGuard: Exclusive
-        [
+        fn get_mut;
+
         /// Wrapper for [`std::sync::Mutex::lock`].
         ///
         /// lockscope records the wait (when the mutex is contended) and the hold; waiting on an
@@ -145,7 +145,8 @@ lock_methods! {
         /// *m.lock().unwrap() += 1;
         /// assert_eq!(*m.lock().unwrap(), 2);
         /// ```
-        ] [
+        fn lock -> MutexGuard: Exclusive;
+
         /// Wrapper for [`std::sync::Mutex::try_lock`]. A failure is counted in
         /// `lockscope_try_failures_total`; `try_` forms add no lock-order edges.
         ///
@@ -162,7 +163,7 @@ lock_methods! {
         /// assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
         /// drop(g);
         /// ```
-        ];
+        fn try_lock;
     }
 }
 

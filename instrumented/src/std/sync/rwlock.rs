@@ -5,7 +5,6 @@ use super::{LockResult, MAX_READERS};
 use crate::blocking_shell::{lock_struct, lock_traits};
 
 lock_struct! {
-    [
     /// Wrapper for [`std::sync::RwLock`]: a reader-writer lock with poisoning, whose every
     /// acquisition is visible to lockscope.
     ///
@@ -23,9 +22,8 @@ lock_struct! {
     /// config.write().unwrap().push('!');
     /// assert_eq!(*config.read().unwrap(), "v1!");
     /// ```
-    ]
     pub struct RwLock(std::sync::RwLock<T>, BlockingRwLock, MAX_READERS, t);
-    [
+
     /// Wrapper for [`std::sync::RwLock::new`]: `const`; named after the caller's location,
     /// registered with the detector on first use.
     ///
@@ -34,7 +32,8 @@ lock_struct! {
     /// static R: RwLock<u32> = RwLock::new(1);
     /// assert_eq!(*R.read().unwrap(), 1);
     /// ```
-    ] [
+    fn new;
+
     /// An rwlock named `name` in spans, metrics and reports (lockscope addition); see
     /// [`Mutex::named`](super::Mutex::named).
     ///
@@ -42,8 +41,8 @@ lock_struct! {
     /// let r = lockscope::std::sync::RwLock::named("routes", ());
     /// assert_eq!(r.name(), "routes");
     /// ```
-    ]
-    into_inner -> LockResult<T> [
+    fn named;
+
     /// Wrapper for [`std::sync::RwLock::into_inner`].
     ///
     /// # Errors
@@ -55,19 +54,19 @@ lock_struct! {
     /// let r = lockscope::std::sync::RwLock::new(4);
     /// assert_eq!(r.into_inner().unwrap(), 4);
     /// ```
-    ];
+    fn into_inner -> LockResult<T>;
 }
 
 lock_methods! {
     impl RwLock {
-        [
         /// The name used in spans, metrics and reports (lockscope addition).
         ///
         /// ```
         /// let r = lockscope::std::sync::RwLock::named("routes", ());
         /// assert_eq!(r.name(), "routes");
         /// ```
-        ] [
+        fn name;
+
         /// Wrapper for [`std::sync::RwLock::is_poisoned`].
         ///
         /// ```
@@ -81,7 +80,8 @@ lock_methods! {
         /// });
         /// assert!(r.is_poisoned());
         /// ```
-        ] [
+        fn is_poisoned;
+
         /// Wrapper for [`std::sync::RwLock::clear_poison`].
         ///
         /// ```
@@ -96,7 +96,8 @@ lock_methods! {
         /// r.clear_poison();
         /// assert!(r.read().is_ok());
         /// ```
-        ] [
+        fn clear_poison;
+
         /// Wrapper for [`std::sync::RwLock::get_mut`]: no locking, nothing recorded.
         ///
         /// # Errors
@@ -109,9 +110,8 @@ lock_methods! {
         /// *r.get_mut().unwrap() = 2;
         /// assert_eq!(*r.read().unwrap(), 2);
         /// ```
-        ];
-        read, try_read -> RwLockReadGuard: Shared
-        [
+        fn get_mut;
+
         /// Wrapper for [`std::sync::RwLock::read`]. A `read` by a thread that already holds a
         /// read of this lock is reported as `nested-acquire`: it deadlocks as soon as a writer
         /// queues in between.
@@ -131,7 +131,8 @@ lock_methods! {
         /// let b = std::thread::scope(|s| s.spawn(|| *r.read().unwrap()).join().unwrap());
         /// assert_eq!(*a, b);
         /// ```
-        ] [
+        fn read -> RwLockReadGuard: Shared;
+
         /// Wrapper for [`std::sync::RwLock::try_read`].
         ///
         /// # Errors
@@ -147,9 +148,8 @@ lock_methods! {
         /// drop(w);
         /// assert!(r.try_read().is_ok());
         /// ```
-        ];
-        write, try_write -> RwLockWriteGuard: Exclusive
-        [
+        fn try_read;
+
         /// Wrapper for [`std::sync::RwLock::write`]. A write by a thread that holds any access
         /// to this lock is reported as `nested-acquire` (a certain self-deadlock).
         ///
@@ -167,7 +167,8 @@ lock_methods! {
         /// *r.write().unwrap() += 1;
         /// assert_eq!(*r.read().unwrap(), 2);
         /// ```
-        ] [
+        fn write -> RwLockWriteGuard: Exclusive;
+
         /// Wrapper for [`std::sync::RwLock::try_write`].
         ///
         /// # Errors
@@ -182,7 +183,7 @@ lock_methods! {
         /// drop(g);
         /// assert!(r.try_write().is_ok());
         /// ```
-        ];
+        fn try_write;
     }
 }
 
