@@ -188,22 +188,22 @@ pub(crate) fn never_closed<T, E>(r: Result<T, E>) -> T {
 /// `RwLock::write*`), written once: async, timed, blocking, owned, owned timed, `try_` and
 /// owned `try_`. `$mode` and `$n` (a [`Count`]) say what is taken; `$guard` and `$owned` make
 /// the borrowed and the owned guard from `$l` (the lock, or its `Arc`) and `$t` (the token).
-/// The list names the seven methods and the blocks give their docs, both in the order above.
+/// The methods follow, each after its docs, in the order above (`fn lock = async;`, ...).
 ///
 /// The borrowed async form keeps the shape of the one fast path (`probe::acquire!` inside the
 /// method's own `async` block, the `Acq` built where it is used); the owned one is [`owned`]'s
 /// future, whose size matters more than a nanosecond (see [`super::owned`]).
 macro_rules! lock_forms {
     (
-        [
-            $async_fn:ident, $timeout_fn:ident, $blocking_fn:ident, $owned_fn:ident,
-            $owned_timeout_fn:ident, $try_fn:ident, $try_owned_fn:ident $(,)?
-        ]
         |$l:ident, $t:ident| $mode:expr, $n:expr,
         $guard:expr => $g:ty, $owned:expr => $og:ty;
-        { $(#[$d_async:meta])* } { $(#[$d_timeout:meta])* } { $(#[$d_blocking:meta])* }
-        { $(#[$d_owned:meta])* } { $(#[$d_owned_timeout:meta])* }
-        { $(#[$d_try:meta])* } { $(#[$d_try_owned:meta])* }
+        $(#[$d_async:meta])* fn $async_fn:ident = async;
+        $(#[$d_timeout:meta])* fn $timeout_fn:ident = timed;
+        $(#[$d_blocking:meta])* fn $blocking_fn:ident = blocking;
+        $(#[$d_owned:meta])* fn $owned_fn:ident = owned;
+        $(#[$d_owned_timeout:meta])* fn $owned_timeout_fn:ident = owned_timed;
+        $(#[$d_try:meta])* fn $try_fn:ident = try;
+        $(#[$d_try_owned:meta])* fn $try_owned_fn:ident = try_owned;
     ) => {
         $(#[$d_async])*
         #[inline]
@@ -330,11 +330,15 @@ macro_rules! lock_forms {
 }
 pub(crate) use lock_forms;
 
-/// `get_mut` and `into_inner` (the blocks give their docs, in that order), `From<T>`,
+/// `get_mut` and `into_inner` (each after its docs, in that order), `From<T>`,
 /// `Default` and `Debug` of a tokio lock (`$name`): as tokio's, `Debug` shows the data if one
 /// permit (a reader's, for an `RwLock`) is free, else `<locked>`.
 macro_rules! lock_traits {
-    ($name:ident; { $(#[$get_mut:meta])* } { $(#[$into_inner:meta])* }) => {
+    (
+        $name:ident;
+        $(#[$get_mut:meta])* fn get_mut;
+        $(#[$into_inner:meta])* fn into_inner;
+    ) => {
         impl<T: ?Sized> $name<T> {
             $(#[$get_mut])*
             pub fn get_mut(&mut self) -> &mut T {

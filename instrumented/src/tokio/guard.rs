@@ -190,25 +190,13 @@ pub(crate) use deref;
 /// for writers; `ref`: through `&`, as for readers), and `$build` makes the mapped guard
 /// from the shell and the part's pointer. `f` runs while the guard still unlocks on
 /// unwinding. `[$($gen),+]` is the order of the methods' generic parameters (tokio's own).
-/// The two blocks give the methods' docs: `map`'s first, then `try_map`'s.
+/// The two methods follow, each after its docs: `fn map; fn try_map;` (or the other names).
 macro_rules! maps {
     (
         $kind:tt $from:ty => $to:ident [$($gen:ident),+] -> $out:ty,
         |$shell:ident, $data:ident| $build:expr;
-        { $(#[$map:meta])* } { $(#[$try_map:meta])* }
-    ) => {
-        maps! {
-            $kind $from => $to [$($gen),+] -> $out,
-            |$shell, $data| $build;
-            map { $(#[$map])* }
-            try_map { $(#[$try_map])* }
-        }
-    };
-    (
-        $kind:tt $from:ty => $to:ident [$($gen:ident),+] -> $out:ty,
-        |$shell:ident, $data:ident| $build:expr;
-        $map_fn:ident { $(#[$map:meta])* }
-        $try_fn:ident { $(#[$try_map:meta])* }
+        $(#[$map:meta])* fn $map_fn:ident;
+        $(#[$try_map:meta])* fn $try_fn:ident;
     ) => {
         $(#[$map])*
         #[inline]
@@ -250,30 +238,33 @@ macro_rules! maps {
 }
 pub(crate) use maps;
 
-/// The methods of a write guard (borrowed or owned), each block giving one's docs, in this
-/// order: `map`, `try_map` (to its mapped form), `downgrade_map`, `try_downgrade_map` (to a
-/// read guard, see [`downgrade`]), `into_mapped`, `downgrade`. `$mapped` and `$read` build
-/// the mapped and the read guard from a shell and a data pointer.
+/// The methods of a write guard (borrowed or owned), each after its docs, in this order:
+/// `map`, `try_map` (to its mapped form), `downgrade_map`, `try_downgrade_map` (to a read
+/// guard, see [`downgrade`]), `into_mapped`, `downgrade`. `$mapped` and `$read` build the
+/// mapped and the read guard from a shell and a data pointer.
 macro_rules! write_guard {
     (
         T -> $mapped_u:ty, $mapped_t:ty, $read_u:ty, $read_t:ty,
         |$shell:ident, $data:ident| $mapped:expr, $read:expr;
-        { $(#[$map:meta])* } { $(#[$try_map:meta])* }
-        { $(#[$dmap:meta])* } { $(#[$try_dmap:meta])* }
-        { $(#[$into_mapped:meta])* } { $(#[$downgrade:meta])* }
+        $(#[$map:meta])* fn map;
+        $(#[$try_map:meta])* fn try_map;
+        $(#[$dmap:meta])* fn downgrade_map;
+        $(#[$try_dmap:meta])* fn try_downgrade_map;
+        $(#[$into_mapped:meta])* fn into_mapped;
+        $(#[$downgrade:meta])* fn downgrade;
     ) => {
         maps! {
             mut T => U [F, U] -> $mapped_u,
             |$shell, $data| $mapped;
-            map { $(#[$map])* }
-            try_map { $(#[$try_map])* }
+            $(#[$map])* fn map;
+            $(#[$try_map])* fn try_map;
         }
 
         maps! {
             ref T => U [F, U] -> $read_u,
             |$shell, $data| { let $shell = downgrade($shell); $read };
-            downgrade_map { $(#[$dmap])* }
-            try_downgrade_map { $(#[$try_dmap])* }
+            $(#[$dmap])* fn downgrade_map;
+            $(#[$try_dmap])* fn try_downgrade_map;
         }
 
         $(#[$into_mapped])*

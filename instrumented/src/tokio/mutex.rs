@@ -121,138 +121,134 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     lock_forms! {
-        [
-            lock, lock_timeout, blocking_lock, lock_owned,
-            lock_owned_timeout, try_lock, try_lock_owned,
-        ]
         |lock, token| Mode::Exclusive, One,
         MutexGuard::new(lock, token) => MutexGuard<'_, T>,
         OwnedMutexGuard::new(lock, token) => OwnedMutexGuard<T>;
-        {
-            /// Wrapper for [`tokio::sync::Mutex::lock`].
-            ///
-            /// # Cancel safety
-            ///
-            /// As tokio's: FIFO order; dropping the future gives up its place in the queue (and
-            /// lockscope records a `cancelled` event and removes the waiter from its books).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// let m = lockscope::tokio::Mutex::new(1);
-            /// *m.lock().await += 1;
-            /// assert_eq!(*m.lock().await, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Like [`lock`](Mutex::lock), but gives up after `timeout` (lockscope addition). The
-            /// error names the mutex, how long it waited and who holds it. Counted in
-            /// `lockscope_timeouts_total`.
-            ///
-            /// # Errors
-            ///
-            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
-            ///
-            /// # Panics
-            ///
-            /// Outside a tokio runtime with time enabled, like `tokio::time::timeout`.
-            ///
-            /// # Cancel safety
-            ///
-            /// As [`lock`](Mutex::lock).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::time::Duration;
-            /// let m = lockscope::tokio::Mutex::new(());
-            /// assert!(m.lock_timeout(Duration::from_millis(5)).await.is_ok());
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::Mutex::blocking_lock`].
-            ///
-            /// # Panics
-            ///
-            /// When called within an asynchronous execution context, exactly as tokio's.
-            ///
-            /// ```
-            /// let m = lockscope::tokio::Mutex::new(1);
-            /// *m.blocking_lock() += 1;
-            /// assert_eq!(*m.blocking_lock(), 2);
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::Mutex::lock_owned`].
-            ///
-            /// # Cancel safety
-            ///
-            /// As [`lock`](Mutex::lock).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
-            /// let mut g = m.clone().lock_owned().await;
-            /// tokio::spawn(async move { *g += 1 }).await.unwrap();
-            /// assert_eq!(*m.lock().await, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Like [`lock_owned`](Mutex::lock_owned), but gives up after `timeout` (lockscope
-            /// addition; see [`lock_timeout`](Mutex::lock_timeout)).
-            ///
-            /// # Errors
-            ///
-            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
-            ///
-            /// # Panics
-            ///
-            /// Outside a tokio runtime with time enabled.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::{sync::Arc, time::Duration};
-            /// let m = Arc::new(lockscope::tokio::Mutex::new(()));
-            /// let _g = m.clone().lock_owned_timeout(Duration::from_millis(5)).await.unwrap();
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::Mutex::try_lock`].
-            ///
-            /// # Errors
-            ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held (counted in
-            /// `lockscope_try_failures_total`).
-            ///
-            /// ```
-            /// let m = lockscope::tokio::Mutex::new(1);
-            /// let g = m.try_lock().unwrap();
-            /// assert!(m.try_lock().is_err());
-            /// drop(g);
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::Mutex::try_lock_owned`].
-            ///
-            /// # Errors
-            ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held.
-            ///
-            /// ```
-            /// use std::sync::Arc;
-            /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
-            /// let g = m.clone().try_lock_owned().unwrap();
-            /// assert!(m.clone().try_lock_owned().is_err());
-            /// drop(g);
-            /// ```
-        }
+
+        /// Wrapper for [`tokio::sync::Mutex::lock`].
+        ///
+        /// # Cancel safety
+        ///
+        /// As tokio's: FIFO order; dropping the future gives up its place in the queue (and
+        /// lockscope records a `cancelled` event and removes the waiter from its books).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// let m = lockscope::tokio::Mutex::new(1);
+        /// *m.lock().await += 1;
+        /// assert_eq!(*m.lock().await, 2);
+        /// # }
+        /// ```
+        fn lock = async;
+
+        /// Like [`lock`](Mutex::lock), but gives up after `timeout` (lockscope addition). The
+        /// error names the mutex, how long it waited and who holds it. Counted in
+        /// `lockscope_timeouts_total`.
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled, like `tokio::time::timeout`.
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`lock`](Mutex::lock).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::time::Duration;
+        /// let m = lockscope::tokio::Mutex::new(());
+        /// assert!(m.lock_timeout(Duration::from_millis(5)).await.is_ok());
+        /// # }
+        /// ```
+        fn lock_timeout = timed;
+
+        /// Wrapper for [`tokio::sync::Mutex::blocking_lock`].
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, exactly as tokio's.
+        ///
+        /// ```
+        /// let m = lockscope::tokio::Mutex::new(1);
+        /// *m.blocking_lock() += 1;
+        /// assert_eq!(*m.blocking_lock(), 2);
+        /// ```
+        fn blocking_lock = blocking;
+
+        /// Wrapper for [`tokio::sync::Mutex::lock_owned`].
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`lock`](Mutex::lock).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+        /// let mut g = m.clone().lock_owned().await;
+        /// tokio::spawn(async move { *g += 1 }).await.unwrap();
+        /// assert_eq!(*m.lock().await, 2);
+        /// # }
+        /// ```
+        fn lock_owned = owned;
+
+        /// Like [`lock_owned`](Mutex::lock_owned), but gives up after `timeout` (lockscope
+        /// addition; see [`lock_timeout`](Mutex::lock_timeout)).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::{sync::Arc, time::Duration};
+        /// let m = Arc::new(lockscope::tokio::Mutex::new(()));
+        /// let _g = m.clone().lock_owned_timeout(Duration::from_millis(5)).await.unwrap();
+        /// # }
+        /// ```
+        fn lock_owned_timeout = owned_timed;
+
+        /// Wrapper for [`tokio::sync::Mutex::try_lock`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held (counted in
+        /// `lockscope_try_failures_total`).
+        ///
+        /// ```
+        /// let m = lockscope::tokio::Mutex::new(1);
+        /// let g = m.try_lock().unwrap();
+        /// assert!(m.try_lock().is_err());
+        /// drop(g);
+        /// ```
+        fn try_lock = try;
+
+        /// Wrapper for [`tokio::sync::Mutex::try_lock_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryLockError`](crate::tokio::TryLockError) if the lock is held.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let m = Arc::new(lockscope::tokio::Mutex::new(1));
+        /// let g = m.clone().try_lock_owned().unwrap();
+        /// assert!(m.clone().try_lock_owned().is_err());
+        /// drop(g);
+        /// ```
+        fn try_lock_owned = try_owned;
     }
 
     /// Wrapper for [`tokio::sync::Mutex::blocking_lock_owned`].
@@ -277,23 +273,22 @@ impl<T: ?Sized> Mutex<T> {
 
 lock_traits! {
     Mutex;
-    {
-        /// Wrapper for [`tokio::sync::Mutex::get_mut`].
-        ///
-        /// ```
-        /// let mut m = lockscope::tokio::Mutex::new(1);
-        /// *m.get_mut() = 2;
-        /// assert_eq!(*m.blocking_lock(), 2);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::Mutex::into_inner`].
-        ///
-        /// ```
-        /// let m = lockscope::tokio::Mutex::new(1);
-        /// assert_eq!(m.into_inner(), 1);
-        /// ```
-    }
+    /// Wrapper for [`tokio::sync::Mutex::get_mut`].
+    ///
+    /// ```
+    /// let mut m = lockscope::tokio::Mutex::new(1);
+    /// *m.get_mut() = 2;
+    /// assert_eq!(*m.blocking_lock(), 2);
+    /// ```
+    fn get_mut;
+
+    /// Wrapper for [`tokio::sync::Mutex::into_inner`].
+    ///
+    /// ```
+    /// let m = lockscope::tokio::Mutex::new(1);
+    /// assert_eq!(m.into_inner(), 1);
+    /// ```
+    fn into_inner;
 }
 
 impl<T: ?Sized> Mutex<T> {

@@ -135,35 +135,34 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
             data,
             marker: PhantomData,
         };
-        {
-            /// Wrapper for [`tokio::sync::MutexGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{Mutex, MutexGuard};
-            /// let m = Mutex::new([1, 2]);
-            /// let g = MutexGuard::map(m.lock().await, |a| &mut a[1]);
-            /// assert_eq!(*g, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::MutexGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{Mutex, MutexGuard};
-            /// let m = Mutex::new(vec![1]);
-            /// assert!(MutexGuard::try_map(m.lock().await, |v| v.get_mut(5)).is_err());
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::MutexGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{Mutex, MutexGuard};
+        /// let m = Mutex::new([1, 2]);
+        /// let g = MutexGuard::map(m.lock().await, |a| &mut a[1]);
+        /// assert_eq!(*g, 2);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::MutexGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{Mutex, MutexGuard};
+        /// let m = Mutex::new(vec![1]);
+        /// assert!(MutexGuard::try_map(m.lock().await, |v| v.get_mut(5)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
     }
 
     /// Wrapper for [`tokio::sync::MutexGuard::mutex`].
@@ -193,38 +192,37 @@ impl<T: ?Sized> OwnedMutexGuard<T> {
     maps! {
         mut T => U [U, F] -> OwnedMappedMutexGuard<T, U>,
         |shell, data| OwnedMappedMutexGuard { shell, data };
-        {
-            /// Wrapper for [`tokio::sync::OwnedMutexGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{Mutex, OwnedMutexGuard};
-            /// let m = Arc::new(Mutex::new((1, 2)));
-            /// let g = OwnedMutexGuard::map(m.lock_owned().await, |t| &mut t.1);
-            /// assert_eq!(*g, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedMutexGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{Mutex, OwnedMutexGuard};
-            /// let m = Arc::new(Mutex::new(vec![1]));
-            /// let g = OwnedMutexGuard::try_map(m.lock_owned().await, |v| v.get_mut(0)).unwrap();
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::OwnedMutexGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{Mutex, OwnedMutexGuard};
+        /// let m = Arc::new(Mutex::new((1, 2)));
+        /// let g = OwnedMutexGuard::map(m.lock_owned().await, |t| &mut t.1);
+        /// assert_eq!(*g, 2);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::OwnedMutexGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{Mutex, OwnedMutexGuard};
+        /// let m = Arc::new(Mutex::new(vec![1]));
+        /// let g = OwnedMutexGuard::try_map(m.lock_owned().await, |v| v.get_mut(0)).unwrap();
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn try_map;
     }
 
     /// Wrapper for [`tokio::sync::OwnedMutexGuard::mutex`].
@@ -248,37 +246,36 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
     maps! {
         mut T => U [U, F] -> MappedMutexGuard<'a, U>,
         |shell, data| MappedMutexGuard { shell, data, marker: PhantomData };
-        {
-            /// Wrapper for [`tokio::sync::MappedMutexGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{MappedMutexGuard, Mutex, MutexGuard};
-            /// let m = Mutex::new(((1, 2), 3));
-            /// let inner = MutexGuard::map(m.lock().await, |t| &mut t.0);
-            /// let g = MappedMutexGuard::map(inner, |t| &mut t.1);
-            /// assert_eq!(*g, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::MappedMutexGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{MappedMutexGuard, Mutex, MutexGuard};
-            /// let m = Mutex::new(vec![vec![1]]);
-            /// let row = MutexGuard::map(m.lock().await, |v| &mut v[0]);
-            /// assert!(MappedMutexGuard::try_map(row, |r| r.get_mut(3)).is_err());
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::MappedMutexGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{MappedMutexGuard, Mutex, MutexGuard};
+        /// let m = Mutex::new(((1, 2), 3));
+        /// let inner = MutexGuard::map(m.lock().await, |t| &mut t.0);
+        /// let g = MappedMutexGuard::map(inner, |t| &mut t.1);
+        /// assert_eq!(*g, 2);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::MappedMutexGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{MappedMutexGuard, Mutex, MutexGuard};
+        /// let m = Mutex::new(vec![vec![1]]);
+        /// let row = MutexGuard::map(m.lock().await, |v| &mut v[0]);
+        /// assert!(MappedMutexGuard::try_map(row, |r| r.get_mut(3)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
     }
 }
 
@@ -286,38 +283,37 @@ impl<T: ?Sized, U: ?Sized> OwnedMappedMutexGuard<T, U> {
     maps! {
         mut U => S [S, F] -> OwnedMappedMutexGuard<T, S>,
         |shell, data| OwnedMappedMutexGuard { shell, data };
-        {
-            /// Wrapper for [`tokio::sync::OwnedMappedMutexGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
-            /// let m = Arc::new(Mutex::new(((1, 2), 3)));
-            /// let a = OwnedMutexGuard::map(m.lock_owned().await, |t| &mut t.0);
-            /// let b = OwnedMappedMutexGuard::map(a, |t| &mut t.0);
-            /// assert_eq!(*b, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedMappedMutexGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
-            /// let m = Arc::new(Mutex::new(vec![vec![1]]));
-            /// let row = OwnedMutexGuard::map(m.lock_owned().await, |v| &mut v[0]);
-            /// assert!(OwnedMappedMutexGuard::try_map(row, |r| r.get_mut(9)).is_err());
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::OwnedMappedMutexGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
+        /// let m = Arc::new(Mutex::new(((1, 2), 3)));
+        /// let a = OwnedMutexGuard::map(m.lock_owned().await, |t| &mut t.0);
+        /// let b = OwnedMappedMutexGuard::map(a, |t| &mut t.0);
+        /// assert_eq!(*b, 1);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::OwnedMappedMutexGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
+        /// let m = Arc::new(Mutex::new(vec![vec![1]]));
+        /// let row = OwnedMutexGuard::map(m.lock_owned().await, |v| &mut v[0]);
+        /// assert!(OwnedMappedMutexGuard::try_map(row, |r| r.get_mut(9)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
     }
 }

@@ -186,279 +186,270 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     lock_forms! {
-        [
-            read, read_timeout, blocking_read, read_owned,
-            read_owned_timeout, try_read, try_read_owned,
-        ]
         |lock, token| Mode::Shared, One,
         lock.read_guard(token) => RwLockReadGuard<'_, T>,
         OwnedRwLockReadGuard::new(lock, token) => OwnedRwLockReadGuard<T>;
-        {
-            /// Wrapper for [`tokio::sync::RwLock::read`].
-            ///
-            /// # Cancel safety
-            ///
-            /// As tokio's: FIFO order; a dropped future gives up its place (lockscope records
-            /// `cancelled`).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// assert_eq!(*lock.read().await, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Like [`read`](RwLock::read), but gives up after `timeout` (lockscope addition).
-            ///
-            /// # Errors
-            ///
-            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
-            ///
-            /// # Panics
-            ///
-            /// Outside a tokio runtime with time enabled.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::time::Duration;
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// let _w = lock.write().await;
-            /// assert!(lock.read_timeout(Duration::from_millis(5)).await.is_err());
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::blocking_read`].
-            ///
-            /// # Panics
-            ///
-            /// When called within an asynchronous execution context, as tokio's.
-            ///
-            /// ```
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// assert_eq!(*lock.blocking_read(), 1);
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::read_owned`].
-            ///
-            /// # Cancel safety
-            ///
-            /// As [`read`](RwLock::read).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// let g = lock.clone().read_owned().await;
-            /// tokio::spawn(async move { assert_eq!(*g, 1) }).await.unwrap();
-            /// # }
-            /// ```
-        }
-        {
-            /// Like [`read_owned`](RwLock::read_owned), but gives up after `timeout` (lockscope
-            /// addition).
-            ///
-            /// # Errors
-            ///
-            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
-            ///
-            /// # Panics
-            ///
-            /// Outside a tokio runtime with time enabled.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::{sync::Arc, time::Duration};
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// let g = lock.clone().read_owned_timeout(Duration::from_millis(5)).await.unwrap();
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::try_read`].
-            ///
-            /// # Errors
-            ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
-            /// queued.
-            ///
-            /// ```
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// assert_eq!(*lock.try_read().unwrap(), 1);
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::try_read_owned`].
-            ///
-            /// # Errors
-            ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
-            /// queued.
-            ///
-            /// ```
-            /// use std::sync::Arc;
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// assert_eq!(*lock.try_read_owned().unwrap(), 1);
-            /// ```
-        }
+
+        /// Wrapper for [`tokio::sync::RwLock::read`].
+        ///
+        /// # Cancel safety
+        ///
+        /// As tokio's: FIFO order; a dropped future gives up its place (lockscope records
+        /// `cancelled`).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// assert_eq!(*lock.read().await, 1);
+        /// # }
+        /// ```
+        fn read = async;
+
+        /// Like [`read`](RwLock::read), but gives up after `timeout` (lockscope addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::time::Duration;
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// let _w = lock.write().await;
+        /// assert!(lock.read_timeout(Duration::from_millis(5)).await.is_err());
+        /// # }
+        /// ```
+        fn read_timeout = timed;
+
+        /// Wrapper for [`tokio::sync::RwLock::blocking_read`].
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, as tokio's.
+        ///
+        /// ```
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// assert_eq!(*lock.blocking_read(), 1);
+        /// ```
+        fn blocking_read = blocking;
+
+        /// Wrapper for [`tokio::sync::RwLock::read_owned`].
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`read`](RwLock::read).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// let g = lock.clone().read_owned().await;
+        /// tokio::spawn(async move { assert_eq!(*g, 1) }).await.unwrap();
+        /// # }
+        /// ```
+        fn read_owned = owned;
+
+        /// Like [`read_owned`](RwLock::read_owned), but gives up after `timeout` (lockscope
+        /// addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::{sync::Arc, time::Duration};
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// let g = lock.clone().read_owned_timeout(Duration::from_millis(5)).await.unwrap();
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn read_owned_timeout = owned_timed;
+
+        /// Wrapper for [`tokio::sync::RwLock::try_read`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
+        /// queued.
+        ///
+        /// ```
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// assert_eq!(*lock.try_read().unwrap(), 1);
+        /// ```
+        fn try_read = try;
+
+        /// Wrapper for [`tokio::sync::RwLock::try_read_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryLockError`](crate::tokio::TryLockError) if a writer holds the lock or is
+        /// queued.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// assert_eq!(*lock.try_read_owned().unwrap(), 1);
+        /// ```
+        fn try_read_owned = try_owned;
     }
 
     lock_forms! {
-        [
-            write, write_timeout, blocking_write, write_owned,
-            write_owned_timeout, try_write, try_write_owned,
-        ]
         |lock, token| Mode::Exclusive, lock.mr,
         lock.write_guard(token) => RwLockWriteGuard<'_, T>,
         OwnedRwLockWriteGuard::new(lock, token) => OwnedRwLockWriteGuard<T>;
-        {
-            /// Wrapper for [`tokio::sync::RwLock::write`].
-            ///
-            /// # Cancel safety
-            ///
-            /// As tokio's: FIFO order; a dropped future gives up its place.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// *lock.write().await += 1;
-            /// assert_eq!(*lock.read().await, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Like [`write`](RwLock::write), but gives up after `timeout` (lockscope addition).
-            ///
-            /// # Errors
-            ///
-            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
-            ///
-            /// # Panics
-            ///
-            /// Outside a tokio runtime with time enabled.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::time::Duration;
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// let _r = lock.read().await;
-            /// let err = lock.write_timeout(Duration::from_millis(5)).await.unwrap_err();
-            /// assert!(err.to_string().contains("held by"));
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::blocking_write`].
-            ///
-            /// # Panics
-            ///
-            /// When called within an asynchronous execution context, as tokio's.
-            ///
-            /// ```
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// *lock.blocking_write() = 2;
-            /// assert_eq!(*lock.blocking_read(), 2);
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::write_owned`].
-            ///
-            /// # Cancel safety
-            ///
-            /// As [`write`](RwLock::write).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// let mut g = lock.clone().write_owned().await;
-            /// *g = 2;
-            /// # }
-            /// ```
-        }
-        {
-            /// Like [`write_owned`](RwLock::write_owned), but gives up after `timeout` (lockscope
-            /// addition).
-            ///
-            /// # Errors
-            ///
-            /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
-            ///
-            /// # Panics
-            ///
-            /// Outside a tokio runtime with time enabled.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::{sync::Arc, time::Duration};
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// let g = lock.clone().write_owned_timeout(Duration::from_millis(5)).await.unwrap();
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::try_write`].
-            ///
-            /// # Errors
-            ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if anyone holds the lock.
-            ///
-            /// ```
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// let r = lock.try_read().unwrap();
-            /// assert!(lock.try_write().is_err());
-            /// drop(r);
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLock::try_write_owned`].
-            ///
-            /// # Errors
-            ///
-            /// [`TryLockError`](crate::tokio::TryLockError) if anyone holds the lock.
-            ///
-            /// ```
-            /// use std::sync::Arc;
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// let g = lock.clone().try_write_owned().unwrap();
-            /// assert!(lock.try_write_owned().is_err());
-            /// drop(g);
-            /// ```
-        }
+
+        /// Wrapper for [`tokio::sync::RwLock::write`].
+        ///
+        /// # Cancel safety
+        ///
+        /// As tokio's: FIFO order; a dropped future gives up its place.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// *lock.write().await += 1;
+        /// assert_eq!(*lock.read().await, 2);
+        /// # }
+        /// ```
+        fn write = async;
+
+        /// Like [`write`](RwLock::write), but gives up after `timeout` (lockscope addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::time::Duration;
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// let _r = lock.read().await;
+        /// let err = lock.write_timeout(Duration::from_millis(5)).await.unwrap_err();
+        /// assert!(err.to_string().contains("held by"));
+        /// # }
+        /// ```
+        fn write_timeout = timed;
+
+        /// Wrapper for [`tokio::sync::RwLock::blocking_write`].
+        ///
+        /// # Panics
+        ///
+        /// When called within an asynchronous execution context, as tokio's.
+        ///
+        /// ```
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// *lock.blocking_write() = 2;
+        /// assert_eq!(*lock.blocking_read(), 2);
+        /// ```
+        fn blocking_write = blocking;
+
+        /// Wrapper for [`tokio::sync::RwLock::write_owned`].
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`write`](RwLock::write).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// let mut g = lock.clone().write_owned().await;
+        /// *g = 2;
+        /// # }
+        /// ```
+        fn write_owned = owned;
+
+        /// Like [`write_owned`](RwLock::write_owned), but gives up after `timeout` (lockscope
+        /// addition).
+        ///
+        /// # Errors
+        ///
+        /// [`TimeoutError`](crate::tokio::TimeoutError) when the deadline passes first.
+        ///
+        /// # Panics
+        ///
+        /// Outside a tokio runtime with time enabled.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::{sync::Arc, time::Duration};
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// let g = lock.clone().write_owned_timeout(Duration::from_millis(5)).await.unwrap();
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn write_owned_timeout = owned_timed;
+
+        /// Wrapper for [`tokio::sync::RwLock::try_write`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryLockError`](crate::tokio::TryLockError) if anyone holds the lock.
+        ///
+        /// ```
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// let r = lock.try_read().unwrap();
+        /// assert!(lock.try_write().is_err());
+        /// drop(r);
+        /// ```
+        fn try_write = try;
+
+        /// Wrapper for [`tokio::sync::RwLock::try_write_owned`].
+        ///
+        /// # Errors
+        ///
+        /// [`TryLockError`](crate::tokio::TryLockError) if anyone holds the lock.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// let g = lock.clone().try_write_owned().unwrap();
+        /// assert!(lock.try_write_owned().is_err());
+        /// drop(g);
+        /// ```
+        fn try_write_owned = try_owned;
     }
 }
 
 lock_traits! {
     RwLock;
-    {
-        /// Wrapper for [`tokio::sync::RwLock::get_mut`].
-        ///
-        /// ```
-        /// let mut lock = lockscope::tokio::RwLock::new(1);
-        /// *lock.get_mut() = 2;
-        /// assert_eq!(lock.into_inner(), 2);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::RwLock::into_inner`].
-        ///
-        /// ```
-        /// let lock = lockscope::tokio::RwLock::new(1);
-        /// assert_eq!(lock.into_inner(), 1);
-        /// ```
-    }
+    /// Wrapper for [`tokio::sync::RwLock::get_mut`].
+    ///
+    /// ```
+    /// let mut lock = lockscope::tokio::RwLock::new(1);
+    /// *lock.get_mut() = 2;
+    /// assert_eq!(lock.into_inner(), 2);
+    /// ```
+    fn get_mut;
+
+    /// Wrapper for [`tokio::sync::RwLock::into_inner`].
+    ///
+    /// ```
+    /// let lock = lockscope::tokio::RwLock::new(1);
+    /// assert_eq!(lock.into_inner(), 1);
+    /// ```
+    fn into_inner;
 }
 
 crate::status::status_queries! {

@@ -81,97 +81,96 @@ impl<T: ?Sized> OwnedRwLockWriteGuard<T> {
             OwnedRwLockReadGuard<T, U>, OwnedRwLockReadGuard<T>,
         |shell, data| OwnedRwLockMappedWriteGuard { shell, data },
             OwnedRwLockReadGuard { shell, data };
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new((1, 2)));
-            /// let g = OwnedRwLockWriteGuard::map(lock.write_owned().await, |t| &mut t.0);
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new(vec![1]));
-            /// assert!(OwnedRwLockWriteGuard::try_map(lock.write_owned().await, |v| v.get_mut(3)).is_err());
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::downgrade_map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new((1, 2)));
-            /// let r = OwnedRwLockWriteGuard::downgrade_map(lock.clone().write_owned().await, |t| &t.1);
-            /// assert_eq!(*r, 2);
-            /// assert!(lock.try_read().is_ok());
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::try_downgrade_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new(vec![1]));
-            /// let r = OwnedRwLockWriteGuard::try_downgrade_map(lock.write_owned().await, |v| v.first());
-            /// assert_eq!(*r.unwrap(), 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::into_mapped`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new(1));
-            /// let g = OwnedRwLockWriteGuard::into_mapped(lock.write_owned().await);
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::downgrade`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
-            /// let r = lock.clone().write_owned().await.downgrade();
-            /// assert_eq!(*lock.try_read().unwrap(), *r);
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new((1, 2)));
+        /// let g = OwnedRwLockWriteGuard::map(lock.write_owned().await, |t| &mut t.0);
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new(vec![1]));
+        /// assert!(OwnedRwLockWriteGuard::try_map(lock.write_owned().await, |v| v.get_mut(3)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::downgrade_map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new((1, 2)));
+        /// let r = OwnedRwLockWriteGuard::downgrade_map(lock.clone().write_owned().await, |t| &t.1);
+        /// assert_eq!(*r, 2);
+        /// assert!(lock.try_read().is_ok());
+        /// # }
+        /// ```
+        fn downgrade_map;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::try_downgrade_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new(vec![1]));
+        /// let r = OwnedRwLockWriteGuard::try_downgrade_map(lock.write_owned().await, |v| v.first());
+        /// assert_eq!(*r.unwrap(), 1);
+        /// # }
+        /// ```
+        fn try_downgrade_map;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::into_mapped`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new(1));
+        /// let g = OwnedRwLockWriteGuard::into_mapped(lock.write_owned().await);
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn into_mapped;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::downgrade`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// let lock = Arc::new(lockscope::tokio::RwLock::new(1));
+        /// let r = lock.clone().write_owned().await.downgrade();
+        /// assert_eq!(*lock.try_read().unwrap(), *r);
+        /// # }
+        /// ```
+        fn downgrade;
     }
 
     /// Wrapper for [`tokio::sync::OwnedRwLockWriteGuard::rwlock`].
@@ -195,39 +194,38 @@ impl<T: ?Sized, U: ?Sized> OwnedRwLockMappedWriteGuard<T, U> {
     maps! {
         mut U => V [F, V] -> OwnedRwLockMappedWriteGuard<T, V>,
         |shell, data| OwnedRwLockMappedWriteGuard { shell, data };
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockMappedWriteGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockMappedWriteGuard, OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new(((1, 2), 3)));
-            /// let a = OwnedRwLockWriteGuard::map(lock.write_owned().await, |t| &mut t.0);
-            /// let b = OwnedRwLockMappedWriteGuard::map(a, |t| &mut t.0);
-            /// assert_eq!(*b, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockMappedWriteGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockMappedWriteGuard, OwnedRwLockWriteGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new(vec![vec![1]]));
-            /// let row = OwnedRwLockWriteGuard::map(lock.write_owned().await, |v| &mut v[0]);
-            /// assert!(OwnedRwLockMappedWriteGuard::try_map(row, |r| r.get_mut(2)).is_err());
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::OwnedRwLockMappedWriteGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockMappedWriteGuard, OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new(((1, 2), 3)));
+        /// let a = OwnedRwLockWriteGuard::map(lock.write_owned().await, |t| &mut t.0);
+        /// let b = OwnedRwLockMappedWriteGuard::map(a, |t| &mut t.0);
+        /// assert_eq!(*b, 1);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockMappedWriteGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockMappedWriteGuard, OwnedRwLockWriteGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new(vec![vec![1]]));
+        /// let row = OwnedRwLockWriteGuard::map(lock.write_owned().await, |v| &mut v[0]);
+        /// assert!(OwnedRwLockMappedWriteGuard::try_map(row, |r| r.get_mut(2)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
     }
 
     /// Wrapper for [`tokio::sync::OwnedRwLockMappedWriteGuard::rwlock`].

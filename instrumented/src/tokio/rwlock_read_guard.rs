@@ -78,35 +78,34 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     maps! {
         ref T => U [F, U] -> RwLockReadGuard<'a, U>,
         |shell, data| RwLockReadGuard { shell, data, marker: PhantomData };
-        {
-            /// Wrapper for [`tokio::sync::RwLockReadGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockReadGuard};
-            /// let lock = RwLock::new((1, 2));
-            /// let g = RwLockReadGuard::map(lock.read().await, |t| &t.1);
-            /// assert_eq!(*g, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockReadGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockReadGuard};
-            /// let lock = RwLock::new(vec![1]);
-            /// assert!(RwLockReadGuard::try_map(lock.read().await, |v| v.get(4)).is_err());
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::RwLockReadGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockReadGuard};
+        /// let lock = RwLock::new((1, 2));
+        /// let g = RwLockReadGuard::map(lock.read().await, |t| &t.1);
+        /// assert_eq!(*g, 2);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::RwLockReadGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockReadGuard};
+        /// let lock = RwLock::new(vec![1]);
+        /// assert!(RwLockReadGuard::try_map(lock.read().await, |v| v.get(4)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
     }
 }
 
@@ -140,37 +139,36 @@ impl<T: ?Sized, U: ?Sized> OwnedRwLockReadGuard<T, U> {
     maps! {
         ref U => V [F, V] -> OwnedRwLockReadGuard<T, V>,
         |shell, data| OwnedRwLockReadGuard { shell, data };
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockReadGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockReadGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new((1, 2)));
-            /// let g = OwnedRwLockReadGuard::map(lock.read_owned().await, |t| &t.0);
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::OwnedRwLockReadGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use std::sync::Arc;
-            /// use lockscope::tokio::{OwnedRwLockReadGuard, RwLock};
-            /// let lock = Arc::new(RwLock::new(vec![1]));
-            /// let g = OwnedRwLockReadGuard::try_map(lock.read_owned().await, |v| v.first()).unwrap();
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::OwnedRwLockReadGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockReadGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new((1, 2)));
+        /// let g = OwnedRwLockReadGuard::map(lock.read_owned().await, |t| &t.0);
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::OwnedRwLockReadGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use std::sync::Arc;
+        /// use lockscope::tokio::{OwnedRwLockReadGuard, RwLock};
+        /// let lock = Arc::new(RwLock::new(vec![1]));
+        /// let g = OwnedRwLockReadGuard::try_map(lock.read_owned().await, |v| v.first()).unwrap();
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn try_map;
     }
 }

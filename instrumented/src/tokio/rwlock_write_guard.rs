@@ -74,91 +74,90 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
             RwLockReadGuard<'a, U>, RwLockReadGuard<'a, T>,
         |shell, data| RwLockMappedWriteGuard { shell, data, marker: PhantomData },
             RwLockReadGuard { shell, data, marker: PhantomData };
-        {
-            /// Wrapper for [`tokio::sync::RwLockWriteGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
-            /// let lock = RwLock::new((1, 2));
-            /// let g = RwLockWriteGuard::map(lock.write().await, |t| &mut t.1);
-            /// assert_eq!(*g, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockWriteGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
-            /// let lock = RwLock::new(vec![1]);
-            /// assert!(RwLockWriteGuard::try_map(lock.write().await, |v| v.get_mut(0)).is_ok());
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockWriteGuard::downgrade_map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
-            /// let lock = RwLock::new((1, 2));
-            /// let r = RwLockWriteGuard::downgrade_map(lock.write().await, |t| &t.0);
-            /// assert_eq!(*r, *lock.try_read().map(|g| g.0).as_ref().unwrap());
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockWriteGuard::try_downgrade_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
-            /// let lock = RwLock::new(vec![1]);
-            /// let r = RwLockWriteGuard::try_downgrade_map(lock.write().await, |v| v.first()).unwrap();
-            /// assert_eq!(*r, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockWriteGuard::into_mapped`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
-            /// let lock = RwLock::new(1);
-            /// let g = RwLockWriteGuard::into_mapped(lock.write().await);
-            /// assert_eq!(*g, 1);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockWriteGuard::downgrade`]: the write becomes a read
-            /// without letting another writer in (the books follow: one read permit held).
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// let lock = lockscope::tokio::RwLock::new(1);
-            /// let r = lock.write().await.downgrade();
-            /// assert_eq!(*lock.try_read().unwrap(), *r);
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::RwLockWriteGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
+        /// let lock = RwLock::new((1, 2));
+        /// let g = RwLockWriteGuard::map(lock.write().await, |t| &mut t.1);
+        /// assert_eq!(*g, 2);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::RwLockWriteGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
+        /// let lock = RwLock::new(vec![1]);
+        /// assert!(RwLockWriteGuard::try_map(lock.write().await, |v| v.get_mut(0)).is_ok());
+        /// # }
+        /// ```
+        fn try_map;
+
+        /// Wrapper for [`tokio::sync::RwLockWriteGuard::downgrade_map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
+        /// let lock = RwLock::new((1, 2));
+        /// let r = RwLockWriteGuard::downgrade_map(lock.write().await, |t| &t.0);
+        /// assert_eq!(*r, *lock.try_read().map(|g| g.0).as_ref().unwrap());
+        /// # }
+        /// ```
+        fn downgrade_map;
+
+        /// Wrapper for [`tokio::sync::RwLockWriteGuard::try_downgrade_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
+        /// let lock = RwLock::new(vec![1]);
+        /// let r = RwLockWriteGuard::try_downgrade_map(lock.write().await, |v| v.first()).unwrap();
+        /// assert_eq!(*r, 1);
+        /// # }
+        /// ```
+        fn try_downgrade_map;
+
+        /// Wrapper for [`tokio::sync::RwLockWriteGuard::into_mapped`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockWriteGuard};
+        /// let lock = RwLock::new(1);
+        /// let g = RwLockWriteGuard::into_mapped(lock.write().await);
+        /// assert_eq!(*g, 1);
+        /// # }
+        /// ```
+        fn into_mapped;
+
+        /// Wrapper for [`tokio::sync::RwLockWriteGuard::downgrade`]: the write becomes a read
+        /// without letting another writer in (the books follow: one read permit held).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// let lock = lockscope::tokio::RwLock::new(1);
+        /// let r = lock.write().await.downgrade();
+        /// assert_eq!(*lock.try_read().unwrap(), *r);
+        /// # }
+        /// ```
+        fn downgrade;
     }
 }
 
@@ -166,36 +165,35 @@ impl<'a, T: ?Sized> RwLockMappedWriteGuard<'a, T> {
     maps! {
         mut T => U [F, U] -> RwLockMappedWriteGuard<'a, U>,
         |shell, data| RwLockMappedWriteGuard { shell, data, marker: PhantomData };
-        {
-            /// Wrapper for [`tokio::sync::RwLockMappedWriteGuard::map`].
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockMappedWriteGuard, RwLockWriteGuard};
-            /// let lock = RwLock::new(((1, 2), 3));
-            /// let a = RwLockWriteGuard::map(lock.write().await, |t| &mut t.0);
-            /// let b = RwLockMappedWriteGuard::map(a, |t| &mut t.1);
-            /// assert_eq!(*b, 2);
-            /// # }
-            /// ```
-        }
-        {
-            /// Wrapper for [`tokio::sync::RwLockMappedWriteGuard::try_map`].
-            ///
-            /// # Errors
-            ///
-            /// Gives the original guard back when `f` returns `None`.
-            ///
-            /// ```
-            /// # #[tokio::main(flavor = "current_thread")]
-            /// # async fn main() {
-            /// use lockscope::tokio::{RwLock, RwLockMappedWriteGuard, RwLockWriteGuard};
-            /// let lock = RwLock::new(vec![vec![1]]);
-            /// let row = RwLockWriteGuard::map(lock.write().await, |v| &mut v[0]);
-            /// assert!(RwLockMappedWriteGuard::try_map(row, |r| r.get_mut(7)).is_err());
-            /// # }
-            /// ```
-        }
+        /// Wrapper for [`tokio::sync::RwLockMappedWriteGuard::map`].
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockMappedWriteGuard, RwLockWriteGuard};
+        /// let lock = RwLock::new(((1, 2), 3));
+        /// let a = RwLockWriteGuard::map(lock.write().await, |t| &mut t.0);
+        /// let b = RwLockMappedWriteGuard::map(a, |t| &mut t.1);
+        /// assert_eq!(*b, 2);
+        /// # }
+        /// ```
+        fn map;
+
+        /// Wrapper for [`tokio::sync::RwLockMappedWriteGuard::try_map`].
+        ///
+        /// # Errors
+        ///
+        /// Gives the original guard back when `f` returns `None`.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// use lockscope::tokio::{RwLock, RwLockMappedWriteGuard, RwLockWriteGuard};
+        /// let lock = RwLock::new(vec![vec![1]]);
+        /// let row = RwLockWriteGuard::map(lock.write().await, |v| &mut v[0]);
+        /// assert!(RwLockMappedWriteGuard::try_map(row, |r| r.get_mut(7)).is_err());
+        /// # }
+        /// ```
+        fn try_map;
     }
 }

@@ -161,22 +161,24 @@ where
 }
 
 /// The eight acquisition methods of one permit type: `acquire`, `acquire_many`, their timed
-/// forms, `try_` forms and blocking forms (the list names them, the blocks give their docs,
-/// both in that order). `($($recv)*) $this` is the receiver (`&self` or `self: Arc<Self>`),
+/// forms, `try_` forms and blocking forms, each after its docs, in that order (`fn acquire =
+/// one;`, `fn acquire_many = many;`, ...). `($($recv)*) $this` is the receiver (`&self` or `self: Arc<Self>`),
 /// `[$($bound)*]` the futures' lifetime bound, `$p` the permit type and `$permit` its
 /// constructor, `$acq` the acquisition's description, `$acquire_n` the async body
 /// ([`Semaphore::acquire_borrowed`] or [`Semaphore::owned_n`]) and `$timed` the timed body
 /// (of the call site, the count and the timeout).
 macro_rules! permit_forms {
     (
-        [
-            $acquire:ident, $many:ident, $timeout:ident, $many_timeout:ident,
-            $try_one:ident, $try_many:ident, $blocking:ident, $blocking_many:ident $(,)?
-        ]
         ($($recv:tt)*) $this:ident [$($bound:tt)*] -> $p:ty, $permit:expr, $acq:expr,
         $acquire_n:ident, |$site:ident, $n:ident, $t:ident| $timed:expr;
-        { $(#[$d1:meta])* } { $(#[$d2:meta])* } { $(#[$d3:meta])* } { $(#[$d4:meta])* }
-        { $(#[$d5:meta])* } { $(#[$d6:meta])* } { $(#[$d7:meta])* } { $(#[$d8:meta])* }
+        $(#[$d1:meta])* fn $acquire:ident = one;
+        $(#[$d2:meta])* fn $many:ident = many;
+        $(#[$d3:meta])* fn $timeout:ident = timed;
+        $(#[$d4:meta])* fn $many_timeout:ident = timed_many;
+        $(#[$d5:meta])* fn $try_one:ident = try;
+        $(#[$d6:meta])* fn $try_many:ident = try_many;
+        $(#[$d7:meta])* fn $blocking:ident = blocking;
+        $(#[$d8:meta])* fn $blocking_many:ident = blocking_many;
     ) => {
         permit_forms!(@pair [One] ($($recv)*) $n, $acquire { $(#[$d1])* } $many { $(#[$d2])* } ()
             [impl Future<Output = Result<$p, AcquireError>> $($bound)*]
@@ -224,13 +226,9 @@ macro_rules! permit_forms {
 
 impl Semaphore {
     permit_forms! {
-        [
-            acquire, acquire_many, acquire_timeout, acquire_many_timeout,
-            try_acquire, try_acquire_many, blocking_acquire, blocking_acquire_many,
-        ]
         (&self) self [+ '_] -> SemaphorePermit<'_>, SemaphorePermit::new, acq, acquire_borrowed,
         |site, n, timeout| self.timed_now(site, n, timeout, SemaphorePermit::new);
-    {
+
         /// Wrapper for [`tokio::sync::Semaphore::acquire`].
         ///
         /// # Errors
@@ -249,8 +247,8 @@ impl Semaphore {
         /// assert_eq!(p.num_permits(), 1);
         /// # }
         /// ```
-    }
-    {
+        fn acquire = one;
+
         /// Wrapper for [`tokio::sync::Semaphore::acquire_many`].
         ///
         /// # Errors
@@ -270,8 +268,8 @@ impl Semaphore {
         /// # drop(p);
         /// # }
         /// ```
-    }
-    {
+        fn acquire_many = many;
+
         /// Like [`acquire`](Semaphore::acquire), but gives up after `timeout` (lockscope
         /// addition). The error names the semaphore, how long it waited and who holds permits.
         ///
@@ -294,8 +292,8 @@ impl Semaphore {
         /// assert!(err.to_string().contains("semaphore \"pool\""));
         /// # }
         /// ```
-    }
-    {
+        fn acquire_timeout = timed;
+
         /// Like [`acquire_many`](Semaphore::acquire_many) with a deadline (lockscope addition).
         ///
         /// # Errors
@@ -314,8 +312,8 @@ impl Semaphore {
         /// assert!(s.acquire_many_timeout(2, Duration::from_millis(5)).await.is_err());
         /// # }
         /// ```
-    }
-    {
+        fn acquire_many_timeout = timed_many;
+
         /// Wrapper for [`tokio::sync::Semaphore::try_acquire`].
         ///
         /// # Errors
@@ -329,8 +327,8 @@ impl Semaphore {
         /// assert!(s.try_acquire().is_err());
         /// drop(p);
         /// ```
-    }
-    {
+        fn try_acquire = try;
+
         /// Wrapper for [`tokio::sync::Semaphore::try_acquire_many`].
         ///
         /// # Errors
@@ -342,8 +340,8 @@ impl Semaphore {
         /// assert!(s.try_acquire_many(3).is_err());
         /// assert!(s.try_acquire_many(2).is_ok());
         /// ```
-    }
-    {
+        fn try_acquire_many = try_many;
+
         /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire`].
         ///
         /// # Errors
@@ -359,8 +357,8 @@ impl Semaphore {
         /// let p = s.blocking_acquire().unwrap();
         /// assert_eq!(p.num_permits(), 1);
         /// ```
-    }
-    {
+        fn blocking_acquire = blocking;
+
         /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire_many`].
         ///
         /// # Errors
@@ -376,20 +374,15 @@ impl Semaphore {
         /// let p = s.blocking_acquire_many(2).unwrap();
         /// assert_eq!(p.num_permits(), 2);
         /// ```
-    }
+        fn blocking_acquire_many = blocking_many;
     }
 }
 
 impl Semaphore {
     permit_forms! {
-        [
-            acquire_owned, acquire_many_owned, acquire_owned_timeout, acquire_many_owned_timeout,
-            try_acquire_owned, try_acquire_many_owned, blocking_acquire_owned,
-            blocking_acquire_many_owned,
-        ]
         (self: Arc<Self>) self [] -> OwnedSemaphorePermit, OwnedSemaphorePermit::new, owned_acq,
         owned_n, |site, n, timeout| Self::timed_later(self, site, n, timeout, OwnedSemaphorePermit::new);
-    {
+
         /// Wrapper for [`tokio::sync::Semaphore::acquire_owned`].
         ///
         /// # Errors
@@ -410,8 +403,8 @@ impl Semaphore {
         /// assert_eq!(s.available_permits(), 1);
         /// # }
         /// ```
-    }
-    {
+        fn acquire_owned = one;
+
         /// Wrapper for [`tokio::sync::Semaphore::acquire_many_owned`].
         ///
         /// # Errors
@@ -431,8 +424,8 @@ impl Semaphore {
         /// assert_eq!(p.num_permits(), 3);
         /// # }
         /// ```
-    }
-    {
+        fn acquire_many_owned = many;
+
         /// Like [`acquire_owned`](Semaphore::acquire_owned) with a deadline (lockscope addition).
         ///
         /// # Errors
@@ -452,8 +445,8 @@ impl Semaphore {
         /// assert_eq!(p.num_permits(), 1);
         /// # }
         /// ```
-    }
-    {
+        fn acquire_owned_timeout = timed;
+
         /// Like [`acquire_many_owned`](Semaphore::acquire_many_owned) with a deadline
         /// (lockscope addition).
         ///
@@ -473,8 +466,8 @@ impl Semaphore {
         /// assert!(s.acquire_many_owned_timeout(2, Duration::from_millis(5)).await.is_err());
         /// # }
         /// ```
-    }
-    {
+        fn acquire_many_owned_timeout = timed_many;
+
         /// Wrapper for [`tokio::sync::Semaphore::try_acquire_owned`].
         ///
         /// # Errors
@@ -488,8 +481,8 @@ impl Semaphore {
         /// assert!(s.clone().try_acquire_owned().is_err());
         /// drop(p);
         /// ```
-    }
-    {
+        fn try_acquire_owned = try;
+
         /// Wrapper for [`tokio::sync::Semaphore::try_acquire_many_owned`].
         ///
         /// # Errors
@@ -501,8 +494,8 @@ impl Semaphore {
         /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
         /// assert_eq!(s.try_acquire_many_owned(2).unwrap().num_permits(), 2);
         /// ```
-    }
-    {
+        fn try_acquire_many_owned = try_many;
+
         /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire_owned`].
         ///
         /// # Errors
@@ -518,8 +511,8 @@ impl Semaphore {
         /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
         /// assert_eq!(s.blocking_acquire_owned().unwrap().num_permits(), 1);
         /// ```
-    }
-    {
+        fn blocking_acquire_owned = blocking;
+
         /// Wrapper for [`tokio::sync::Semaphore::blocking_acquire_many_owned`].
         ///
         /// # Errors
@@ -535,6 +528,6 @@ impl Semaphore {
         /// let s = Arc::new(lockscope::tokio::Semaphore::new(3));
         /// assert_eq!(s.blocking_acquire_many_owned(3).unwrap().num_permits(), 3);
         /// ```
-    }
+        fn blocking_acquire_many_owned = blocking_many;
     }
 }

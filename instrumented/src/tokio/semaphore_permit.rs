@@ -92,13 +92,16 @@ where
     Some(Guard::new(owner.clone(), Permits(n), split))
 }
 
-/// The methods of a permit type, over the helpers above. The blocks give the docs of
-/// `forget`, `merge`, `split`, `semaphore` and `num_permits`, in that order.
+/// The methods of a permit type, over the helpers above: `forget`, `merge`, `split`,
+/// `semaphore` and `num_permits`, each after its docs, in that order.
 macro_rules! permit {
     (
         $name:ident $(<$lt:lifetime>)?, $owner:ty, $sem:ty;
-        { $(#[$forget:meta])* } { $(#[$merge:meta])* } { $(#[$split:meta])* }
-        { $(#[$semaphore:meta])* } { $(#[$num:meta])* }
+        $(#[$forget:meta])* fn forget;
+        $(#[$merge:meta])* fn merge;
+        $(#[$split:meta])* fn split;
+        $(#[$semaphore:meta])* fn semaphore;
+        $(#[$num:meta])* fn num_permits;
     ) => {
         impl$(<$lt>)? $name$(<$lt>)? {
             pub(crate) fn new(sem: $owner, permits: u32, token: Token) -> Self {
@@ -147,117 +150,115 @@ macro_rules! permit {
 
 permit! {
     SemaphorePermit<'a>, &'a Semaphore, &Semaphore;
-    {
-        /// Wrapper for [`tokio::sync::SemaphorePermit::forget`]: the permits never come back.
-        /// lockscope counts them as forgotten; a later `add_permits` pays them back, otherwise
-        /// the end of a test (or the leak threshold) reports `leaked-permit`.
-        ///
-        /// ```
-        /// let s = lockscope::tokio::Semaphore::new(2);
-        /// s.try_acquire().unwrap().forget();
-        /// assert_eq!(s.available_permits(), 1);
-        /// s.add_permits(1); // paid back
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::SemaphorePermit::merge`].
-        ///
-        /// # Panics
-        ///
-        /// If the permits come from different semaphores, as tokio's.
-        ///
-        /// ```
-        /// let s = lockscope::tokio::Semaphore::new(2);
-        /// let mut a = s.try_acquire().unwrap();
-        /// a.merge(s.try_acquire().unwrap());
-        /// assert_eq!(a.num_permits(), 2);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::SemaphorePermit::split`].
-        ///
-        /// ```
-        /// let s = lockscope::tokio::Semaphore::new(3);
-        /// let mut a = s.try_acquire_many(3).unwrap();
-        /// assert!(a.split(4).is_none());
-        /// assert_eq!(a.split(2).unwrap().num_permits(), 2);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::SemaphorePermit::semaphore`].
-        ///
-        /// ```
-        /// let s = lockscope::tokio::Semaphore::new(1);
-        /// let p = s.try_acquire().unwrap();
-        /// assert!(std::ptr::eq(p.semaphore(), &s));
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::SemaphorePermit::num_permits`].
-        ///
-        /// ```
-        /// let s = lockscope::tokio::Semaphore::new(2);
-        /// assert_eq!(s.try_acquire_many(2).unwrap().num_permits(), 2);
-        /// ```
-    }
+    /// Wrapper for [`tokio::sync::SemaphorePermit::forget`]: the permits never come back.
+    /// lockscope counts them as forgotten; a later `add_permits` pays them back, otherwise
+    /// the end of a test (or the leak threshold) reports `leaked-permit`.
+    ///
+    /// ```
+    /// let s = lockscope::tokio::Semaphore::new(2);
+    /// s.try_acquire().unwrap().forget();
+    /// assert_eq!(s.available_permits(), 1);
+    /// s.add_permits(1); // paid back
+    /// ```
+    fn forget;
+
+    /// Wrapper for [`tokio::sync::SemaphorePermit::merge`].
+    ///
+    /// # Panics
+    ///
+    /// If the permits come from different semaphores, as tokio's.
+    ///
+    /// ```
+    /// let s = lockscope::tokio::Semaphore::new(2);
+    /// let mut a = s.try_acquire().unwrap();
+    /// a.merge(s.try_acquire().unwrap());
+    /// assert_eq!(a.num_permits(), 2);
+    /// ```
+    fn merge;
+
+    /// Wrapper for [`tokio::sync::SemaphorePermit::split`].
+    ///
+    /// ```
+    /// let s = lockscope::tokio::Semaphore::new(3);
+    /// let mut a = s.try_acquire_many(3).unwrap();
+    /// assert!(a.split(4).is_none());
+    /// assert_eq!(a.split(2).unwrap().num_permits(), 2);
+    /// ```
+    fn split;
+
+    /// Wrapper for [`tokio::sync::SemaphorePermit::semaphore`].
+    ///
+    /// ```
+    /// let s = lockscope::tokio::Semaphore::new(1);
+    /// let p = s.try_acquire().unwrap();
+    /// assert!(std::ptr::eq(p.semaphore(), &s));
+    /// ```
+    fn semaphore;
+
+    /// Wrapper for [`tokio::sync::SemaphorePermit::num_permits`].
+    ///
+    /// ```
+    /// let s = lockscope::tokio::Semaphore::new(2);
+    /// assert_eq!(s.try_acquire_many(2).unwrap().num_permits(), 2);
+    /// ```
+    fn num_permits;
 }
 
 permit! {
     OwnedSemaphorePermit, Arc<Semaphore>, &Arc<Semaphore>;
-    {
-        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::forget`] (see
-        /// [`SemaphorePermit::forget`] for what lockscope records).
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
-        /// s.clone().try_acquire_owned().unwrap().forget();
-        /// assert_eq!(s.available_permits(), 0);
-        /// s.add_permits(1);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::merge`].
-        ///
-        /// # Panics
-        ///
-        /// If the permits come from different semaphores, as tokio's.
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
-        /// let mut a = s.clone().try_acquire_owned().unwrap();
-        /// a.merge(s.clone().try_acquire_owned().unwrap());
-        /// assert_eq!(a.num_permits(), 2);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::split`].
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
-        /// let mut a = s.try_acquire_many_owned(2).unwrap();
-        /// assert_eq!(a.split(1).unwrap().num_permits(), 1);
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::semaphore`].
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
-        /// let p = s.clone().try_acquire_owned().unwrap();
-        /// assert!(Arc::ptr_eq(p.semaphore(), &s));
-        /// ```
-    }
-    {
-        /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::num_permits`].
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
-        /// assert_eq!(s.try_acquire_owned().unwrap().num_permits(), 1);
-        /// ```
-    }
+    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::forget`] (see
+    /// [`SemaphorePermit::forget`] for what lockscope records).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+    /// s.clone().try_acquire_owned().unwrap().forget();
+    /// assert_eq!(s.available_permits(), 0);
+    /// s.add_permits(1);
+    /// ```
+    fn forget;
+
+    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::merge`].
+    ///
+    /// # Panics
+    ///
+    /// If the permits come from different semaphores, as tokio's.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
+    /// let mut a = s.clone().try_acquire_owned().unwrap();
+    /// a.merge(s.clone().try_acquire_owned().unwrap());
+    /// assert_eq!(a.num_permits(), 2);
+    /// ```
+    fn merge;
+
+    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::split`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let s = Arc::new(lockscope::tokio::Semaphore::new(2));
+    /// let mut a = s.try_acquire_many_owned(2).unwrap();
+    /// assert_eq!(a.split(1).unwrap().num_permits(), 1);
+    /// ```
+    fn split;
+
+    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::semaphore`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+    /// let p = s.clone().try_acquire_owned().unwrap();
+    /// assert!(Arc::ptr_eq(p.semaphore(), &s));
+    /// ```
+    fn semaphore;
+
+    /// Wrapper for [`tokio::sync::OwnedSemaphorePermit::num_permits`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let s = Arc::new(lockscope::tokio::Semaphore::new(1));
+    /// assert_eq!(s.try_acquire_owned().unwrap().num_permits(), 1);
+    /// ```
+    fn num_permits;
 }
