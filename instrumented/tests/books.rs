@@ -995,6 +995,39 @@ fn many_task_waiters_are_in_the_books_once_and_drain() {
     });
 }
 
+/// The first wait for more than one permit turns a semaphore mixed, and is queued itself: a
+/// later wait that is queued anyway (its task holds something) is listed after it, as tokio
+/// serves them, even though the slots' waits are listed after the queue's.
+#[test]
+fn the_first_wait_for_many_keeps_its_place_before_later_queued_waits() {
+    paused_runtime().block_on(async {
+        const NAME: &str = "books_first_many_s";
+        let s = Arc::new(Semaphore::named(NAME, 3));
+        let m = Arc::new(Mutex::named("books_first_many_m", ()));
+        let two = s.clone().acquire_many_owned(2).await.unwrap();
+        let many = {
+            let s = s.clone();
+            tokio::spawn(async move { drop(s.acquire_many(3).await.unwrap()) })
+        };
+        until_waiters(NAME, 1).await;
+        // One permit is free, but tokio's FIFO queues this wait behind the one for three.
+        let holder = {
+            let (s, m) = (s.clone(), m.clone());
+            tokio::spawn(async move {
+                let _g = m.lock().await;
+                drop(s.acquire().await.unwrap());
+            })
+        };
+        until_waiters(NAME, 2).await;
+        let permits: Vec<u32> = snap(NAME).waiters.iter().map(|w| w.permits).collect();
+        assert_eq!(permits, [3, 1], "tokio's order: {:#?}", snap(NAME));
+        drop(two);
+        many.await.unwrap();
+        holder.await.unwrap();
+        assert_eq!(books(NAME), (0, 0, 3, 3));
+    });
+}
+
 /// A semaphore's one-permit waits take slots until a wait asks for more; from then on its
 /// waits queue, so that the books keep their FIFO order where it matters (a large
 /// `acquire_many` blocks the small ones behind it). The books show them all.
