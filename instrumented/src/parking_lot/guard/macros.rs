@@ -130,8 +130,10 @@ macro_rules! guard_struct {
     };
 }
 
-/// A guard's methods, each written once for every guard that has it: the caller lists them
-/// as `$(#[doc])* fn name = kind(args);`, in the order the docs show them, where `kind` is:
+/// A guard's methods, each written once for every guard that has it: inside `impl Guard { ..
+/// }` (parking_lot's guard of the same name is the one each method calls), the caller lists
+/// them as `$(#[doc])* fn name = kind(args);`, in the order the docs show them, where `kind`
+/// is:
 ///
 /// - `owner(Lock)`: the lock the guard holds (`mutex`, `rwlock`, `remutex`);
 /// - `map(Mapped, &mut)`, `try_map(..)`, `try_map_or_err(..)` (parking_lot's method of the
