@@ -10,8 +10,9 @@ use super::{
 };
 
 /// The `*_arc` acquisitions of `$lock`, each listed with its docs as `fn name =
-/// adopt(borrowed) -> Guard;` (the blocking form) or `adopt_some(borrowed; timeout: Type)`
-/// (a `try_` or timed form): the borrowed form `borrowed`, whose guard an Arc guard adopts.
+/// adopt(borrowed) -> Guard;` (the blocking form), `adopt_some(borrowed)` (the `try_` form) or
+/// `adopt_some(borrowed; timeout: Type)` (a timed one): the borrowed form `borrowed`, whose
+/// guard an Arc guard adopts.
 macro_rules! arc_acquisitions {
     (impl $lock:ident($raw:ident) {
         $($(#[$doc:meta])* fn $name:ident = $kind:ident $args:tt -> $guard:ident;)*

@@ -14,8 +14,9 @@
 /// - `tried(Guard: acq(Mode))`: parking_lot's `try_` form `name`;
 /// - `timed(Guard: acq(Mode); try_name; timeout: Type)`: its timed form `name`;
 /// - `unchecked(Guard: acq(Mode))`: `make_*_guard_unchecked`, recorded as a `try_` form;
-/// - `get(&self -> Type)`, `get(&mut self -> Type)`: parking_lot's method, passed through
-///   (nothing is recorded).
+/// - `get(&self -> Type)`, `get(&mut self -> Type)` (`-> Type` when it returns something):
+///   parking_lot's method, passed through (nothing is recorded); `unsafe fn` for parking_lot's
+///   unsafe ones (`force_unlock`, `raw`, ...).
 ///
 /// `acq` is `plain` or a method of the lock that checks for a re-entry: an acquisition is
 /// recorded as what it returns.
