@@ -2,8 +2,8 @@
 //! `acquire_owned`, `acquire_many_owned`): its size, which keeps a task that waits on it in
 //! raw tokio's task-cell size (issue 16's backpressure workload), and its two lives the other
 //! tests do not reach, with the detector off (tokio's future alone; the borrowed forms'
-//! too) and dropped after the lock was handed to it. One test: it switches the detector off
-//! for the whole process.
+//! too), switched while a borrowed acquisition waits, and dropped after the lock was handed to
+//! it. One test: it switches the detector off for the whole process.
 
 use std::mem::size_of_val;
 use std::sync::Arc;
@@ -143,6 +143,51 @@ fn handed_then_dropped() {
     assert!(lock.waiters.is_empty());
 }
 
+/// A borrowed acquisition looks at the detector when it is made. One made (and queued) while
+/// it was on leaves the books when it is granted after it was switched off; one made while it
+/// was off waits in tokio's queue alone and records nothing, though the detector is on again
+/// by its grant. Either way the books end with no holder and no waiter.
+fn switched_while_waiting() {
+    let m = Mutex::named("owned_futures_switched", 0u64);
+    let books = || {
+        lockscope::detector::locks()
+            .into_iter()
+            .find(|l| l.name == "owned_futures_switched")
+            .expect("registered")
+    };
+    let g = m.try_lock().unwrap();
+    let mut made_on = spawn(m.lock());
+    assert_pending!(made_on.poll());
+    assert_eq!((books().holders.len(), books().waiters.len()), (1, 1));
+    lockscope::detector::set_enabled(false);
+    let mut made_off = spawn(m.lock());
+    assert_pending!(made_off.poll());
+    drop(g);
+    assert!(
+        made_on.is_woken(),
+        "FIFO: the lock went to the first waiter"
+    );
+    let mut g = assert_ready!(made_on.poll());
+    *g += 1;
+    lockscope::detector::set_enabled(true);
+    assert!(
+        books().waiters.is_empty(),
+        "the granted wait left the books"
+    );
+    drop(g);
+    assert!(made_off.is_woken());
+    let mut g = assert_ready!(made_off.poll());
+    *g += 1;
+    assert!(
+        books().holders.is_empty(),
+        "made while off: nothing recorded"
+    );
+    drop(g);
+    let b = books();
+    assert!(b.holders.is_empty() && b.waiters.is_empty());
+    assert_eq!(*m.try_lock().unwrap(), 2);
+}
+
 #[test]
 fn owned_futures() {
     sizes();
@@ -152,4 +197,5 @@ fn owned_futures() {
     off_borrowed();
     lockscope::detector::set_enabled(true);
     handed_then_dropped();
+    switched_while_waiting();
 }
