@@ -5,8 +5,8 @@
 //! per-primitive sequence number and sit in the deque in that order, which is the order in
 //! which they queued and the order tokio's FIFO semaphore grants them in: the usual removal
 //! (the head, granted) is O(1), any other a binary search. The queue's lock is held while a
-//! contended lock changes hands, so this matters: a linear search through 64 waiters cost
-//! about 100 ns per contended acquisition.
+//! contended lock changes hands, so this matters: a linear search through a long queue showed
+//! in every contended acquisition (docs/performance.md, "A primitive's wait queue").
 //!
 //! The common wait (a task that holds nothing, waiting for a tokio mutex or one permit) skips
 //! the queue and its lock: it takes a slot in its thread's table (`state::held::waits`), and

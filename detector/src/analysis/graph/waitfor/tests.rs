@@ -333,8 +333,8 @@ fn a_thread_running_again_frees_only_the_tasks_that_can_go_on() {
 }
 
 /// A queue of a hundred thousand waiters drains in the model in linear time: finding each
-/// next head from the start of the queue made a tick quadratic (16% of a million-task
-/// backpressure run went to it, on a third thread beside the two workers). Generous bound: a
+/// next head from the start of the queue made a tick quadratic (it showed in the profile of a
+/// million-task backpressure run, on a third thread beside the two workers). Generous bound: a
 /// quadratic walk takes minutes here.
 #[test]
 fn a_long_queue_drains_in_linear_time() {
