@@ -4,8 +4,12 @@
 //! lockscope, each in its own process, so that each peak RSS is its own: this bench runs
 //! itself again as a child (`--child raw|lockscope N`) and reads the child's report.
 //!
-//! Budget per size: time at most 1.2x raw, peak RSS at most 1.1x raw. Each variant runs
-//! `LOCKSCOPE_BACKPRESSURE_RUNS` times (default 3), alternating, and each cell is the median.
+//! Budget per size: time at most 1.2x raw, peak RSS at most 1.1x raw. The variants take turns,
+//! each cell is the median of its runs and each ratio the median of the per-run ratios. Each
+//! variant runs `LOCKSCOPE_BACKPRESSURE_RUNS` times if set; by default, at least 3 times and
+//! enough times for ten million tasks in all (100 runs at 100k, 10 at 1M, 4 at 3M): a run of
+//! 100k tasks is short, and three of those are too few samples of a time that moves
+//! widely from one run to the next on a 2-core machine (docs/performance.md).
 //!
 //! ```text
 //! cargo bench -p lockscope --bench backpressure
@@ -25,6 +29,8 @@ const PERMITS: usize = 20;
 const WORKERS: usize = 2;
 const TIME_BUDGET: f64 = 1.2;
 const RSS_BUDGET: f64 = 1.1;
+/// Tasks each variant runs per size by default, over as many runs as it takes (at least 3).
+const TASKS_PER_SIZE: usize = 10_000_000;
 
 /// One row per size: what, its unit, its budget, and which half of a run's `(ms, MB)` it reads.
 type RowSpec = (&'static str, &'static str, f64, fn(&(f64, f64)) -> f64);
@@ -111,13 +117,13 @@ fn main() {
                 .expect("LOCKSCOPE_BACKPRESSURE_SIZES: task counts, comma-separated")
         })
         .collect();
-    let runs: usize = std::env::var("LOCKSCOPE_BACKPRESSURE_RUNS")
+    let runs_set: Option<usize> = std::env::var("LOCKSCOPE_BACKPRESSURE_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|&r| r > 0)
-        .unwrap_or(3);
+        .filter(|&r| r > 0);
     let mut rows = Vec::new();
     for n in sizes {
+        let runs = runs_set.unwrap_or_else(|| TASKS_PER_SIZE.div_ceil(n.max(1)).max(3));
         let (mut raw, mut ours) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             raw.push(run("raw", n));
