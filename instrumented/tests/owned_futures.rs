@@ -1,9 +1,9 @@
 //! The owned forms' hand-written future (`lock_owned`, `read_owned`, `write_owned`,
-//! `acquire_owned`, `acquire_many_owned`): its size, which keeps a task that waits on it in
-//! raw tokio's task-cell size (issue 16's backpressure workload), and its two lives the other
-//! tests do not reach, with the detector off (tokio's future alone; the borrowed forms'
-//! too), switched while a borrowed acquisition waits, and dropped after the lock was handed to
-//! it. One test: it switches the detector off for the whole process.
+//! `acquire_owned`, `acquire_many_owned`): its size, which keeps a task that waits on it in raw
+//! tokio's task-cell size (issue 16's backpressure workload), and its two lives the other tests do
+//! not reach, with the detector off (tokio's future alone, the primitive not looked up; the
+//! borrowed forms' too), switched while a borrowed acquisition waits, and dropped after the lock
+//! was handed to it. One test: it switches the detector off for the whole process.
 
 use std::mem::size_of_val;
 use std::sync::Arc;
@@ -124,6 +124,40 @@ fn off_borrowed() {
     );
 }
 
+/// The owned forms with the detector off, on primitives made with `const_new` (registered on
+/// first use): a contended `acquire_owned`, `lock_owned` or `write_owned`, dropped while it
+/// waits or granted, and the guards and permits they give, never look the primitive up.
+fn off_owned() {
+    let s = Arc::new(Semaphore::const_new(1));
+    let m = Arc::new(Mutex::const_new(0u64));
+    let l = Arc::new(RwLock::const_new(0u64));
+    let before = lockscope::detector::locks().len();
+    let p = assert_ready!(spawn(s.clone().acquire_owned()).poll()).unwrap();
+    let g = assert_ready!(spawn(m.clone().lock_owned()).poll());
+    let r = assert_ready!(spawn(l.clone().read_owned()).poll());
+    let mut dropped = spawn(s.clone().acquire_owned());
+    let mut a = spawn(s.clone().acquire_many_owned(1));
+    let mut b = spawn(m.clone().lock_owned());
+    let mut w = spawn(l.clone().write_owned());
+    assert_pending!(dropped.poll());
+    assert_pending!(a.poll());
+    assert_pending!(b.poll());
+    assert_pending!(w.poll());
+    drop(dropped);
+    drop((p, g, r));
+    assert!(a.is_woken() && b.is_woken() && w.is_woken());
+    drop(assert_ready!(a.poll()).unwrap());
+    *assert_ready!(b.poll()) += 1;
+    *assert_ready!(w.poll()) += 1;
+    assert_eq!(s.available_permits(), 1);
+    assert_eq!((*m.try_lock().unwrap(), *l.try_read().unwrap()), (1, 1));
+    assert_eq!(
+        lockscope::detector::locks().len(),
+        before,
+        "nothing was registered"
+    );
+}
+
 /// A future handed the permits while waiting, dropped before it saw them: tokio gives them
 /// back, and the books keep no holder and no waiter.
 fn handed_then_dropped() {
@@ -195,6 +229,7 @@ fn owned_futures() {
     lockscope::detector::set_enabled(false);
     off();
     off_borrowed();
+    off_owned();
     lockscope::detector::set_enabled(true);
     handed_then_dropped();
     switched_while_waiting();

@@ -114,21 +114,32 @@ where
             let sem: &'static Semaphore = unsafe { &*std::ptr::from_ref(owner.sem()) };
             this.inner.write((this.queue)(sem, n));
         }
-        let prim = owner.prim();
-        // Should tokio's poll panic, the unwinding drops its future here, and the books'
-        // wait with it, whatever the state says (a future left in tokio's queue past its
-        // memory would be unsound).
-        let unwind = Unwind {
-            inner: this.inner.as_mut_ptr(),
-            state: &raw mut this.state,
-            prim,
+        let polled = if this.state.is_off() {
+            // Off: tokio's future alone, and the primitive never looked up (one registered
+            // on first use is not registered by it), as in the borrowed forms. Should tokio's
+            // poll panic, `drop` takes its future out of the queue (the state stays `Off`).
+            // SAFETY: `inner` is made above or at an earlier poll, and pinned with the future.
+            let inner = unsafe { Pin::new_unchecked(this.inner.assume_init_mut()) };
+            inner.poll(cx).map_ok(|permit| (permit, Token::none()))
+        } else {
+            let prim = owner.prim();
+            // Should tokio's poll panic, the unwinding drops its future here, and the books'
+            // wait with it, whatever the state says (a future left in tokio's queue past its
+            // memory would be unsound).
+            let unwind = Unwind {
+                inner: this.inner.as_mut_ptr(),
+                state: &raw mut this.state,
+                prim,
+            };
+            // SAFETY: `inner` is made above or at an earlier poll (the state is past `Start`,
+            // and not `Done`: `owner` would be gone), and pinned with the future; both
+            // pointers are the guard's, used by it only if this unwinds.
+            let polled = unsafe {
+                (*unwind.state).poll(Pin::new_unchecked(&mut *unwind.inner), cx, prim, acq)
+            };
+            std::mem::forget(unwind);
+            polled
         };
-        // SAFETY: `inner` is made above or at an earlier poll (the state is past `Start`, and
-        // not `Done`: `owner` would be gone), and pinned with the future; both pointers are
-        // the guard's, used by it only if this unwinds.
-        let polled =
-            unsafe { (*unwind.state).poll(Pin::new_unchecked(&mut *unwind.inner), cx, prim, acq) };
-        std::mem::forget(unwind);
         match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(r) => {
@@ -194,9 +205,12 @@ impl<O: SemOwner, Q, F, M> Drop for Owned<O, Q, F, M> {
         if !self.live() {
             return;
         }
-        if let Some(owner) = &self.owner {
+        if let Some(owner) = &self.owner
+            && !matches!(self.state, State::Off)
+        {
             // A wait in progress leaves the books (recorded as `cancelled`), then tokio's
-            // future leaves its queue, as the probe's `Acquire` does.
+            // future leaves its queue, as the probe's `Acquire` does. Off, there is no wait
+            // in the books, and the primitive is not looked up.
             self.state.cancel(owner.prim());
         }
         // SAFETY: live (see above); dropped once, in place, before `owner` (a field, dropped
