@@ -50,20 +50,26 @@ fn sizes() {}
 
 /// Waits with the detector off: tokio's future alone, which a drop must take out of tokio's
 /// queue (else the permit handed on would go to a future that is gone) and a grant must hand
-/// over.
+/// over; and, on primitives made with `const_new` (registered on first use), neither the
+/// futures, polled or dropped, nor the guards and permits they give look the primitive up.
 fn off() {
-    let s = Arc::new(Semaphore::new(1));
-    let m = Arc::new(Mutex::new(0u64));
-    let p = s.try_acquire().unwrap();
-    let g = m.try_lock().unwrap();
+    let s = Arc::new(Semaphore::const_new(1));
+    let m = Arc::new(Mutex::const_new(0u64));
+    let l = Arc::new(RwLock::const_new(0u64));
+    let before = lockscope::detector::locks().len();
+    let p = assert_ready!(spawn(s.clone().acquire_owned()).poll()).unwrap();
+    let g = assert_ready!(spawn(m.clone().lock_owned()).poll());
+    let r = assert_ready!(spawn(l.clone().read_owned()).poll());
     let mut a = spawn(s.clone().acquire_owned());
     let mut b = spawn(s.clone().acquire_many_owned(1));
     let mut c = spawn(m.clone().lock_owned());
     let mut d = spawn(m.clone().lock_owned());
+    let mut w = spawn(l.clone().write_owned());
     assert_pending!(a.poll());
     assert_pending!(b.poll());
     assert_pending!(c.poll());
     assert_pending!(d.poll());
+    assert_pending!(w.poll());
     drop(a);
     drop(c);
     drop(p);
@@ -74,9 +80,17 @@ fn off() {
     assert!(d.is_woken(), "the lock went to the next waiter");
     let mut gd = assert_ready!(d.poll());
     *gd += 1;
+    drop(r);
+    assert!(w.is_woken(), "the write lock went to the writer");
+    *assert_ready!(w.poll()) += 1;
     drop((pb, gd));
     assert_eq!(s.available_permits(), 1);
-    assert_eq!(*m.try_lock().unwrap(), 1);
+    assert_eq!((*m.try_lock().unwrap(), *l.try_read().unwrap()), (1, 1));
+    assert_eq!(
+        lockscope::detector::locks().len(),
+        before,
+        "nothing was registered"
+    );
 }
 
 /// The borrowed forms with the detector off: a contended `lock`, `write` or `acquire` waits
@@ -117,40 +131,6 @@ fn off_borrowed() {
     drop(s.try_acquire_many(1).unwrap());
     *blocking.try_lock().unwrap() += 1;
     *blocking.lock() += 1;
-    assert_eq!(
-        lockscope::detector::locks().len(),
-        before,
-        "nothing was registered"
-    );
-}
-
-/// The owned forms with the detector off, on primitives made with `const_new` (registered on
-/// first use): a contended `acquire_owned`, `lock_owned` or `write_owned`, dropped while it
-/// waits or granted, and the guards and permits they give, never look the primitive up.
-fn off_owned() {
-    let s = Arc::new(Semaphore::const_new(1));
-    let m = Arc::new(Mutex::const_new(0u64));
-    let l = Arc::new(RwLock::const_new(0u64));
-    let before = lockscope::detector::locks().len();
-    let p = assert_ready!(spawn(s.clone().acquire_owned()).poll()).unwrap();
-    let g = assert_ready!(spawn(m.clone().lock_owned()).poll());
-    let r = assert_ready!(spawn(l.clone().read_owned()).poll());
-    let mut dropped = spawn(s.clone().acquire_owned());
-    let mut a = spawn(s.clone().acquire_many_owned(1));
-    let mut b = spawn(m.clone().lock_owned());
-    let mut w = spawn(l.clone().write_owned());
-    assert_pending!(dropped.poll());
-    assert_pending!(a.poll());
-    assert_pending!(b.poll());
-    assert_pending!(w.poll());
-    drop(dropped);
-    drop((p, g, r));
-    assert!(a.is_woken() && b.is_woken() && w.is_woken());
-    drop(assert_ready!(a.poll()).unwrap());
-    *assert_ready!(b.poll()) += 1;
-    *assert_ready!(w.poll()) += 1;
-    assert_eq!(s.available_permits(), 1);
-    assert_eq!((*m.try_lock().unwrap(), *l.try_read().unwrap()), (1, 1));
     assert_eq!(
         lockscope::detector::locks().len(),
         before,
@@ -229,7 +209,6 @@ fn owned_futures() {
     lockscope::detector::set_enabled(false);
     off();
     off_borrowed();
-    off_owned();
     lockscope::detector::set_enabled(true);
     handed_then_dropped();
     switched_while_waiting();
